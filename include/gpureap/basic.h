@@ -1,0 +1,51 @@
+/* gpureap basic layer: bounded file reads, number/size/duration parsing, cleanup helpers.
+ * Functions return 0 or a positive count on success and -errno on failure; outputs are named
+ * ret_* and are left untouched on failure. Nothing here prints or exits. */
+#ifndef GPUREAP_BASIC_H
+#define GPUREAP_BASIC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#define GR_ELEMENTSOF(a) (sizeof(a) / sizeof((a)[0]))
+#define GR_UNKNOWN_U64 UINT64_MAX
+#define GR_PROC_PID_MAX 4194304 /* PID_MAX_LIMIT on 64-bit kernels */
+
+/* cleanup helpers: every early return frees what it owns */
+static inline void gr_freep(void *p) { free(*(void **)p); }
+static inline void gr_closep(int *fd) { if (*fd >= 0) close(*fd); }
+#define _cleanup_free_ __attribute__((cleanup(gr_freep)))
+#define _cleanup_close_ __attribute__((cleanup(gr_closep)))
+
+/* Copy src into dst (size bytes), always NUL-terminated; returns true when it fit. */
+bool gr_strlcpy(char *dst, const char *src, size_t size);
+
+/* Read a whole (small, virtual) file relative to dirfd into buf (size bytes, NUL-terminated).
+ * Reads one byte more than fits to notice truncation: returns -EFBIG when the file did not fit,
+ * with the first size-1 bytes in buf and *ret_len set (callers that can use a prefix may).
+ * ENOENT/ESRCH of a vanished process come back as -ESRCH. */
+int gr_read_file_at(int dirfd, const char *name, char *buf, size_t size, size_t *ret_len);
+
+/* Stream a file relative to dirfd line by line (lines longer than the internal buffer are cut,
+ * never overflow). cb returns 0 to go on, >0 to stop early, <0 on error. */
+typedef int (*gr_line_cb)(const char *line, size_t len, void *userdata);
+int gr_read_lines_at(int dirfd, const char *name, gr_line_cb cb, void *userdata);
+
+/* Parsing. Each accepts the whole string and nothing else, or returns -EINVAL / -ERANGE. */
+int gr_parse_u64(const char *s, uint64_t *ret);
+int gr_parse_int(const char *s, int *ret);
+/* "1500", "1.5s", "250ms", "2m" -> milliseconds; plain numbers are seconds */
+int gr_parse_duration_ms(const char *s, uint64_t *ret_ms);
+/* "512", "512K", "20MiB", "1.5G" (powers of 1024) -> bytes */
+int gr_parse_size(const char *s, uint64_t *ret_bytes);
+
+/* Render bytes as "20.0 GiB", "615 MiB", "0 B" into buf */
+const char *gr_format_bytes(uint64_t bytes, char *buf, size_t size);
+
+/* Monotonic clock in milliseconds */
+uint64_t gr_now_ms(void);
+
+#endif

@@ -1,0 +1,43 @@
+/* gpureap snapshot: one consistent read of the driver and of /proc, taken once and then only
+ * read. Diagnosis and planning are pure functions of it. */
+#ifndef GPUREAP_SNAPSHOT_H
+#define GPUREAP_SNAPSHOT_H
+
+#include "gpureap/gpu.h"
+#include "gpureap/proc.h"
+
+typedef struct gr_snapshot {
+        uint64_t taken_at_ms;     /* wall clock, ms since the epoch */
+        char hostname[256];
+        char proc_root[1024];
+        char dev_dir[1024];
+        pid_t self;
+        gr_gpu_report *gpu;       /* never NULL after a successful take */
+        gr_proc_table *procs;     /* NULL when /proc could not be read: see proc_error */
+        int proc_error;           /* -errno */
+} gr_snapshot;
+
+typedef struct gr_snapshot_options {
+        gr_gpu_options gpu;
+        gr_proc_options proc;
+} gr_snapshot_options;
+
+int gr_snapshot_take(const gr_snapshot_options *opts, gr_snapshot **ret);
+void gr_snapshot_free(gr_snapshot *s);
+
+typedef enum gr_owner_state {
+        GR_OWNER_ALIVE,
+        GR_OWNER_ZOMBIE,          /* state Z or X: it has already released what it held */
+        GR_OWNER_NOT_FOUND,       /* dead, or in a PID namespace this /proc does not show */
+} gr_owner_state;
+
+const char *gr_owner_state_name(gr_owner_state s);
+gr_owner_state gr_snapshot_owner_state(const gr_snapshot *s, pid_t pid);
+
+/* Number of fds the process holds on the GPU with this minor number (0 when none). */
+unsigned gr_process_fds_on_minor(const gr_process *p, int minor);
+
+/* Does the GPU (by its index in the report) pass a filter of indices, minors or UUIDs? */
+bool gr_gpu_matches(const gr_gpu *g, const char *selector);
+
+#endif

@@ -1,0 +1,245 @@
+/* Pure parsers of /proc files: no I/O, every index checked, tested on fixtures and fuzzed. */
+#include <errno.h>
+#include <string.h>
+
+#include "gpureap/basic.h"
+#include "gpureap/proc.h"
+
+/* Next space-separated field of stat after *p; returns its start and length, or NULL. */
+static const char *next_field(const char **p, const char *end, size_t *ret_len)
+{
+        const char *s = *p;
+        while (s < end && *s == ' ')
+                s++;
+        if (s >= end)
+                return NULL;
+        const char *e = s;
+        while (e < end && *e != ' ' && *e != '\n')
+                e++;
+        *ret_len = (size_t)(e - s);
+        *p = e;
+        return s;
+}
+
+static int field_to_i64(const char *s, size_t len, int64_t *ret)
+{
+        char tmp[32];
+        if (len == 0 || len >= sizeof(tmp))
+                return -EINVAL;
+        memcpy(tmp, s, len);
+        tmp[len] = '\0';
+        bool neg = tmp[0] == '-';
+        uint64_t v;
+        int r = gr_parse_u64(neg ? tmp + 1 : tmp, &v);
+        if (r < 0)
+                return r;
+        if (v > INT64_MAX)
+                return -ERANGE;
+        *ret = neg ? -(int64_t)v : (int64_t)v;
+        return 0;
+}
+
+int gr_parse_stat(const char *buf, size_t len, gr_stat *ret)
+{
+        const char *end = buf + len;
+        const char *open = memchr(buf, '(', len);
+        if (!open)
+                return -EINVAL;
+        /* comm may hold ')' itself: the real end is the last ')' of the line */
+        const char *close = NULL;
+        for (const char *q = end; q > open; q--)
+                if (q[-1] == ')') {
+                        close = q - 1;
+                        break;
+                }
+        if (!close)
+                return -EINVAL;
+
+        gr_stat st = { 0 };
+        int64_t v;
+        {
+                const char *p = buf;
+                size_t flen;
+                const char *f = next_field(&p, open, &flen);
+                if (!f || field_to_i64(f, flen, &v) < 0 || v <= 0 || v > INT32_MAX)
+                        return -EINVAL;
+                st.pid = (pid_t)v;
+        }
+        size_t clen = (size_t)(close - open - 1);
+        if (clen >= sizeof(st.comm))
+                clen = sizeof(st.comm) - 1;
+        memcpy(st.comm, open + 1, clen);
+        st.comm[clen] = '\0';
+
+        const char *p = close + 1;
+        size_t flen;
+        const char *f = next_field(&p, end, &flen);
+        if (!f || flen != 1)
+                return -EINVAL;
+        st.state = f[0];
+
+        /* fields 4..22 after the state: ppid pgrp session ... starttime */
+        int64_t fields[19];
+        for (unsigned i = 0; i < GR_ELEMENTSOF(fields); i++) {
+                f = next_field(&p, end, &flen);
+                if (!f || field_to_i64(f, flen, &fields[i]) < 0)
+                        return -EINVAL;
+        }
+        if (fields[0] < 0 || fields[1] < 0 || fields[2] < 0 || fields[18] < 0)
+                return -EINVAL;
+        st.ppid = (pid_t)fields[0];
+        st.pgrp = (pid_t)fields[1];
+        st.session = (pid_t)fields[2];
+        st.start_time = (uint64_t)fields[18];
+        *ret = st;
+        return 0;
+}
+
+static bool line_has_key(const char *line, size_t len, const char *key, const char **ret_value)
+{
+        size_t klen = strlen(key);
+        if (len < klen || memcmp(line, key, klen) != 0)
+                return false;
+        *ret_value = line + klen;
+        return true;
+}
+
+int gr_parse_status(const char *buf, size_t len, gr_status *ret)
+{
+        gr_status st = { 0 };
+        const char *p = buf, *end = buf + len;
+        while (p < end) {
+                const char *nl = memchr(p, '\n', (size_t)(end - p));
+                const char *le = nl ? nl : end;
+                const char *v;
+                size_t llen = (size_t)(le - p);
+                if (line_has_key(p, llen, "Uid:", &v)) {
+                        /* "Uid:\treal\teffective\tsaved\tfs": the first number is the real uid */
+                        const char *c = v;
+                        while (c < le && (*c == ' ' || *c == '\t'))
+                                c++;
+                        const char *s = c;
+                        while (c < le && *c >= '0' && *c <= '9')
+                                c++;
+                        int64_t x;
+                        if (c > s && field_to_i64(s, (size_t)(c - s), &x) == 0 && x <= UINT32_MAX) {
+                                st.uid = (uid_t)x;
+                                st.has_uid = true;
+                        }
+                } else if (line_has_key(p, llen, "NSpid:", &v)) {
+                        const char *c = v;
+                        while (c < le && st.n_nspid < GR_NSPID_MAX) {
+                                while (c < le && (*c == ' ' || *c == '\t'))
+                                        c++;
+                                const char *s = c;
+                                while (c < le && *c >= '0' && *c <= '9')
+                                        c++;
+                                if (c == s)
+                                        break;
+                                int64_t x;
+                                if (field_to_i64(s, (size_t)(c - s), &x) < 0 || x <= 0 || x > INT32_MAX)
+                                        break;
+                                st.nspid[st.n_nspid++] = (pid_t)x;
+                        }
+                }
+                if (!nl)
+                        break;
+                p = nl + 1;
+        }
+        *ret = st;
+        return 0;
+}
+
+int gr_parse_cgroup(const char *buf, size_t len, char *ret, size_t size)
+{
+        const char *p = buf, *end = buf + len;
+        const char *first = NULL, *first_end = NULL;
+        while (p < end) {
+                const char *nl = memchr(p, '\n', (size_t)(end - p));
+                const char *le = nl ? nl : end;
+                /* hierarchy-ID:controllers:path; the path itself may hold ':' */
+                const char *c1 = memchr(p, ':', (size_t)(le - p));
+                const char *c2 = c1 ? memchr(c1 + 1, ':', (size_t)(le - c1 - 1)) : NULL;
+                if (c2) {
+                        if (c1 - p == 1 && p[0] == '0' && c2 == c1 + 1) {
+                                first = c2 + 1;
+                                first_end = le;
+                                break;
+                        }
+                        if (!first) {
+                                first = c2 + 1;
+                                first_end = le;
+                        }
+                }
+                if (!nl)
+                        break;
+                p = nl + 1;
+        }
+        if (!first || size == 0)
+                return -ENOENT;
+        size_t n = (size_t)(first_end - first);
+        if (n >= size)
+                n = size - 1;
+        memcpy(ret, first, n);
+        ret[n] = '\0';
+        return 0;
+}
+
+void gr_render_cmdline(const char *buf, size_t len, char *ret, size_t size)
+{
+        if (size == 0)
+                return;
+        while (len > 0 && buf[len - 1] == '\0')
+                len--;
+        size_t o = 0;
+        for (size_t i = 0; i < len && o + 1 < size; i++) {
+                unsigned char c = (unsigned char)buf[i];
+                ret[o++] = c == '\0' ? ' ' : (c < 0x20 || c == 0x7f) ? '?' : (char)c;
+        }
+        ret[o] = '\0';
+}
+
+gr_dev_kind gr_classify_device_path(const char *devdir, size_t devdir_len, const char *path,
+                                    unsigned *ret_minor)
+{
+        if (strncmp(path, devdir, devdir_len) != 0)
+                return GR_DEV_NONE;
+        const char *n = path + devdir_len;
+        if (*n != '/')
+                return GR_DEV_NONE;
+        n++;
+        if (strncmp(n, "nvidia", 6) != 0)
+                return GR_DEV_NONE;
+        const char *rest = n + 6;
+        if (*rest >= '0' && *rest <= '9') {
+                uint64_t minor = 0;
+                const char *c = rest;
+                for (; *c >= '0' && *c <= '9' && minor < 1000000; c++)
+                        minor = minor * 10 + (unsigned)(*c - '0');
+                /* "nvidia0" exactly; a deleted file shows as "nvidia0 (deleted)": not a device */
+                if (*c != '\0' || minor >= 1000000)
+                        return GR_DEV_OTHER;
+                if (ret_minor)
+                        *ret_minor = (unsigned)minor;
+                return GR_DEV_GPU;
+        }
+        if (strcmp(rest, "ctl") == 0)
+                return GR_DEV_CTL;
+        if (strcmp(rest, "-uvm") == 0 || strcmp(rest, "-uvm-tools") == 0)
+                return GR_DEV_UVM;
+        if (strncmp(rest, "-caps/", 6) == 0 || strncmp(rest, "-cap", 4) == 0)
+                return GR_DEV_CAPS;
+        return GR_DEV_OTHER;
+}
+
+bool gr_maps_line_is_nvidia(const char *line, size_t len, const char *devdir, size_t devdir_len)
+{
+        /* address, perms, offset, dev and inode hold no '/': the path starts at the first one */
+        const char *s = memchr(line, '/', len);
+        if (!s)
+                return false;
+        size_t rest = len - (size_t)(s - line);
+        if (rest < devdir_len + 7 || memcmp(s, devdir, devdir_len) != 0)
+                return false;
+        return memcmp(s + devdir_len, "/nvidia", 7) == 0;
+}

@@ -1,0 +1,370 @@
+/* The /proc scan: one directory fd per PID, every file opened relative to it with O_NOFOLLOW.
+ * A process that vanishes mid-read is dropped quietly; every buffer and count is bounded. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "gpureap/basic.h"
+#include "gpureap/proc.h"
+
+const char *gr_proc_root_default(void)
+{
+        const char *e = getenv("GPUREAP_PROC_ROOT");
+        return e && *e ? e : "/proc";
+}
+
+const char *gr_dev_dir_default(void)
+{
+        const char *e = getenv("GPUREAP_DEV_DIR");
+        return e && *e ? e : "/dev";
+}
+
+static const char *opt_proc_root(const gr_proc_options *o)
+{
+        return o && o->proc_root ? o->proc_root : gr_proc_root_default();
+}
+
+static const char *opt_dev_dir(const gr_proc_options *o)
+{
+        return o && o->dev_dir ? o->dev_dir : gr_dev_dir_default();
+}
+
+static bool parse_pid_name(const char *name, pid_t *ret)
+{
+        uint64_t v;
+        if (gr_parse_u64(name, &v) < 0 || v == 0 || v > INT32_MAX)
+                return false;
+        *ret = (pid_t)v;
+        return true;
+}
+
+static bool skipped(const gr_proc_options *o, pid_t pid)
+{
+        for (size_t i = 0; o && i < o->n_skip; i++)
+                if (o->skip[i] == pid)
+                        return true;
+        return false;
+}
+
+static void holding_add_gpu(gr_holding *h, unsigned minor)
+{
+        for (unsigned i = 0; i < h->n_gpus; i++)
+                if (h->gpus[i].minor == minor) {
+                        h->gpus[i].n_fds++;
+                        return;
+                }
+        if (h->n_gpus == GR_HOLD_GPUS_MAX) {
+                h->gpus_truncated = true;
+                return;
+        }
+        h->gpus[h->n_gpus].minor = minor;
+        h->gpus[h->n_gpus].n_fds = 1;
+        h->n_gpus++;
+}
+
+/* Walk /proc/PID/fd; returns 1 and a new holding when any NVIDIA device file is open, 0 when
+ * none, -errno when the directory could not be read. */
+static int scan_fds(int piddir, const char *devdir, size_t devdir_len, gr_holding **ret)
+{
+        int fdd = openat(piddir, "fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+        if (fdd < 0)
+                return errno == ENOENT ? -ESRCH : -errno;
+        DIR *d = fdopendir(fdd);
+        if (!d) {
+                int r = -errno;
+                close(fdd);
+                return r;
+        }
+        gr_holding *h = NULL;
+        struct dirent *de;
+        char target[512];
+        while ((de = readdir(d))) {
+                if (de->d_name[0] == '.')
+                        continue;
+                ssize_t n = readlinkat(fdd, de->d_name, target, sizeof(target) - 1);
+                if (n <= 0)
+                        continue; /* closed between readdir and readlink */
+                target[n] = '\0';
+                unsigned minor = 0;
+                gr_dev_kind k = gr_classify_device_path(devdir, devdir_len, target, &minor);
+                if (k == GR_DEV_NONE)
+                        continue;
+                if (!h) {
+                        h = calloc(1, sizeof(*h));
+                        if (!h) {
+                                closedir(d);
+                                return -ENOMEM;
+                        }
+                }
+                h->n_fds++;
+                switch (k) {
+                case GR_DEV_GPU: holding_add_gpu(h, minor); break;
+                case GR_DEV_CTL: h->n_ctl++; break;
+                case GR_DEV_UVM: h->n_uvm++; break;
+                case GR_DEV_CAPS: h->n_caps++; break;
+                default: h->n_other++; break;
+                }
+        }
+        closedir(d);
+        *ret = h;
+        return h ? 1 : 0;
+}
+
+struct maps_count {
+        const char *devdir;
+        size_t devdir_len;
+        unsigned n;
+};
+
+static int maps_line(const char *line, size_t len, void *userdata)
+{
+        struct maps_count *mc = userdata;
+        if (gr_maps_line_is_nvidia(line, len, mc->devdir, mc->devdir_len) && mc->n < UINT32_MAX)
+                mc->n++;
+        return 0;
+}
+
+static int load_details_at(int piddir, gr_process *p)
+{
+        char buf[8192];
+        size_t len;
+        int r = gr_read_file_at(piddir, "status", buf, sizeof(buf), &len);
+        if (r < 0 && r != -EFBIG)
+                return r;
+        gr_status st;
+        gr_parse_status(buf, len, &st);
+        p->has_uid = st.has_uid;
+        p->uid = st.uid;
+        memcpy(p->nspid, st.nspid, sizeof(p->nspid));
+        p->n_nspid = st.n_nspid;
+
+        char raw[GR_CMDLINE_MAX];
+        r = gr_read_file_at(piddir, "cmdline", raw, sizeof(raw), &len);
+        if ((r == 0 || r == -EFBIG) && len > 0) {
+                free(p->cmdline);
+                p->cmdline = malloc(GR_CMDLINE_MAX);
+                if (!p->cmdline)
+                        return -ENOMEM;
+                gr_render_cmdline(raw, len, p->cmdline, GR_CMDLINE_MAX);
+        }
+        r = gr_read_file_at(piddir, "cgroup", buf, sizeof(buf), &len);
+        if (r == 0 || r == -EFBIG) {
+                char cg[GR_CGROUP_MAX];
+                if (gr_parse_cgroup(buf, len, cg, sizeof(cg)) == 0) {
+                        free(p->cgroup);
+                        p->cgroup = strdup(cg);
+                        if (!p->cgroup)
+                                return -ENOMEM;
+                }
+        }
+        p->has_details = true;
+        return 0;
+}
+
+static int open_pid_dir(const char *proc_root, pid_t pid)
+{
+        char path[4096];
+        int n = snprintf(path, sizeof(path), "%s/%d", proc_root, (int)pid);
+        if (n < 0 || (size_t)n >= sizeof(path))
+                return -ENAMETOOLONG;
+        int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0)
+                return errno == ENOENT ? -ESRCH : -errno;
+        return fd;
+}
+
+int gr_proc_load_details(const gr_proc_options *opts, gr_process *p)
+{
+        if (p->has_details)
+                return 0;
+        int fd = open_pid_dir(opt_proc_root(opts), p->pid);
+        if (fd < 0)
+                return fd;
+        int r = load_details_at(fd, p);
+        close(fd);
+        return r;
+}
+
+static int table_push(gr_proc_table *t, gr_process **ret)
+{
+        if (t->n == t->cap) {
+                if (t->cap >= GR_PROC_MAX)
+                        return -E2BIG;
+                size_t cap = t->cap ? t->cap * 2 : 1024;
+                gr_process *np = realloc(t->procs, cap * sizeof(*np));
+                if (!np)
+                        return -ENOMEM;
+                t->procs = np;
+                t->cap = cap;
+        }
+        *ret = &t->procs[t->n++];
+        memset(*ret, 0, sizeof(**ret));
+        return 0;
+}
+
+static int cmp_pid(const void *a, const void *b)
+{
+        pid_t x = ((const gr_process *)a)->pid, y = ((const gr_process *)b)->pid;
+        return (x > y) - (x < y);
+}
+
+static uint64_t read_boot_time(int rootfd)
+{
+        char buf[16384];
+        size_t len;
+        int r = gr_read_file_at(rootfd, "stat", buf, sizeof(buf), &len);
+        if (r < 0 && r != -EFBIG)
+                return 0;
+        const char *b = strstr(buf, "\nbtime ");
+        uint64_t v = 0;
+        if (b) {
+                for (b += 7; *b >= '0' && *b <= '9'; b++)
+                        v = v * 10 + (uint64_t)(*b - '0');
+        }
+        return v;
+}
+
+int gr_proc_scan(const gr_proc_options *opts, gr_proc_table **ret)
+{
+        const char *root = opt_proc_root(opts);
+        const char *devdir = opt_dev_dir(opts);
+        size_t devdir_len = strlen(devdir);
+        while (devdir_len > 1 && devdir[devdir_len - 1] == '/')
+                devdir_len--;
+
+        int rootfd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (rootfd < 0)
+                return -errno;
+        DIR *d = fdopendir(rootfd);
+        if (!d) {
+                int r = -errno;
+                close(rootfd);
+                return r;
+        }
+        gr_proc_table *t = calloc(1, sizeof(*t));
+        if (!t) {
+                closedir(d);
+                return -ENOMEM;
+        }
+        t->clock_ticks = sysconf(_SC_CLK_TCK);
+        t->boot_time = read_boot_time(rootfd);
+
+        int r = 0;
+        struct dirent *de;
+        while ((de = readdir(d))) {
+                pid_t pid;
+                if (!parse_pid_name(de->d_name, &pid) || skipped(opts, pid))
+                        continue;
+                int piddir = openat(rootfd, de->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+                if (piddir < 0) {
+                        t->n_vanished++;
+                        continue;
+                }
+                char buf[1024];
+                size_t len;
+                gr_stat st;
+                int q = gr_read_file_at(piddir, "stat", buf, sizeof(buf), &len);
+                if (q < 0 || gr_parse_stat(buf, len, &st) < 0 || st.pid != pid) {
+                        close(piddir);
+                        t->n_vanished++;
+                        continue;
+                }
+                gr_holding *h = NULL;
+                q = scan_fds(piddir, devdir, devdir_len, &h);
+                if (q == -EACCES || q == -EPERM)
+                        t->n_unreadable++;
+                else if (q == -ENOMEM) {
+                        close(piddir);
+                        r = q;
+                        break;
+                }
+                gr_process *p;
+                q = table_push(t, &p);
+                if (q < 0) {
+                        free(h);
+                        close(piddir);
+                        r = q;
+                        break;
+                }
+                p->pid = st.pid;
+                p->ppid = st.ppid;
+                p->pgrp = st.pgrp;
+                p->session = st.session;
+                p->state = st.state;
+                p->start_time = st.start_time;
+                memcpy(p->comm, st.comm, sizeof(p->comm));
+                if (h) {
+                        struct maps_count mc = { devdir, devdir_len, 0 };
+                        /* only holders: maps of big processes run to thousands of lines */
+                        if (gr_read_lines_at(piddir, "maps", maps_line, &mc) == 0)
+                                h->n_maps = mc.n;
+                        p->hold = h;
+                        t->n_holders++;
+                        q = load_details_at(piddir, p);
+                        if (q == -ENOMEM) {
+                                close(piddir);
+                                r = q;
+                                break;
+                        }
+                }
+                close(piddir);
+        }
+        closedir(d);
+        if (r < 0) {
+                gr_proc_table_free(t);
+                return r;
+        }
+        qsort(t->procs, t->n, sizeof(*t->procs), cmp_pid);
+        *ret = t;
+        return 0;
+}
+
+gr_process *gr_proc_table_find(const gr_proc_table *t, pid_t pid)
+{
+        if (!t)
+                return NULL;
+        size_t lo = 0, hi = t->n;
+        while (lo < hi) {
+                size_t mid = lo + (hi - lo) / 2;
+                if (t->procs[mid].pid == pid)
+                        return &t->procs[mid];
+                if (t->procs[mid].pid < pid)
+                        lo = mid + 1;
+                else
+                        hi = mid;
+        }
+        return NULL;
+}
+
+void gr_proc_table_free(gr_proc_table *t)
+{
+        if (!t)
+                return;
+        for (size_t i = 0; i < t->n; i++) {
+                free(t->procs[i].cmdline);
+                free(t->procs[i].cgroup);
+                free(t->procs[i].hold);
+        }
+        free(t->procs);
+        free(t);
+}
+
+int gr_proc_same_process(const char *proc_root, pid_t pid, uint64_t start_time)
+{
+        int fd = open_pid_dir(proc_root ? proc_root : gr_proc_root_default(), pid);
+        if (fd < 0)
+                return fd;
+        char buf[1024];
+        size_t len;
+        gr_stat st;
+        int r = gr_read_file_at(fd, "stat", buf, sizeof(buf), &len);
+        close(fd);
+        if (r < 0)
+                return r;
+        if (gr_parse_stat(buf, len, &st) < 0)
+                return -EINVAL;
+        return st.start_time == start_time ? 1 : 0;
+}

@@ -1,0 +1,142 @@
+/* gpureap status: the snapshot, shown as a table or as JSON */
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "gpureap/basic.h"
+#include "gpureap.h"
+
+static void status_usage(FILE *f)
+{
+        fprintf(f,
+                "usage: gpureap status [--json] [--gpu SEL[,SEL...]] [--nvml-timeout DURATION]\n"
+                "\n"
+                "  --json                 write the facts as JSON (schema: docs/json-schema.md)\n"
+                "  --gpu SEL              only these GPUs: index, UUID (or its first 8+ characters)\n"
+                "                         or PCI bus id; comma separated or repeated\n"
+                "  --nvml-timeout DUR     give the driver this long to answer (default 5s;\n"
+                "                         also $GPUREAP_NVML_TIMEOUT)\n"
+                "\n"
+                "environment: GPUREAP_NVML_LIBRARY (the NVML to load), GPUREAP_PROC_ROOT,\n"
+                "GPUREAP_DEV_DIR (where /proc and the device files are, for tests)\n"
+                "\n"
+                "exit codes: 0 clean, 1 something holds a selected GPU, 2 usage error,\n"
+                "3 GPU or driver failure or timeout\n");
+}
+
+static int parse_timeout(const char *v, uint64_t *ret)
+{
+        uint64_t ms;
+        if (gr_parse_duration_ms(v, &ms) < 0 || ms == 0 || ms > 3600000) {
+                error_msg("invalid duration '%s' (try '5s' or '500ms')", v);
+                return -1;
+        }
+        *ret = ms;
+        return 0;
+}
+
+static bool gpu_in_use(const gr_snapshot *s, const gr_gpu *g)
+{
+        if (g->n_procs > 0)
+                return true;
+        for (size_t i = 0; s->procs && i < s->procs->n; i++)
+                if (gr_process_fds_on_minor(&s->procs->procs[i], g->minor) > 0)
+                        return true;
+        return false;
+}
+
+int cmd_status(int argc, char **argv)
+{
+        static const struct option opts[] = {
+                { "json", no_argument, NULL, 'j' },
+                { "gpu", required_argument, NULL, 'g' },
+                { "nvml-timeout", required_argument, NULL, 't' },
+                { "help", no_argument, NULL, 'h' },
+                {},
+        };
+        bool json = false;
+        char gpus[1024] = "";
+        gr_snapshot_options so = { 0 };
+        const char *env = getenv("GPUREAP_NVML_TIMEOUT");
+        if (env && *env && parse_timeout(env, &so.gpu.timeout_ms) < 0)
+                return EXIT_USAGE;
+
+        optind = 1;
+        int c;
+        while ((c = getopt_long(argc, argv, "+jg:t:h", opts, NULL)) != -1) {
+                switch (c) {
+                case 'j':
+                        json = true;
+                        break;
+                case 'g':
+                        if (gpus[0] && strlen(gpus) + 1 < sizeof(gpus))
+                                strncat(gpus, ",", sizeof(gpus) - strlen(gpus) - 1);
+                        if (strlen(gpus) + strlen(optarg) >= sizeof(gpus)) {
+                                error_msg("--gpu list is too long");
+                                return EXIT_USAGE;
+                        }
+                        strncat(gpus, optarg, sizeof(gpus) - strlen(gpus) - 1);
+                        break;
+                case 't':
+                        if (parse_timeout(optarg, &so.gpu.timeout_ms) < 0)
+                                return EXIT_USAGE;
+                        break;
+                case 'h':
+                        status_usage(stdout);
+                        return EXIT_CLEAN;
+                default:
+                        fprintf(stderr, "see 'gpureap status --help'\n");
+                        return EXIT_USAGE;
+                }
+        }
+        if (optind < argc) {
+                error_msg("unexpected argument '%s'; see 'gpureap status --help'", argv[optind]);
+                return EXIT_USAGE;
+        }
+        struct gpu_selection sel = { .list = gpus[0] ? gpus : NULL };
+
+        gr_snapshot *s = NULL;
+        int r = gr_snapshot_take(&so, &s);
+        if (r < 0) {
+                error_msg("cannot take a snapshot: %s", strerror(-r));
+                return EXIT_DRIVER;
+        }
+        if (s->gpu->status == GR_GPU_OK) {
+                char bad[128];
+                if (gpu_selection_unmatched(&sel, s->gpu, bad, sizeof(bad))) {
+                        error_msg("no GPU matches '%s' (this machine has %u)", bad, s->gpu->n_gpus);
+                        gr_snapshot_free(s);
+                        return EXIT_USAGE;
+                }
+        }
+
+        if (json)
+                render_status_json(stdout, s, &sel);
+        else
+                render_status_table(stdout, s, &sel);
+        fflush(stdout);
+
+        int code = EXIT_CLEAN;
+        if (s->gpu->status != GR_GPU_OK) {
+                error_msg("%s", s->gpu->error);
+                if (s->gpu->status == GR_GPU_NO_LIBRARY)
+                        fprintf(stderr, "hint: no NVIDIA driver found; holders of device files were still listed from %s\n",
+                                s->proc_root);
+                code = EXIT_DRIVER;
+        } else {
+                for (unsigned i = 0; i < s->gpu->n_gpus; i++) {
+                        const gr_gpu *g = &s->gpu->gpus[i];
+                        if (!gpu_selected(&sel, g))
+                                continue;
+                        if (g->error[0] && !g->procs_ok)
+                                code = EXIT_DRIVER;
+                        else if (code == EXIT_CLEAN && gpu_in_use(s, g))
+                                code = EXIT_NOT_CLEAN;
+                }
+        }
+        if (s->proc_error < 0)
+                error_msg("cannot read '%s': %s", s->proc_root, strerror(-s->proc_error));
+        gr_snapshot_free(s);
+        return code;
+}

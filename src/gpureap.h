@@ -1,0 +1,36 @@
+/* The command line: shared declarations of the subcommands and the renderers. */
+#ifndef GPUREAP_CLI_H
+#define GPUREAP_CLI_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "gpureap/snapshot.h"
+
+/* Documented, stable exit codes (docs/exit-codes.md) */
+enum {
+        EXIT_CLEAN = 0,       /* every selected GPU clean / the action is done */
+        EXIT_NOT_CLEAN = 1,   /* something holds a selected GPU / findings */
+        EXIT_USAGE = 2,       /* bad command line or input */
+        EXIT_DRIVER = 3,      /* GPU or driver failure, or the driver did not answer in time */
+};
+
+#define JSON_SCHEMA_VERSION 1
+
+struct gpu_selection {
+        const char *list;     /* --gpu value, comma separated; NULL for all */
+};
+
+bool gpu_selected(const struct gpu_selection *sel, const gr_gpu *g);
+/* An unknown selector: returns it, or NULL when every selector names a GPU */
+const char *gpu_selection_unmatched(const struct gpu_selection *sel, const gr_gpu_report *rep,
+                                    char *buf, size_t size);
+
+int render_status_table(FILE *f, const gr_snapshot *s, const struct gpu_selection *sel);
+int render_status_json(FILE *f, const gr_snapshot *s, const struct gpu_selection *sel);
+
+int cmd_status(int argc, char **argv);
+
+void error_msg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+#endif
