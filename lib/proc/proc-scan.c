@@ -109,6 +109,13 @@ static int scan_fds(int piddir, const char *devdir, size_t devdir_len, gr_holdin
                 }
         }
         closedir(d);
+        /* GPUs in minor order, whatever order readdir gave the fds in */
+        for (unsigned i = 1; h && i < h->n_gpus; i++)
+                for (unsigned j = i; j > 0 && h->gpus[j - 1].minor > h->gpus[j].minor; j--) {
+                        __typeof__(h->gpus[0]) tmp = h->gpus[j];
+                        h->gpus[j] = h->gpus[j - 1];
+                        h->gpus[j - 1] = tmp;
+                }
         *ret = h;
         return h ? 1 : 0;
 }

@@ -1,0 +1,185 @@
+/* gpuhold: the test helper that builds the process trees gpureap must understand, holding fake
+ * NVIDIA device files ($GPUREAP_DEV_DIR) and fake contexts ($GPUREAP_FAKE_CTX_DIR).
+ * It runs its verbs left to right:
+ *   pidfile PATH ROLE      append "ROLE PID" to PATH (how tests learn who is who)
+ *   cuda MINOR GPU MIB     open the device files as a CUDA process does, map them, and create a
+ *                          context of MIB MiB on GPU index GPU (see tests/fake-nvml/fake-ctx.h)
+ *   monitor MINOR          open the device files as an NVML-only client does, no context
+ *   open FILE              open one file of the device directory
+ *   spawn-holder PATH ROLE fork a child that inherits everything and sleeps; record it; go on
+ *   child                  fork: the child goes on with the next verbs, the parent sleeps and
+ *                          never reaps it (so it stays a zombie once it exits)
+ *   ignore-term            ignore SIGTERM
+ *   sleep                  sleep until killed
+ *   exit                   exit 0 */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../fake-nvml/fake-ctx.h"
+
+static const char *dev_dir(void)
+{
+        const char *d = getenv("GPUREAP_DEV_DIR");
+        return d && *d ? d : "/dev";
+}
+
+static void die(const char *what)
+{
+        fprintf(stderr, "gpuhold: %s: %s\n", what, strerror(errno));
+        exit(2);
+}
+
+static int open_dev(const char *name)
+{
+        char path[1024];
+        snprintf(path, sizeof(path), "%s/%s", dev_dir(), name);
+        int fd = open(path, O_RDWR); /* no O_CLOEXEC: children inherit it, as with CUDA */
+        if (fd < 0)
+                die(path);
+        return fd;
+}
+
+static void map_dev(int fd, int times)
+{
+        struct stat st;
+        if (fstat(fd, &st) < 0 || st.st_size < 4096)
+                return;
+        for (int i = 0; i < times; i++)
+                if (mmap(NULL, 4096, PROT_READ, MAP_SHARED, fd, 0) == MAP_FAILED)
+                        die("mmap");
+}
+
+/* The host PID: NSpid's first field as the mounted /proc shows it (tests in a new PID
+ * namespace keep the host's /proc), as the real driver reports host PIDs. */
+static unsigned host_pid(void)
+{
+        FILE *f = fopen("/proc/self/status", "re");
+        char line[256];
+        unsigned pid = (unsigned)getpid();
+        while (f && fgets(line, sizeof(line), f))
+                if (sscanf(line, "NSpid: %u", &pid) == 1)
+                        break;
+        if (f)
+                fclose(f);
+        return pid;
+}
+
+static void create_context(unsigned gpu, unsigned long long mib)
+{
+        const char *dir = getenv("GPUREAP_FAKE_CTX_DIR");
+        if (!dir || !*dir) {
+                fprintf(stderr, "gpuhold: GPUREAP_FAKE_CTX_DIR is not set\n");
+                exit(2);
+        }
+        static unsigned seq;
+        char path[1024];
+        unsigned pid = host_pid();
+        snprintf(path, sizeof(path), "%s/ctx-%u-%u-%u", dir, pid, gpu, seq++);
+        int fd = open(path, O_RDWR | O_CREAT | O_EXCL, 0644);
+        if (fd < 0)
+                die(path);
+        struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 1 };
+        if (fcntl(fd, F_OFD_SETLK, &fl) < 0)
+                die("F_OFD_SETLK");
+        /* the lock is taken before the content exists: the fake skips unparsable tokens */
+        if (dprintf(fd, "pid=%u gpu=%u mib=%llu\n", pid, gpu, mib) < 0)
+                die("write");
+}
+
+static void record(const char *path, const char *role, pid_t pid)
+{
+        char line[128];
+        int n = snprintf(line, sizeof(line), "%s %d\n", role, (int)pid);
+        int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+        if (fd < 0)
+                die(path);
+        if (write(fd, line, (size_t)n) != n) /* one write: lines never interleave */
+                die("write");
+        close(fd);
+}
+
+static void sleep_forever(void)
+{
+        for (;;)
+                pause();
+}
+
+int main(int argc, char **argv)
+{
+        for (int i = 1; i < argc; i++) {
+                const char *v = argv[i];
+                int left = argc - i - 1;
+                if (strcmp(v, "pidfile") == 0 && left >= 2) {
+                        record(argv[i + 1], argv[i + 2], (pid_t)host_pid());
+                        i += 2;
+                } else if (strcmp(v, "cuda") == 0 && left >= 3) {
+                        char name[32];
+                        snprintf(name, sizeof(name), "nvidia%s", argv[i + 1]);
+                        open_dev("nvidiactl");
+                        open_dev("nvidia-uvm");
+                        open_dev("nvidia-uvm");
+                        int g = open_dev(name);
+                        open_dev(name);
+                        open_dev(name);
+                        map_dev(g, 40);
+                        create_context((unsigned)strtoul(argv[i + 2], NULL, 10),
+                                       strtoull(argv[i + 3], NULL, 10));
+                        i += 3;
+                } else if (strcmp(v, "monitor") == 0 && left >= 1) {
+                        char name[32];
+                        snprintf(name, sizeof(name), "nvidia%s", argv[i + 1]);
+                        open_dev("nvidiactl");
+                        int g = open_dev(name);
+                        open_dev(name);
+                        open_dev(name);
+                        open_dev("nvidia-uvm");
+                        open_dev("nvidia-uvm");
+                        map_dev(g, 4);
+                        i += 1;
+                } else if (strcmp(v, "open") == 0 && left >= 1) {
+                        open_dev(argv[++i]);
+                } else if (strcmp(v, "spawn-holder") == 0 && left >= 2) {
+                        int p[2];
+                        if (pipe(p) < 0)
+                                die("pipe");
+                        pid_t c = fork();
+                        if (c < 0)
+                                die("fork");
+                        if (c == 0) {
+                                close(p[0]);
+                                record(argv[i + 1], argv[i + 2], (pid_t)host_pid());
+                                close(p[1]);
+                                sleep_forever();
+                        }
+                        close(p[1]);
+                        char b;
+                        while (read(p[0], &b, 1) < 0 && errno == EINTR)
+                                ;
+                        close(p[0]);
+                        i += 2;
+                } else if (strcmp(v, "child") == 0) {
+                        pid_t c = fork();
+                        if (c < 0)
+                                die("fork");
+                        if (c > 0)
+                                sleep_forever(); /* never reaps */
+                } else if (strcmp(v, "ignore-term") == 0) {
+                        signal(SIGTERM, SIG_IGN);
+                } else if (strcmp(v, "sleep") == 0) {
+                        sleep_forever();
+                } else if (strcmp(v, "exit") == 0) {
+                        _exit(0);
+                } else {
+                        fprintf(stderr, "gpuhold: unknown or incomplete verb '%s'\n", v);
+                        return 2;
+                }
+        }
+        return 0;
+}

@@ -1,0 +1,127 @@
+# Shared setup of the integration tests: a private directory of fake NVIDIA device files, a fake
+# NVML scenario, process trees started by gpuhold and recorded by PID, and assertions on what
+# gpureap prints. Every process a test starts is recorded and killed by PID at exit.
+set -eu
+
+: "${GPUREAP:?}" "${GPUHOLD:?}" "${FAKE_NVML:?}"
+T=$(mktemp -d "${TMPDIR:-/tmp}/gpureap-test.XXXXXX")
+PIDS=$T/pids
+: >"$PIDS"
+mkdir -p "$T/dev" "$T/ctx"
+for f in nvidiactl nvidia-uvm nvidia-uvm-tools nvidia0 nvidia1 nvidia2 nvidia3; do
+        truncate -s 4096 "$T/dev/$f"
+done
+export GPUREAP_DEV_DIR=$T/dev
+export GPUREAP_FAKE_CTX_DIR=$T/ctx
+export GPUREAP_NVML_LIBRARY=$FAKE_NVML
+export GPUREAP_FAKE_NVML_SCENARIO=$T/scenario
+unset GPUREAP_PROC_ROOT GPUREAP_NVML_TIMEOUT
+CHECKS=0
+LAUNCHED=""
+
+cleanup() {
+        local pid
+        for pid in $(awk '{print $2}' "$PIDS") $LAUNCHED; do
+                kill -KILL "$pid" 2>/dev/null || true
+        done
+        for pid in $LAUNCHED; do
+                wait "$pid" 2>/dev/null || true
+        done
+        rm -rf "$T"
+}
+trap cleanup EXIT
+
+# scenario LINE...: write the fake driver's scenario (a "contexts" line is added)
+scenario() {
+        { echo "contexts $T/ctx"; printf '%s\n' "$@"; } >"$T/scenario"
+}
+scenario "gpu 0 minor=0"
+
+fail() {
+        echo "FAIL: $*" >&2
+        echo "--- gpureap stdout" >&2; cat "$T/out" 2>/dev/null >&2 || true
+        echo "--- gpureap stderr" >&2; cat "$T/err" 2>/dev/null >&2 || true
+        exit 1
+}
+
+ok() {
+        CHECKS=$((CHECKS + 1))
+        echo "ok $CHECKS - $*"
+}
+
+# launch ARGS...: start gpuhold in the background (its PID in $LAST)
+launch() {
+        "$GPUHOLD" "$@" &
+        LAST=$!
+        LAUNCHED="$LAUNCHED $LAST"
+}
+
+# wait_role ROLE...: until gpuhold has recorded each role (bounded: 10 s)
+wait_role() {
+        local r i
+        for r in "$@"; do
+                i=0
+                until grep -q "^$r " "$PIDS"; do
+                        i=$((i + 1))
+                        [ $i -lt 1000 ] || fail "role '$r' never started"
+                        sleep 0.01
+                done
+        done
+}
+
+pid_of() {
+        awk -v r="$1" '$1 == r { print $2 }' "$PIDS" | tail -n 1
+}
+
+# wait_state PID STATES: until /proc/PID/stat shows one of STATES ("gone" for no process)
+wait_state() {
+        local pid=$1 want=$2 i=0 st
+        while :; do
+                if [ -r "/proc/$pid/stat" ]; then
+                        st=$(sed 's/.*) //' "/proc/$pid/stat" 2>/dev/null | cut -d' ' -f1)
+                        [ -n "$st" ] || st=gone
+                else
+                        st=gone
+                fi
+                case " $want " in *" $st "*) return 0 ;; esac
+                i=$((i + 1))
+                [ $i -lt 1000 ] || fail "process $pid never reached '$want' (is '$st')"
+                sleep 0.01
+        done
+}
+
+# gr ARGS...: run gpureap; output in $T/out, $T/err, exit status in $RC
+gr() {
+        set +e
+        "$GPUREAP" "$@" >"$T/out" 2>"$T/err"
+        RC=$?
+        set -e
+}
+
+expect_rc() {
+        [ "$RC" -eq "$1" ] || fail "expected exit $1, got $RC ($2)"
+        ok "exit $1: $2"
+}
+
+# jqok FILTER DESCRIPTION [jq args...]: the JSON output satisfies FILTER
+jqok() {
+        local filter=$1 desc=$2
+        shift 2
+        jq -e "$@" "$filter" "$T/out" >/dev/null || fail "$desc: jq '$filter' is false"
+        ok "$desc"
+}
+
+# has FILE PATTERN DESCRIPTION: grep -E in $T/out or $T/err
+has() {
+        grep -Eq -- "$2" "$T/$1" || fail "$3: no /$2/ in $1"
+        ok "$3"
+}
+
+hasnt() {
+        ! grep -Eq -- "$2" "$T/$1" || fail "$3: /$2/ found in $1"
+        ok "$3"
+}
+
+done_testing() {
+        echo "1..$CHECKS"
+}

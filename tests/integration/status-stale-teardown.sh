@@ -1,0 +1,24 @@
+#!/bin/bash
+# Memory with no holder: stale memory the driver keeps, and memory still being torn down after
+# the last holder died (its owner stays listed meanwhile).
+. "$TESTLIB"
+
+scenario "gpu 0" "stale 0 2048"
+gr status --json
+expect_rc 0 "no owner and no holder (stale memory is judged by diagnosis, not here)"
+jqok '.gpus[0].memory.used == 2048*1048576 and .gpus[0].context_owners == [] and .gpus[0].holders == []' "stale memory shows as used with nobody on it"
+
+scenario "gpu 0" "teardown_ms 400"
+launch pidfile "$PIDS" owner cuda 0 0 700 sleep
+wait_role owner
+owner=$(pid_of owner)
+kill -KILL "$owner"; wait "$owner" 2>/dev/null || true
+gr status --json
+jqok ".gpus[0].context_owners == [{pid: $owner, type: \"compute\", used_memory: (700*1048576), process: \"not_found\"}] and .gpus[0].holders == []" "being torn down: the dead owner is still listed, nobody holds"
+i=0
+until gr status --json && jq -e '.gpus[0].memory.used == 0' "$T/out" >/dev/null; do
+        i=$((i + 1)); [ $i -lt 500 ] || fail "the memory never came back"
+        sleep 0.02
+done
+jqok '.gpus[0].context_owners == []' "after teardown: no owner, memory back"
+done_testing

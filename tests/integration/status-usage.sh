@@ -1,0 +1,31 @@
+#!/bin/bash
+# Bad input: a clear one-line error and exit 2, never a crash.
+. "$TESTLIB"
+
+gr --help
+expect_rc 0 "--help"
+has out "exit codes" "help lists exit codes"
+gr status --help
+expect_rc 0 "status --help"
+has out "--nvml-timeout" "status help lists options"
+gr --version
+has out "^gpureap [0-9]+\\.[0-9]+\\.[0-9]+$" "--version"
+
+gr frobnicate
+expect_rc 2 "unknown command"
+has err "^gpureap: 'frobnicate' is not a gpureap command" "names the command"
+gr status --bogus
+expect_rc 2 "unknown option"
+gr status --nvml-timeout soon
+expect_rc 2 "bad duration"
+has err "^gpureap: invalid duration 'soon'" "names the duration"
+gr status --nvml-timeout 0
+expect_rc 2 "zero duration"
+GPUREAP_NVML_TIMEOUT=x gr status
+expect_rc 2 "bad duration in the environment"
+gr status extra
+expect_rc 2 "stray argument"
+GPUREAP_PROC_ROOT=$T/nonexistent gr status --json
+has err "cannot read '.*nonexistent'" "an unreadable /proc root is reported"
+jqok '.proc.error != null' "JSON carries the /proc error"
+done_testing

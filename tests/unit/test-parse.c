@@ -1,0 +1,235 @@
+/* Unit tests of the pure parsers: stat, status, cgroup, cmdline, device paths, maps lines,
+ * numbers, sizes and durations. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "gpureap/basic.h"
+#include "gpureap/proc.h"
+
+#define STAT_TAIL " 0 0 4194560 100 0 0 0 5 3 0 0 20 0 1 0 123456 1000 10 18446744073709551615 0 0 0 0 0 0 0 0 0 0 0 0 17 3 0 0 0 0 0\n"
+
+static void stat_plain(void **state)
+{
+        const char *s = "4242 (python3) S 1 4242 4242" STAT_TAIL;
+        gr_stat st;
+        assert_int_equal(gr_parse_stat(s, strlen(s), &st), 0);
+        assert_int_equal(st.pid, 4242);
+        assert_string_equal(st.comm, "python3");
+        assert_int_equal(st.state, 'S');
+        assert_int_equal(st.ppid, 1);
+        assert_int_equal(st.pgrp, 4242);
+        assert_int_equal(st.session, 4242);
+        assert_int_equal(st.start_time, 123456);
+}
+
+static void stat_comm_with_parens_spaces_newline(void **state)
+{
+        const char *s = "77 (a) b (c)\nd) ) Z 5 6 7" STAT_TAIL;
+        gr_stat st;
+        assert_int_equal(gr_parse_stat(s, strlen(s), &st), 0);
+        assert_string_equal(st.comm, "a) b (c)\nd) ");
+        assert_int_equal(st.state, 'Z');
+        assert_int_equal(st.ppid, 5);
+        assert_int_equal(st.pgrp, 6);
+        assert_int_equal(st.session, 7);
+        assert_int_equal(st.start_time, 123456);
+}
+
+static void stat_long_comm_is_cut(void **state)
+{
+        char s[512];
+        char comm[200];
+        memset(comm, 'x', sizeof(comm) - 1);
+        comm[sizeof(comm) - 1] = '\0';
+        snprintf(s, sizeof(s), "9 (%s) R 1 9 9" STAT_TAIL, comm);
+        gr_stat st;
+        assert_int_equal(gr_parse_stat(s, strlen(s), &st), 0);
+        assert_int_equal(strlen(st.comm), GR_COMM_MAX - 1);
+        assert_int_equal(st.state, 'R');
+}
+
+static void stat_rejects_garbage(void **state)
+{
+        const char *bad[] = {
+                "", "4242", "4242 (x", "4242 x) S 1 2 3", "(x) S 1 2 3" STAT_TAIL,
+                "4242 (x) S 1 2", "4242 (x) SS 1 2 3" STAT_TAIL, "abc (x) S 1 2 3" STAT_TAIL,
+                "4242 (x) S -1 2 3" STAT_TAIL, "4242 (x) S 1 2 3 0 0",
+                "4242 (x) S 1 2 3 0 0 1 2 3 4 5 6 7 8 9 10 11 12 13 99999999999999999999999",
+        };
+        for (size_t i = 0; i < GR_ELEMENTSOF(bad); i++) {
+                gr_stat st = { .pid = -7 };
+                assert_true(gr_parse_stat(bad[i], strlen(bad[i]), &st) < 0);
+                assert_int_equal(st.pid, -7); /* untouched on failure */
+        }
+}
+
+static void status_uid_and_nspid(void **state)
+{
+        const char *s = "Name:\tgpuhold\nUmask:\t0022\nState:\tS (sleeping)\nTgid:\t4242\n"
+                        "Uid:\t1000\t1001\t1002\t1003\nGid:\t0\t0\t0\t0\n"
+                        "NSpid:\t4242\t17\t1\nNSpgid:\t4242\t17\t1\n";
+        gr_status st;
+        assert_int_equal(gr_parse_status(s, strlen(s), &st), 0);
+        assert_true(st.has_uid);
+        assert_int_equal(st.uid, 1000);
+        assert_int_equal(st.n_nspid, 3);
+        assert_int_equal(st.nspid[0], 4242);
+        assert_int_equal(st.nspid[1], 17);
+        assert_int_equal(st.nspid[2], 1);
+}
+
+static void status_without_fields(void **state)
+{
+        const char *s = "Name:\tx\nUid:\tnope\nNSpid:\n";
+        gr_status st;
+        assert_int_equal(gr_parse_status(s, strlen(s), &st), 0);
+        assert_false(st.has_uid);
+        assert_int_equal(st.n_nspid, 0);
+}
+
+static void status_nspid_bounded(void **state)
+{
+        const char *s = "NSpid:\t1\t2\t3\t4\t5\t6\t7\t8\t9\t10\t11\n";
+        gr_status st;
+        assert_int_equal(gr_parse_status(s, strlen(s), &st), 0);
+        assert_int_equal(st.n_nspid, GR_NSPID_MAX);
+        assert_int_equal(st.nspid[GR_NSPID_MAX - 1], GR_NSPID_MAX);
+}
+
+static void cgroup_v2_and_v1(void **state)
+{
+        char out[64];
+        const char *v2 = "0::/kubepods/pod1234/cri-containerd-abc:def\n";
+        assert_int_equal(gr_parse_cgroup(v2, strlen(v2), out, sizeof(out)), 0);
+        assert_string_equal(out, "/kubepods/pod1234/cri-containerd-abc:def");
+
+        const char *hybrid = "12:memory:/slurm/uid_0/job_42\n0::/system.slice/x.service\n";
+        assert_int_equal(gr_parse_cgroup(hybrid, strlen(hybrid), out, sizeof(out)), 0);
+        assert_string_equal(out, "/system.slice/x.service");
+
+        const char *v1 = "12:memory:/slurm/uid_0/job_42\n11:cpu,cpuacct:/slurm/uid_0/job_42/step_0\n";
+        assert_int_equal(gr_parse_cgroup(v1, strlen(v1), out, sizeof(out)), 0);
+        assert_string_equal(out, "/slurm/uid_0/job_42");
+
+        assert_int_equal(gr_parse_cgroup("garbage", 7, out, sizeof(out)), -ENOENT);
+        char small[8];
+        assert_int_equal(gr_parse_cgroup(v2, strlen(v2), small, sizeof(small)), 0);
+        assert_string_equal(small, "/kubepo");
+}
+
+static void cmdline_rendering(void **state)
+{
+        char out[32];
+        const char raw[] = "python3\0-m\0sglang.launch_server\0";
+        gr_render_cmdline(raw, sizeof(raw) - 1, out, sizeof(out));
+        assert_string_equal(out, "python3 -m sglang.launch_server");
+        const char ctl[] = "a\nb\tc\0";
+        gr_render_cmdline(ctl, sizeof(ctl) - 1, out, sizeof(out));
+        assert_string_equal(out, "a?b?c");
+        char tiny[4];
+        gr_render_cmdline(raw, sizeof(raw) - 1, tiny, sizeof(tiny));
+        assert_string_equal(tiny, "pyt");
+}
+
+static void device_paths(void **state)
+{
+        unsigned minor = 99;
+        assert_int_equal(gr_classify_device_path("/dev", 4, "/dev/nvidia0", &minor), GR_DEV_GPU);
+        assert_int_equal(minor, 0);
+        assert_int_equal(gr_classify_device_path("/dev", 4, "/dev/nvidia17", &minor), GR_DEV_GPU);
+        assert_int_equal(minor, 17);
+        assert_int_equal(gr_classify_device_path("/dev", 4, "/dev/nvidiactl", NULL), GR_DEV_CTL);
+        assert_int_equal(gr_classify_device_path("/dev", 4, "/dev/nvidia-uvm", NULL), GR_DEV_UVM);
+        assert_int_equal(gr_classify_device_path("/dev", 4, "/dev/nvidia-uvm-tools", NULL), GR_DEV_UVM);
+        assert_int_equal(gr_classify_device_path("/dev", 4, "/dev/nvidia-caps/nvidia-cap1", NULL), GR_DEV_CAPS);
+        assert_int_equal(gr_classify_device_path("/dev", 4, "/dev/nvidia-modeset", NULL), GR_DEV_OTHER);
+        assert_int_equal(gr_classify_device_path("/dev", 4, "/dev/nvidia0 (deleted)", NULL), GR_DEV_OTHER);
+        assert_int_equal(gr_classify_device_path("/dev", 4, "/dev/null", NULL), GR_DEV_NONE);
+        assert_int_equal(gr_classify_device_path("/dev", 4, "/devx/nvidia0", NULL), GR_DEV_NONE);
+        assert_int_equal(gr_classify_device_path("/dev", 4, "socket:[1234]", NULL), GR_DEV_NONE);
+        assert_int_equal(gr_classify_device_path("/dev", 4, "/tmp/dev/nvidia0", NULL), GR_DEV_NONE);
+        assert_int_equal(gr_classify_device_path("/tmp/t/dev", 10, "/tmp/t/dev/nvidia3", &minor), GR_DEV_GPU);
+        assert_int_equal(minor, 3);
+        assert_int_equal(gr_classify_device_path("/dev", 4, "/dev/nvidia99999999999", NULL), GR_DEV_OTHER);
+}
+
+static void maps_lines(void **state)
+{
+        const char *a = "7f0000000000-7f0000001000 rw-s 00000000 00:05 1234                       /dev/nvidia0";
+        const char *b = "7f0000000000-7f0000001000 rw-s 00000000 00:05 1234                       /dev/nvidiactl";
+        const char *c = "7f0000000000-7f0000001000 r-xp 00000000 08:01 99   /usr/lib/libnvidia-ml.so.1";
+        const char *d = "7f0000000000-7f0000001000 rw-p 00000000 00:00 0";
+        const char *e = "7f0000000000-7f0000001000 rw-p 00000000 00:00 0    [heap]";
+        assert_true(gr_maps_line_is_nvidia(a, strlen(a), "/dev", 4));
+        assert_true(gr_maps_line_is_nvidia(b, strlen(b), "/dev", 4));
+        assert_false(gr_maps_line_is_nvidia(c, strlen(c), "/dev", 4));
+        assert_false(gr_maps_line_is_nvidia(d, strlen(d), "/dev", 4));
+        assert_false(gr_maps_line_is_nvidia(e, strlen(e), "/dev", 4));
+        assert_false(gr_maps_line_is_nvidia(a, 20, "/dev", 4));
+}
+
+static void numbers_sizes_durations(void **state)
+{
+        uint64_t v;
+        assert_int_equal(gr_parse_u64("18446744073709551615", &v), 0);
+        assert_true(v == UINT64_MAX);
+        assert_int_equal(gr_parse_u64("18446744073709551616", &v), -ERANGE);
+        assert_int_equal(gr_parse_u64("12a", &v), -EINVAL);
+        assert_int_equal(gr_parse_u64("", &v), -EINVAL);
+        assert_int_equal(gr_parse_u64("-1", &v), -EINVAL);
+        int i;
+        assert_int_equal(gr_parse_int("-42", &i), 0);
+        assert_int_equal(i, -42);
+        assert_int_equal(gr_parse_int("2147483648", &i), -ERANGE);
+
+        assert_int_equal(gr_parse_duration_ms("5", &v), 0);
+        assert_int_equal(v, 5000);
+        assert_int_equal(gr_parse_duration_ms("250ms", &v), 0);
+        assert_int_equal(v, 250);
+        assert_int_equal(gr_parse_duration_ms("1.5s", &v), 0);
+        assert_int_equal(v, 1500);
+        assert_int_equal(gr_parse_duration_ms("2m", &v), 0);
+        assert_int_equal(v, 120000);
+        assert_int_equal(gr_parse_duration_ms("soon", &v), -EINVAL);
+        assert_int_equal(gr_parse_duration_ms("5 s", &v), -EINVAL);
+        assert_int_equal(gr_parse_duration_ms(".", &v), -EINVAL);
+
+        assert_int_equal(gr_parse_size("20GiB", &v), 0);
+        assert_true(v == 20ULL << 30);
+        assert_int_equal(gr_parse_size("1.5G", &v), 0);
+        assert_true(v == 3ULL << 29);
+        assert_int_equal(gr_parse_size("512", &v), 0);
+        assert_int_equal(v, 512);
+        assert_int_equal(gr_parse_size("99999999999T", &v), -ERANGE);
+        assert_int_equal(gr_parse_size("12 parsecs", &v), -EINVAL);
+
+        char b[32];
+        assert_string_equal(gr_format_bytes(0, b, sizeof(b)), "0 B");
+        assert_string_equal(gr_format_bytes(615ULL << 20, b, sizeof(b)), "615 MiB");
+        assert_string_equal(gr_format_bytes(20ULL << 30, b, sizeof(b)), "20.0 GiB");
+        assert_string_equal(gr_format_bytes(GR_UNKNOWN_U64, b, sizeof(b)), "?");
+}
+
+int main(void)
+{
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(stat_plain),
+                cmocka_unit_test(stat_comm_with_parens_spaces_newline),
+                cmocka_unit_test(stat_long_comm_is_cut),
+                cmocka_unit_test(stat_rejects_garbage),
+                cmocka_unit_test(status_uid_and_nspid),
+                cmocka_unit_test(status_without_fields),
+                cmocka_unit_test(status_nspid_bounded),
+                cmocka_unit_test(cgroup_v2_and_v1),
+                cmocka_unit_test(cmdline_rendering),
+                cmocka_unit_test(device_paths),
+                cmocka_unit_test(maps_lines),
+                cmocka_unit_test(numbers_sizes_durations),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}

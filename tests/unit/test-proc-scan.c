@@ -1,0 +1,161 @@
+/* The /proc scan on a recorded fixture tree and on this live system. */
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "gpureap/basic.h"
+#include "gpureap/proc.h"
+
+static char fixture[1024];
+
+static void fixture_ghost_tree(void **state)
+{
+        gr_proc_options o = { .proc_root = fixture, .dev_dir = "/dev" };
+        gr_proc_table *t = NULL;
+        assert_int_equal(gr_proc_scan(&o, &t), 0);
+        /* 1, 2, 200, 300, 500; 400 vanished (no stat); "self" and "stat" are not PIDs */
+        assert_int_equal(t->n, 5);
+        assert_int_equal(t->n_vanished, 1);
+        assert_int_equal(t->n_holders, 1);
+        assert_int_equal(t->boot_time, 1764684000);
+        for (size_t i = 1; i < t->n; i++)
+                assert_true(t->procs[i - 1].pid < t->procs[i].pid);
+
+        gr_process *p = gr_proc_table_find(t, 200);
+        assert_non_null(p);
+        assert_non_null(p->hold);
+        assert_int_equal(p->hold->n_fds, 7);
+        assert_int_equal(p->hold->n_ctl, 1);
+        assert_int_equal(p->hold->n_uvm, 2);
+        assert_int_equal(p->hold->n_caps, 1);
+        assert_int_equal(p->hold->n_maps, 3);
+        assert_int_equal(p->hold->n_gpus, 2);
+        assert_int_equal(p->hold->gpus[0].minor, 0);
+        assert_int_equal(p->hold->gpus[0].n_fds, 2);
+        assert_int_equal(p->hold->gpus[1].minor, 1);
+        assert_int_equal(p->hold->gpus[1].n_fds, 1);
+        assert_true(p->has_details);
+        assert_int_equal(p->uid, 1000);
+        assert_int_equal(p->n_nspid, 2);
+        assert_int_equal(p->nspid[1], 7);
+        assert_string_equal(p->cmdline, "python3 -m sglang.launch_server --tp-size 8");
+        assert_string_equal(p->cgroup, "/kubepods/besteffort/pod1234/cri-containerd-abc");
+        assert_int_equal(p->ppid, 1);
+        assert_int_equal(p->pgrp, 100);
+        assert_int_equal(p->start_time, 5000);
+
+        p = gr_proc_table_find(t, 300);
+        assert_non_null(p);
+        assert_string_equal(p->comm, "a) b (c)\nd");
+        assert_null(p->hold);
+        assert_false(p->has_details); /* details are read for holders and on demand */
+        assert_int_equal(gr_proc_load_details(&o, p), 0);
+        assert_true(p->has_details);
+
+        p = gr_proc_table_find(t, 500);
+        assert_non_null(p);
+        assert_int_equal(p->state, 'Z');
+        assert_null(p->hold);
+
+        p = gr_proc_table_find(t, 2);
+        assert_non_null(p);
+        assert_int_equal(gr_proc_load_details(&o, p), -ESRCH); /* no status: a kernel thread here */
+
+        assert_null(gr_proc_table_find(t, 400));
+        assert_null(gr_proc_table_find(t, 100));
+        gr_proc_table_free(t);
+}
+
+static void fixture_other_dev_dir_finds_nothing(void **state)
+{
+        /* negative control: the same tree seen with another device directory has no holder */
+        gr_proc_options o = { .proc_root = fixture, .dev_dir = "/dev/shm" };
+        gr_proc_table *t = NULL;
+        assert_int_equal(gr_proc_scan(&o, &t), 0);
+        assert_int_equal(t->n_holders, 0);
+        gr_proc_table_free(t);
+}
+
+static void live_scan_finds_this_process(void **state)
+{
+        char dir[] = "/tmp/gpureap-unit.XXXXXX";
+        assert_non_null(mkdtemp(dir));
+        char path[256];
+        snprintf(path, sizeof(path), "%s/nvidia5", dir);
+        int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+        assert_true(fd >= 0);
+
+        gr_proc_options o = { .proc_root = "/proc", .dev_dir = dir };
+        gr_proc_table *t = NULL;
+        assert_int_equal(gr_proc_scan(&o, &t), 0);
+        gr_process *me = gr_proc_table_find(t, getpid());
+        assert_non_null(me);
+        assert_non_null(me->hold);
+        assert_int_equal(me->hold->n_gpus, 1);
+        assert_int_equal(me->hold->gpus[0].minor, 5);
+        assert_int_equal(t->n_holders, 1);
+        assert_int_equal(gr_proc_same_process("/proc", getpid(), me->start_time), 1);
+        assert_int_equal(gr_proc_same_process("/proc", getpid(), me->start_time + 1), 0);
+        gr_proc_table_free(t);
+
+        close(fd);
+        assert_int_equal(gr_proc_scan(&o, &t), 0);
+        me = gr_proc_table_find(t, getpid());
+        assert_non_null(me);
+        assert_null(me->hold);
+        assert_int_equal(t->n_holders, 0);
+        gr_proc_table_free(t);
+        unlink(path);
+        rmdir(dir);
+}
+
+static void missing_root_is_an_error(void **state)
+{
+        gr_proc_options o = { .proc_root = "/nonexistent/proc", .dev_dir = "/dev" };
+        gr_proc_table *t = (gr_proc_table *)0x1;
+        assert_int_equal(gr_proc_scan(&o, &t), -ENOENT);
+        assert_ptr_equal(t, (gr_proc_table *)0x1);
+}
+
+static void bounded_file_reads(void **state)
+{
+        char dir[] = "/tmp/gpureap-unit.XXXXXX";
+        assert_non_null(mkdtemp(dir));
+        int dfd = open(dir, O_RDONLY | O_DIRECTORY);
+        int fd = openat(dfd, "f", O_WRONLY | O_CREAT, 0600);
+        assert_int_equal(write(fd, "0123456789", 10), 10);
+        close(fd);
+        char buf[11];
+        size_t len = 0;
+        assert_int_equal(gr_read_file_at(dfd, "f", buf, sizeof(buf), &len), 0);
+        assert_int_equal(len, 10);
+        char small[5];
+        assert_int_equal(gr_read_file_at(dfd, "f", small, sizeof(small), &len), -EFBIG);
+        assert_string_equal(small, "0123");
+        assert_int_equal(gr_read_file_at(dfd, "nope", buf, sizeof(buf), &len), -ESRCH);
+        unlinkat(dfd, "f", 0);
+        close(dfd);
+        rmdir(dir);
+}
+
+int main(void)
+{
+        const char *f = getenv("FIXTURES");
+        snprintf(fixture, sizeof(fixture), "%s/proc-ghost", f ? f : "tests/fixtures");
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(fixture_ghost_tree),
+                cmocka_unit_test(fixture_other_dev_dir_finds_nothing),
+                cmocka_unit_test(live_scan_finds_this_process),
+                cmocka_unit_test(missing_root_is_an_error),
+                cmocka_unit_test(bounded_file_reads),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
