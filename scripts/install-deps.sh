@@ -1,0 +1,19 @@
+#!/bin/bash
+# Installs the Debian packages gpureap needs to build and test. Nothing else is downloaded.
+set -eu
+pkgs=(
+        gcc meson ninja-build pkg-config     # build
+        libjson-c-dev                        # JSON output
+        libcmocka-dev                        # unit tests
+        jq util-linux procps psmisc          # integration tests: JSON checks, unshare, fuser
+)
+missing=()
+for p in "${pkgs[@]}"; do
+        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+SUDO=
+[ "$(id -u)" -eq 0 ] || SUDO=sudo
+echo "installing: ${missing[*]}" >&2
+$SUDO apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

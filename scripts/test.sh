@@ -1,0 +1,39 @@
+#!/bin/bash
+# The second command of the README, and what CI runs: build twice (plain, and with ASan+UBSan),
+# warnings as errors, run every suite in both, and end with the line "N passed, N failed".
+set -u
+cd "$(dirname "$0")/.."
+scripts/install-deps.sh || { echo "0 passed, 1 failed"; exit 1; }
+
+status=0
+run_build() { # dir, meson options...
+        local dir=$1
+        shift
+        if [ ! -d "$dir" ]; then
+                meson setup "$dir" --werror "$@" >"$dir.setup.log" 2>&1 || { cat "$dir.setup.log"; return 1; }
+                rm -f "$dir.setup.log"
+        fi
+        ninja -C "$dir" || return 1
+        # ASan reports leaks and UBSan stops at the first error: a finding fails the test
+        ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+                meson test -C "$dir" --print-errorlogs --num-processes 2 || return 1
+}
+
+run_build build || status=1
+run_build build-asan -Db_sanitize=address,undefined -Db_lundef=false -Dbuildtype=debug || status=1
+
+passed=0 failed=0 skipped=0
+for log in build/meson-logs/testlog.json build-asan/meson-logs/testlog.json; do
+        [ -f "$log" ] || { failed=$((failed + 1)); continue; }
+        read -r p f s < <(jq -rs '[(map(select(.result == "OK" or .result == "EXPECTEDFAIL")) | length),
+                                   (map(select(.result == "FAIL" or .result == "TIMEOUT" or .result == "ERROR" or .result == "UNEXPECTEDPASS")) | length),
+                                   (map(select(.result == "SKIP")) | length)] | @tsv' "$log")
+        passed=$((passed + p)); failed=$((failed + f)); skipped=$((skipped + s))
+done
+[ $status -eq 0 ] || [ $failed -gt 0 ] || failed=1
+if [ $skipped -gt 0 ]; then
+        echo "$passed passed, $failed failed, $skipped skipped"
+else
+        echo "$passed passed, $failed failed"
+fi
+[ $failed -eq 0 ]

@@ -1,0 +1,76 @@
+"""Real CUDA process trees for tests/gpu/ghost.sh (run by hand on an NVIDIA machine).
+
+  cuda_procs.py ghost PIDFILE GIB        allocate GIB on the GPU, fork a child that never
+                                         touches CUDA (it inherits the device fds), both sleep
+  cuda_procs.py launcher PIDFILE N GIB   a launcher without CUDA starts N CUDA workers; worker 0
+                                         double-forks, so its CUDA process is reparented at once
+Each process appends "ROLE PID" to PIDFILE once it is set up. Memory is taken with plain
+allocations (torch tensors), never managed memory."""
+import os
+import subprocess
+import sys
+import time
+
+
+def record(pidfile, role):
+    with open(pidfile, "a") as f:
+        f.write(f"{role} {os.getpid()}\n")
+
+
+def sleep_forever():
+    while True:
+        time.sleep(3600)
+
+
+def allocate(gib):
+    import torch
+    x = torch.empty(int(gib * (1 << 30)), dtype=torch.uint8, device="cuda")
+    x.fill_(1)
+    torch.cuda.synchronize()
+    return x
+
+
+def ghost(pidfile, gib):
+    x = allocate(gib)
+    child = os.fork()
+    if child == 0:
+        record(pidfile, "child")
+        sleep_forever()
+    record(pidfile, "owner")
+    sleep_forever()
+    del x
+
+
+def worker(pidfile, role, gib):
+    x = allocate(gib)
+    record(pidfile, role)
+    sleep_forever()
+    del x
+
+
+def launcher(pidfile, n, gib):
+    record(pidfile, "launcher")
+    for i in range(n):
+        if i == 0:
+            # double fork: the CUDA worker's parent exits at once
+            code = ("import os,sys\n"
+                    "if os.fork() == 0:\n"
+                    f"    sys.argv = ['x', 'worker', {pidfile!r}, 'worker0', '{gib}']\n"
+                    f"    exec(open({__file__!r}).read())\n"
+                    "os._exit(0)\n")
+            subprocess.Popen([sys.executable, "-c", code]).wait()
+        else:
+            subprocess.Popen([sys.executable, __file__, "worker", pidfile, f"worker{i}", str(gib)])
+    sleep_forever()
+
+
+if __name__ == "__main__":
+    mode = sys.argv[1]
+    if mode == "ghost":
+        ghost(sys.argv[2], float(sys.argv[3]))
+    elif mode == "launcher":
+        launcher(sys.argv[2], int(sys.argv[3]), float(sys.argv[4]))
+    elif mode == "worker":
+        worker(sys.argv[2], sys.argv[3], float(sys.argv[4]))
+    else:
+        sys.exit(f"unknown mode {mode}")
