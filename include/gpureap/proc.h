@@ -107,6 +107,7 @@ typedef struct gr_proc_options {
         const char *dev_dir;     /* default $GPUREAP_DEV_DIR or /dev */
         const pid_t *skip;       /* PIDs left out (gpureap's own NVML helper) */
         size_t n_skip;
+        unsigned threads;        /* 0: one per CPU (at most 8) when there are many processes */
 } gr_proc_options;
 
 const char *gr_proc_root_default(void);

@@ -1,6 +1,7 @@
 /* The /proc scan: one directory fd per PID, every file opened relative to it with O_NOFOLLOW.
  * A process that vanishes mid-read is dropped quietly; every buffer and count is bounded. */
 #include <dirent.h>
+#include <pthread.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -195,29 +196,6 @@ int gr_proc_load_details(const gr_proc_options *opts, gr_process *p)
         return r;
 }
 
-static int table_push(gr_proc_table *t, gr_process **ret)
-{
-        if (t->n == t->cap) {
-                if (t->cap >= GR_PROC_MAX)
-                        return -E2BIG;
-                size_t cap = t->cap ? t->cap * 2 : 1024;
-                gr_process *np = realloc(t->procs, cap * sizeof(*np));
-                if (!np)
-                        return -ENOMEM;
-                t->procs = np;
-                t->cap = cap;
-        }
-        *ret = &t->procs[t->n++];
-        memset(*ret, 0, sizeof(**ret));
-        return 0;
-}
-
-static int cmp_pid(const void *a, const void *b)
-{
-        pid_t x = ((const gr_process *)a)->pid, y = ((const gr_process *)b)->pid;
-        return (x > y) - (x < y);
-}
-
 static uint64_t read_boot_time(int rootfd)
 {
         char buf[16384];
@@ -234,6 +212,153 @@ static uint64_t read_boot_time(int rootfd)
         return v;
 }
 
+/* The scan proper. Reading every fd link of every process dominates (one readlinkat per fd,
+ * and getdents of /proc/PID/fd is itself costly), so the PIDs are shared out among threads:
+ * each takes the next chunk of the sorted PID list and fills that PID's slot. */
+struct scan {
+        int rootfd;
+        const char *devdir;
+        size_t devdir_len;
+        const pid_t *pids;
+        size_t n_pids;
+        gr_process *slots;       /* one per PID; pid == 0 marks a process that vanished */
+        size_t next;             /* next chunk to take (atomic) */
+        unsigned vanished, unreadable, holders; /* atomic */
+        int error;               /* atomic: first -ENOMEM */
+};
+
+#define SCAN_CHUNK 32
+
+/* 0 when the slot was filled, 1 when the process vanished, -ENOMEM */
+static int scan_one(struct scan *sc, pid_t pid, gr_process *p, unsigned *unreadable)
+{
+        char name[16];
+        snprintf(name, sizeof(name), "%d", (int)pid);
+        int piddir = openat(sc->rootfd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+        if (piddir < 0)
+                return 1;
+        char buf[1024];
+        size_t len;
+        gr_stat st;
+        int q = gr_read_file_at(piddir, "stat", buf, sizeof(buf), &len);
+        if (q < 0 || gr_parse_stat(buf, len, &st) < 0 || st.pid != pid) {
+                close(piddir);
+                return 1;
+        }
+        gr_holding *h = NULL;
+        q = scan_fds(piddir, sc->devdir, sc->devdir_len, &h);
+        if (q == -EACCES || q == -EPERM)
+                (*unreadable)++;
+        else if (q == -ENOMEM) {
+                close(piddir);
+                return q;
+        }
+        p->pid = st.pid;
+        p->ppid = st.ppid;
+        p->pgrp = st.pgrp;
+        p->session = st.session;
+        p->state = st.state;
+        p->start_time = st.start_time;
+        memcpy(p->comm, st.comm, sizeof(p->comm));
+        if (h) {
+                struct maps_count mc = { sc->devdir, sc->devdir_len, 0 };
+                /* only holders: maps of big processes run to thousands of lines */
+                if (gr_read_lines_at(piddir, "maps", maps_line, &mc) == 0)
+                        h->n_maps = mc.n;
+                p->hold = h;
+                q = load_details_at(piddir, p);
+                if (q == -ENOMEM) {
+                        close(piddir);
+                        return q;
+                }
+        }
+        close(piddir);
+        return 0;
+}
+
+static void *scan_worker(void *userdata)
+{
+        struct scan *sc = userdata;
+        unsigned vanished = 0, unreadable = 0, holders = 0;
+        for (;;) {
+                size_t i = __atomic_fetch_add(&sc->next, SCAN_CHUNK, __ATOMIC_RELAXED);
+                if (i >= sc->n_pids || __atomic_load_n(&sc->error, __ATOMIC_RELAXED))
+                        break;
+                size_t end = i + SCAN_CHUNK < sc->n_pids ? i + SCAN_CHUNK : sc->n_pids;
+                for (; i < end; i++) {
+                        int r = scan_one(sc, sc->pids[i], &sc->slots[i], &unreadable);
+                        if (r < 0) {
+                                __atomic_store_n(&sc->error, r, __ATOMIC_RELAXED);
+                                break;
+                        }
+                        if (r > 0)
+                                vanished++;
+                        else if (sc->slots[i].hold)
+                                holders++;
+                }
+        }
+        __atomic_fetch_add(&sc->vanished, vanished, __ATOMIC_RELAXED);
+        __atomic_fetch_add(&sc->unreadable, unreadable, __ATOMIC_RELAXED);
+        __atomic_fetch_add(&sc->holders, holders, __ATOMIC_RELAXED);
+        return NULL;
+}
+
+static int cmp_pid_t(const void *a, const void *b)
+{
+        pid_t x = *(const pid_t *)a, y = *(const pid_t *)b;
+        return (x > y) - (x < y);
+}
+
+/* The numeric entries of the /proc root, sorted. */
+static int list_pids(int rootfd, const gr_proc_options *opts, pid_t **ret, size_t *ret_n)
+{
+        int fd = openat(rootfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        DIR *d = fdopendir(fd);
+        if (!d) {
+                int r = -errno;
+                close(fd);
+                return r;
+        }
+        pid_t *pids = NULL;
+        size_t n = 0, cap = 0;
+        struct dirent *de;
+        while ((de = readdir(d))) {
+                pid_t pid;
+                if (!parse_pid_name(de->d_name, &pid) || skipped(opts, pid))
+                        continue;
+                if (n == cap) {
+                        if (cap >= GR_PROC_MAX)
+                                break;
+                        cap = cap ? cap * 2 : 1024;
+                        pid_t *np = realloc(pids, cap * sizeof(*np));
+                        if (!np) {
+                                free(pids);
+                                closedir(d);
+                                return -ENOMEM;
+                        }
+                        pids = np;
+                }
+                pids[n++] = pid;
+        }
+        closedir(d);
+        qsort(pids, n, sizeof(*pids), cmp_pid_t);
+        *ret = pids;
+        *ret_n = n;
+        return 0;
+}
+
+static unsigned scan_threads(const gr_proc_options *opts, size_t n_pids)
+{
+        if (opts && opts->threads)
+                return opts->threads;
+        if (n_pids < 512)
+                return 1; /* starting threads costs more than it saves */
+        long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+        return cpus < 1 ? 1 : cpus > 8 ? 8 : (unsigned)cpus;
+}
+
 int gr_proc_scan(const gr_proc_options *opts, gr_proc_table **ret)
 {
         const char *root = opt_proc_root(opts);
@@ -245,86 +370,56 @@ int gr_proc_scan(const gr_proc_options *opts, gr_proc_table **ret)
         int rootfd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (rootfd < 0)
                 return -errno;
-        DIR *d = fdopendir(rootfd);
-        if (!d) {
-                int r = -errno;
+        pid_t *pids = NULL;
+        size_t n_pids = 0;
+        int r = list_pids(rootfd, opts, &pids, &n_pids);
+        if (r < 0) {
                 close(rootfd);
                 return r;
         }
         gr_proc_table *t = calloc(1, sizeof(*t));
-        if (!t) {
-                closedir(d);
+        gr_process *slots = calloc(n_pids ? n_pids : 1, sizeof(*slots));
+        if (!t || !slots) {
+                free(t);
+                free(slots);
+                free(pids);
+                close(rootfd);
                 return -ENOMEM;
         }
         t->clock_ticks = sysconf(_SC_CLK_TCK);
         t->boot_time = read_boot_time(rootfd);
 
-        int r = 0;
-        struct dirent *de;
-        while ((de = readdir(d))) {
-                pid_t pid;
-                if (!parse_pid_name(de->d_name, &pid) || skipped(opts, pid))
-                        continue;
-                int piddir = openat(rootfd, de->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
-                if (piddir < 0) {
-                        t->n_vanished++;
-                        continue;
-                }
-                char buf[1024];
-                size_t len;
-                gr_stat st;
-                int q = gr_read_file_at(piddir, "stat", buf, sizeof(buf), &len);
-                if (q < 0 || gr_parse_stat(buf, len, &st) < 0 || st.pid != pid) {
-                        close(piddir);
-                        t->n_vanished++;
-                        continue;
-                }
-                gr_holding *h = NULL;
-                q = scan_fds(piddir, devdir, devdir_len, &h);
-                if (q == -EACCES || q == -EPERM)
-                        t->n_unreadable++;
-                else if (q == -ENOMEM) {
-                        close(piddir);
-                        r = q;
-                        break;
-                }
-                gr_process *p;
-                q = table_push(t, &p);
-                if (q < 0) {
-                        free(h);
-                        close(piddir);
-                        r = q;
-                        break;
-                }
-                p->pid = st.pid;
-                p->ppid = st.ppid;
-                p->pgrp = st.pgrp;
-                p->session = st.session;
-                p->state = st.state;
-                p->start_time = st.start_time;
-                memcpy(p->comm, st.comm, sizeof(p->comm));
-                if (h) {
-                        struct maps_count mc = { devdir, devdir_len, 0 };
-                        /* only holders: maps of big processes run to thousands of lines */
-                        if (gr_read_lines_at(piddir, "maps", maps_line, &mc) == 0)
-                                h->n_maps = mc.n;
-                        p->hold = h;
-                        t->n_holders++;
-                        q = load_details_at(piddir, p);
-                        if (q == -ENOMEM) {
-                                close(piddir);
-                                r = q;
-                                break;
-                        }
-                }
-                close(piddir);
-        }
-        closedir(d);
-        if (r < 0) {
+        struct scan sc = {
+                .rootfd = rootfd, .devdir = devdir, .devdir_len = devdir_len,
+                .pids = pids, .n_pids = n_pids, .slots = slots,
+        };
+        unsigned n_threads = scan_threads(opts, n_pids);
+        pthread_t tids[16];
+        unsigned started = 0;
+        for (unsigned i = 1; i < n_threads && i < GR_ELEMENTSOF(tids); i++)
+                if (pthread_create(&tids[started], NULL, scan_worker, &sc) == 0)
+                        started++;
+        scan_worker(&sc); /* this thread works too; with no thread started it does it all */
+        for (unsigned i = 0; i < started; i++)
+                pthread_join(tids[i], NULL);
+        close(rootfd);
+        free(pids);
+
+        /* keep the processes that were read, in PID order */
+        size_t n = 0;
+        for (size_t i = 0; i < n_pids; i++)
+                if (slots[i].pid)
+                        slots[n++] = slots[i];
+        t->procs = slots;
+        t->n = n;
+        t->cap = n_pids;
+        t->n_vanished = sc.vanished;
+        t->n_unreadable = sc.unreadable;
+        t->n_holders = sc.holders;
+        if (sc.error < 0) {
                 gr_proc_table_free(t);
-                return r;
+                return sc.error;
         }
-        qsort(t->procs, t->n, sizeof(*t->procs), cmp_pid);
         *ret = t;
         return 0;
 }

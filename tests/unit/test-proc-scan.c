@@ -117,6 +117,33 @@ static void live_scan_finds_this_process(void **state)
         rmdir(dir);
 }
 
+static void threaded_scan_matches_single(void **state)
+{
+        char dir[] = "/tmp/gpureap-unit.XXXXXX";
+        assert_non_null(mkdtemp(dir));
+        char path[256];
+        snprintf(path, sizeof(path), "%s/nvidia7", dir);
+        int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+        assert_true(fd >= 0);
+        for (unsigned threads = 1; threads <= 4; threads += 3) {
+                gr_proc_options o = { .proc_root = "/proc", .dev_dir = dir, .threads = threads };
+                gr_proc_table *t = NULL;
+                assert_int_equal(gr_proc_scan(&o, &t), 0);
+                assert_true(t->n > 1);
+                for (size_t i = 1; i < t->n; i++)
+                        assert_true(t->procs[i - 1].pid < t->procs[i].pid);
+                assert_int_equal(t->n_holders, 1);
+                gr_process *me = gr_proc_table_find(t, getpid());
+                assert_non_null(me);
+                assert_non_null(me->hold);
+                assert_int_equal(me->hold->gpus[0].minor, 7);
+                gr_proc_table_free(t);
+        }
+        close(fd);
+        unlink(path);
+        rmdir(dir);
+}
+
 static void missing_root_is_an_error(void **state)
 {
         gr_proc_options o = { .proc_root = "/nonexistent/proc", .dev_dir = "/dev" };
@@ -154,6 +181,7 @@ int main(void)
                 cmocka_unit_test(fixture_ghost_tree),
                 cmocka_unit_test(fixture_other_dev_dir_finds_nothing),
                 cmocka_unit_test(live_scan_finds_this_process),
+                cmocka_unit_test(threaded_scan_matches_single),
                 cmocka_unit_test(missing_root_is_an_error),
                 cmocka_unit_test(bounded_file_reads),
         };
