@@ -353,7 +353,7 @@ static unsigned scan_threads(const gr_proc_options *opts, size_t n_pids)
 {
         if (opts && opts->threads)
                 return opts->threads;
-        if (n_pids < 512)
+        if (n_pids < 128)
                 return 1; /* starting threads costs more than it saves */
         long cpus = sysconf(_SC_NPROCESSORS_ONLN);
         return cpus < 1 ? 1 : cpus > 8 ? 8 : (unsigned)cpus;
