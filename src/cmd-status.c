@@ -11,8 +11,14 @@ static void status_usage(FILE *f)
 {
         fprintf(f,
                 "usage: gpureap status [--json] [--gpu SEL[,SEL...]] [--nvml-timeout DURATION]\n"
+                "                      [--replay FILE]\n"
                 "\n"
-                "  --json                 write the facts as JSON (schema: docs/json-schema.md)\n"
+                "For every GPU: is it clean, and if not, who holds it, why, and what to do next.\n"
+                "\n"
+                "  --json                 write facts, verdicts and findings as JSON\n"
+                "                         (schema: docs/json-schema.md)\n"
+                "  --replay FILE          diagnose a snapshot recorded with --json instead of\n"
+                "                         this machine (for bug reports and tests)\n"
                 "  --gpu SEL              only these GPUs: index, UUID (or its first 8+ characters)\n"
                 "                         or PCI bus id; comma separated or repeated\n"
                 "  --nvml-timeout DUR     give the driver this long to answer (default 5s;\n"
@@ -21,8 +27,8 @@ static void status_usage(FILE *f)
                 "environment: GPUREAP_NVML_LIBRARY (the NVML to load), GPUREAP_PROC_ROOT,\n"
                 "GPUREAP_DEV_DIR (where /proc and the device files are, for tests)\n"
                 "\n"
-                "exit codes: 0 clean, 1 something holds a selected GPU, 2 usage error,\n"
-                "3 GPU or driver failure or timeout\n");
+                "exit codes: 0 every selected GPU clean (monitors do not count), 1 a selected GPU\n"
+                "is busy, dirty or stale, 2 usage error, 3 GPU or driver failure or timeout\n");
 }
 
 static int parse_timeout(const char *v, uint64_t *ret)
@@ -36,26 +42,18 @@ static int parse_timeout(const char *v, uint64_t *ret)
         return 0;
 }
 
-static bool gpu_in_use(const gr_snapshot *s, const gr_gpu *g)
-{
-        if (g->n_procs > 0)
-                return true;
-        for (size_t i = 0; s->procs && i < s->procs->n; i++)
-                if (gr_process_fds_on_minor(&s->procs->procs[i], g->minor) > 0)
-                        return true;
-        return false;
-}
-
 int cmd_status(int argc, char **argv)
 {
         static const struct option opts[] = {
                 { "json", no_argument, NULL, 'j' },
                 { "gpu", required_argument, NULL, 'g' },
                 { "nvml-timeout", required_argument, NULL, 't' },
+                { "replay", required_argument, NULL, 'r' },
                 { "help", no_argument, NULL, 'h' },
                 {},
         };
         bool json = false;
+        const char *replay = NULL;
         char gpus[1024] = "";
         gr_snapshot_options so = { 0 };
         const char *env = getenv("GPUREAP_NVML_TIMEOUT");
@@ -64,7 +62,7 @@ int cmd_status(int argc, char **argv)
 
         optind = 1;
         int c;
-        while ((c = getopt_long(argc, argv, "+jg:t:h", opts, NULL)) != -1) {
+        while ((c = getopt_long(argc, argv, "+jg:t:r:h", opts, NULL)) != -1) {
                 switch (c) {
                 case 'j':
                         json = true;
@@ -82,6 +80,9 @@ int cmd_status(int argc, char **argv)
                         if (parse_timeout(optarg, &so.gpu.timeout_ms) < 0)
                                 return EXIT_USAGE;
                         break;
+                case 'r':
+                        replay = optarg;
+                        break;
                 case 'h':
                         status_usage(stdout);
                         return EXIT_CLEAN;
@@ -97,10 +98,18 @@ int cmd_status(int argc, char **argv)
         struct gpu_selection sel = { .list = gpus[0] ? gpus : NULL };
 
         gr_snapshot *s = NULL;
-        int r = gr_snapshot_take(&so, &s);
-        if (r < 0) {
-                error_msg("cannot take a snapshot: %s", strerror(-r));
-                return EXIT_DRIVER;
+        if (replay) {
+                char err[512];
+                if (snapshot_from_json(replay, &s, err, sizeof(err)) < 0) {
+                        error_msg("%s", err);
+                        return EXIT_USAGE;
+                }
+        } else {
+                int r = gr_snapshot_take(&so, &s);
+                if (r < 0) {
+                        error_msg("cannot take a snapshot: %s", strerror(-r));
+                        return EXIT_DRIVER;
+                }
         }
         if (s->gpu->status == GR_GPU_OK) {
                 char bad[128];
@@ -111,10 +120,20 @@ int cmd_status(int argc, char **argv)
                 }
         }
 
-        if (json)
-                render_status_json(stdout, s, &sel);
-        else
-                render_status_table(stdout, s, &sel);
+        gr_diagnosis *d = NULL;
+        int r = gr_diagnose(s, getuid(), &d);
+        if (r < 0) {
+                error_msg("cannot diagnose: %s", strerror(-r));
+                gr_snapshot_free(s);
+                return EXIT_DRIVER;
+        }
+        if (json) {
+                render_status_json(stdout, s, d, &sel);
+        } else {
+                const char *nc = getenv("NO_COLOR");
+                bool color = isatty(STDOUT_FILENO) && !(nc && *nc);
+                render_status_table(stdout, s, d, &sel, color);
+        }
         fflush(stdout);
 
         int code = EXIT_CLEAN;
@@ -126,15 +145,15 @@ int cmd_status(int argc, char **argv)
                 code = EXIT_DRIVER;
         } else {
                 for (unsigned i = 0; i < s->gpu->n_gpus; i++) {
-                        const gr_gpu *g = &s->gpu->gpus[i];
-                        if (!gpu_selected(&sel, g))
+                        if (!gpu_selected(&sel, &s->gpu->gpus[i]))
                                 continue;
-                        if (g->error[0] && !g->procs_ok)
+                        if (d->gpus[i].state == GR_GPU_UNKNOWN)
                                 code = EXIT_DRIVER;
-                        else if (code == EXIT_CLEAN && gpu_in_use(s, g))
+                        else if (code == EXIT_CLEAN && d->gpus[i].state != GR_GPU_CLEAN)
                                 code = EXIT_NOT_CLEAN;
                 }
         }
+        gr_diagnosis_free(d);
         if (s->proc_error < 0)
                 error_msg("cannot read '%s': %s", s->proc_root, strerror(-s->proc_error));
         gr_snapshot_free(s);

@@ -5,6 +5,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 
+#include "gpureap/diagnose.h"
 #include "gpureap/snapshot.h"
 
 /* Documented, stable exit codes (docs/exit-codes.md) */
@@ -15,7 +16,7 @@ enum {
         EXIT_DRIVER = 3,      /* GPU or driver failure, or the driver did not answer in time */
 };
 
-#define JSON_SCHEMA_VERSION 1
+#define JSON_SCHEMA_VERSION 2
 
 struct gpu_selection {
         const char *list;     /* --gpu value, comma separated; NULL for all */
@@ -26,8 +27,14 @@ bool gpu_selected(const struct gpu_selection *sel, const gr_gpu *g);
 const char *gpu_selection_unmatched(const struct gpu_selection *sel, const gr_gpu_report *rep,
                                     char *buf, size_t size);
 
-int render_status_table(FILE *f, const gr_snapshot *s, const struct gpu_selection *sel);
-int render_status_json(FILE *f, const gr_snapshot *s, const struct gpu_selection *sel);
+int render_status_table(FILE *f, const gr_snapshot *s, const gr_diagnosis *d,
+                        const struct gpu_selection *sel, bool color);
+int render_status_json(FILE *f, const gr_snapshot *s, const gr_diagnosis *d,
+                       const struct gpu_selection *sel);
+/* A snapshot recorded with 'gpureap status --json' (schema 1 or 2), for --replay */
+int snapshot_from_json(const char *path, gr_snapshot **ret, char *err, size_t err_size);
+/* Is finding f about a selected GPU (or about no GPU in particular)? */
+bool finding_selected(const struct gpu_selection *sel, const gr_snapshot *s, const gr_finding *f);
 
 int cmd_status(int argc, char **argv);
 

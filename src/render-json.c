@@ -34,7 +34,30 @@ static const char *driver_status_name(gr_gpu_status st)
         return "unknown";
 }
 
-static json_object *process_json(const gr_snapshot *s, const gr_process *p)
+static json_object *verdict_json(const gr_holder_verdict *v)
+{
+        if (!v)
+                return NULL;
+        json_object *o = json_object_new_object();
+        add(o, "role", json_object_new_string(gr_role_name(v->role)));
+        json_object *c = json_object_new_array();
+        static const struct { unsigned bit; const char *name; } conds[] = {
+                { GR_COND_ORPHAN, "orphan" }, { GR_COND_ZOMBIE, "zombie" },
+                { GR_COND_STOPPED, "stopped" }, { GR_COND_UNINTERRUPTIBLE, "uninterruptible" },
+                { GR_COND_OTHER_NS, "other_namespace" }, { GR_COND_OTHER_USER, "other_user" },
+                { GR_COND_LISTENING, "listening" },
+        };
+        for (size_t i = 0; i < GR_ELEMENTSOF(conds); i++)
+                if (v->conditions & conds[i].bit)
+                        json_object_array_add(c, json_object_new_string(conds[i].name));
+        add(o, "conditions", c);
+        add(o, "launcher", json_object_new_int(v->launcher));
+        add(o, "launcher_alive", json_object_new_boolean(v->launcher_alive));
+        add(o, "ghost", v->ghost ? json_object_new_int(v->ghost) : NULL);
+        return o;
+}
+
+static json_object *process_json(const gr_snapshot *s, const gr_diagnosis *d, const gr_process *p)
 {
         json_object *o = json_object_new_object();
         add(o, "pid", json_object_new_int(p->pid));
@@ -73,15 +96,24 @@ static json_object *process_json(const gr_snapshot *s, const gr_process *p)
                 add(dev, "caps", json_object_new_int64(h->n_caps));
                 add(dev, "other", json_object_new_int64(h->n_other));
                 add(dev, "maps", json_object_new_int64(h->n_maps));
+                json_object *ports = json_object_new_array();
+                for (unsigned i = 0; i < h->n_listen; i++)
+                        json_object_array_add(ports, json_object_new_int(h->listen_ports[i]));
+                add(dev, "listen_ports", ports);
         }
         add(o, "devices", dev);
+        add(o, "verdict", d ? verdict_json(gr_diagnosis_holder(d, p->pid)) : NULL);
         return o;
 }
 
-static json_object *gpu_json(const gr_snapshot *s, const gr_gpu *g)
+static json_object *gpu_json(const gr_snapshot *s, const gr_diagnosis *d, unsigned gi)
 {
+        const gr_gpu *g = &s->gpu->gpus[gi];
         json_object *o = json_object_new_object();
         add(o, "index", json_object_new_int64(g->index));
+        const gr_gpu_verdict *v = d && gi < d->n_gpus ? &d->gpus[gi] : NULL;
+        add(o, "state", v ? json_object_new_string(gr_gpu_state_name(v->state)) : NULL);
+        add(o, "unaccounted_memory", v ? j_u64(v->unaccounted) : NULL);
         add(o, "minor", g->minor >= 0 ? json_object_new_int(g->minor) : NULL);
         add(o, "uuid", j_str(g->uuid));
         add(o, "pci_bus_id", j_str(g->pci_bus_id));
@@ -134,18 +166,60 @@ static json_object *gpu_json(const gr_snapshot *s, const gr_gpu *g)
         return o;
 }
 
-static bool wanted_process(const gr_snapshot *s, const gr_process *p)
+/* The processes the JSON lists: every holder and every context owner found in /proc, and, so
+ * that a recorded snapshot can be diagnosed again (--replay), their ancestors and the leaders
+ * of their process groups and sessions. Marks indices of s->procs in want. */
+static void mark(const gr_snapshot *s, bool *want, pid_t pid, int depth)
 {
-        if (p->hold)
-                return true;
-        for (unsigned i = 0; i < s->gpu->n_gpus; i++)
-                for (unsigned j = 0; j < s->gpu->gpus[i].n_procs; j++)
-                        if ((pid_t)s->gpu->gpus[i].procs[j].pid == p->pid)
-                                return true;
-        return false;
+        for (; pid > 0 && depth < 64; depth++) {
+                const gr_process *p = gr_proc_table_find(s->procs, pid);
+                if (!p)
+                        return;
+                size_t idx = (size_t)(p - s->procs->procs);
+                if (want[idx])
+                        return;
+                want[idx] = true;
+                mark(s, want, p->pgrp, depth + 1);
+                mark(s, want, p->session, depth + 1);
+                pid = p->ppid;
+        }
 }
 
-int render_status_json(FILE *f, const gr_snapshot *s, const struct gpu_selection *sel)
+static bool *wanted_processes(const gr_snapshot *s)
+{
+        size_t n = s->procs ? s->procs->n : 0;
+        bool *want = calloc(n ? n : 1, sizeof(bool));
+        if (!want)
+                return NULL;
+        for (size_t i = 0; i < n; i++)
+                if (s->procs->procs[i].hold)
+                        mark(s, want, s->procs->procs[i].pid, 0);
+        for (unsigned i = 0; i < s->gpu->n_gpus; i++)
+                for (unsigned j = 0; j < s->gpu->gpus[i].n_procs; j++)
+                        mark(s, want, (pid_t)s->gpu->gpus[i].procs[j].pid, 0);
+        return want;
+}
+
+static json_object *finding_json(const gr_snapshot *s, const gr_finding *f)
+{
+        json_object *o = json_object_new_object();
+        add(o, "kind", json_object_new_string(gr_finding_kind_name(f->kind)));
+        add(o, "leftover", json_object_new_boolean(f->leftover));
+        add(o, "gpu", f->gpu >= 0 ? json_object_new_int64(s->gpu->gpus[f->gpu].index) : NULL);
+        json_object *pids = json_object_new_array();
+        for (unsigned i = 0; i < f->n_pids; i++)
+                json_object_array_add(pids, json_object_new_int(f->pids[i]));
+        add(o, "pids", pids);
+        add(o, "related_pid", f->related ? json_object_new_int(f->related) : NULL);
+        add(o, "memory", j_u64(f->memory));
+        add(o, "confidence", json_object_new_string(gr_confidence_name(f->confidence)));
+        add(o, "explanation", json_object_new_string(f->explanation));
+        add(o, "next_step", json_object_new_string(f->next_step));
+        return o;
+}
+
+int render_status_json(FILE *f, const gr_snapshot *s, const gr_diagnosis *d,
+                       const struct gpu_selection *sel)
 {
         json_object *root = json_object_new_object();
         add(root, "schema_version", json_object_new_int(JSON_SCHEMA_VERSION));
@@ -159,15 +233,15 @@ int render_status_json(FILE *f, const gr_snapshot *s, const struct gpu_selection
         add(root, "taken_at", json_object_new_string(when));
 
         const gr_gpu_report *rep = s->gpu;
-        json_object *d = json_object_new_object();
-        add(d, "status", json_object_new_string(driver_status_name(rep->status)));
-        add(d, "error", j_str(rep->error));
-        add(d, "stuck_call", j_str(rep->stuck_call));
-        add(d, "library", j_str(rep->library));
-        add(d, "driver_version", j_str(rep->driver_version));
-        add(d, "nvml_version", j_str(rep->nvml_version));
-        add(d, "elapsed_ms", json_object_new_int64((int64_t)rep->elapsed_ms));
-        add(root, "driver", d);
+        json_object *drv = json_object_new_object();
+        add(drv, "status", json_object_new_string(driver_status_name(rep->status)));
+        add(drv, "error", j_str(rep->error));
+        add(drv, "stuck_call", j_str(rep->stuck_call));
+        add(drv, "library", j_str(rep->library));
+        add(drv, "driver_version", j_str(rep->driver_version));
+        add(drv, "nvml_version", j_str(rep->nvml_version));
+        add(drv, "elapsed_ms", json_object_new_int64((int64_t)rep->elapsed_ms));
+        add(root, "driver", drv);
 
         json_object *pr = json_object_new_object();
         add(pr, "root", json_object_new_string(s->proc_root));
@@ -176,19 +250,30 @@ int render_status_json(FILE *f, const gr_snapshot *s, const struct gpu_selection
         add(pr, "processes_scanned", json_object_new_int64(s->procs ? (int64_t)s->procs->n : 0));
         add(pr, "vanished", json_object_new_int64(s->procs ? s->procs->n_vanished : 0));
         add(pr, "unreadable", json_object_new_int64(s->procs ? s->procs->n_unreadable : 0));
+        add(pr, "boot_time", s->procs && s->procs->boot_time ? json_object_new_int64((int64_t)s->procs->boot_time) : NULL);
         add(root, "proc", pr);
 
         json_object *gpus = json_object_new_array();
         for (unsigned i = 0; i < rep->n_gpus; i++)
                 if (gpu_selected(sel, &rep->gpus[i]))
-                        json_object_array_add(gpus, gpu_json(s, &rep->gpus[i]));
+                        json_object_array_add(gpus, gpu_json(s, d, i));
         add(root, "gpus", gpus);
 
         json_object *procs = json_object_new_array();
-        for (size_t i = 0; s->procs && i < s->procs->n; i++)
-                if (wanted_process(s, &s->procs->procs[i]))
-                        json_object_array_add(procs, process_json(s, &s->procs->procs[i]));
+        bool *want = wanted_processes(s);
+        for (size_t i = 0; want && s->procs && i < s->procs->n; i++)
+                if (want[i])
+                        json_object_array_add(procs, process_json(s, d, &s->procs->procs[i]));
+        free(want);
         add(root, "processes", procs);
+
+        json_object *findings = json_object_new_array();
+        for (size_t i = 0; d && i < d->n_findings; i++)
+                if (finding_selected(sel, s, &d->findings[i]))
+                        json_object_array_add(findings, finding_json(s, &d->findings[i]));
+        add(root, "findings", d ? findings : NULL);
+        if (!d)
+                json_object_put(findings);
 
         fputs(json_object_to_json_string_ext(root, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED |
                                                            JSON_C_TO_STRING_NOSLASHESCAPE), f);

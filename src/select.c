@@ -60,3 +60,10 @@ const char *gpu_selection_unmatched(const struct gpu_selection *sel, const gr_gp
         struct unmatched u = { rep, buf, size };
         return each_selector(sel->list, unmatched_cb, &u) ? buf : NULL;
 }
+
+bool finding_selected(const struct gpu_selection *sel, const gr_snapshot *s, const gr_finding *f)
+{
+        if (f->gpu < 0 || (unsigned)f->gpu >= s->gpu->n_gpus)
+                return true;
+        return gpu_selected(sel, &s->gpu->gpus[f->gpu]);
+}

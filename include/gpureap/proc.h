@@ -62,6 +62,14 @@ gr_dev_kind gr_classify_device_path(const char *devdir, size_t devdir_len, const
 /* Is one line of /proc/PID/maps a mapping of an NVIDIA device file under devdir? */
 bool gr_maps_line_is_nvidia(const char *line, size_t len, const char *devdir, size_t devdir_len);
 
+/* Container id (first 12 hex digits) named by a cgroup path (docker, containerd, CRI-O,
+ * podman), and the Slurm job id ("job_42"); -ENOENT when the path names none. */
+int gr_cgroup_container_id(const char *cgroup, char *ret, size_t size);
+int gr_cgroup_slurm_job(const char *cgroup, char *ret, size_t size);
+
+/* One line of /proc/PID/net/tcp or tcp6: true for a listening socket, with its port and inode */
+bool gr_parse_tcp_listen(const char *line, size_t len, unsigned *ret_port, uint64_t *ret_inode);
+
 /* ---- the scan ---- */
 
 typedef struct gr_holding {
@@ -74,6 +82,8 @@ typedef struct gr_holding {
                 unsigned n_fds;
         } gpus[GR_HOLD_GPUS_MAX];
         bool gpus_truncated;
+        unsigned n_listen;       /* TCP ports it listens on (a leftover still holding :8000) */
+        uint16_t listen_ports[8];
 } gr_holding;
 
 typedef struct gr_process {

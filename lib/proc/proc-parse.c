@@ -243,3 +243,87 @@ bool gr_maps_line_is_nvidia(const char *line, size_t len, const char *devdir, si
                 return false;
         return memcmp(s + devdir_len, "/nvidia", 7) == 0;
 }
+
+static bool is_hex(char c)
+{
+        return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+}
+
+int gr_cgroup_container_id(const char *cgroup, char *ret, size_t size)
+{
+        /* the last component that is, or ends in, a long hex id: ".../docker-<id>.scope",
+         * ".../cri-containerd-<id>.scope", ".../crio-<id>.scope", "/docker/<id>", ".../<id>" */
+        const char *best = NULL;
+        const char *p = cgroup;
+        while (*p) {
+                const char *e = strchr(p, '/');
+                size_t n = e ? (size_t)(e - p) : strlen(p);
+                size_t k = n;
+                if (k > 6 && memcmp(p + k - 6, ".scope", 6) == 0)
+                        k -= 6;
+                size_t run = 0;
+                while (run < k && is_hex(p[k - 1 - run]))
+                        run++;
+                if (run >= 32 && (run == k || p[k - 1 - run] == '-'))
+                        best = p + k - run;
+                if (!e)
+                        break;
+                p = e + 1;
+        }
+        if (!best || size < 13)
+                return -ENOENT;
+        memcpy(ret, best, 12);
+        ret[12] = '\0';
+        return 0;
+}
+
+int gr_cgroup_slurm_job(const char *cgroup, char *ret, size_t size)
+{
+        const char *j = strstr(cgroup, "/job_");
+        if (!j)
+                return -ENOENT;
+        j += 5;
+        size_t n = 0;
+        while (j[n] >= '0' && j[n] <= '9')
+                n++;
+        if (n == 0 || n >= size || (j[n] != '\0' && j[n] != '/'))
+                return -ENOENT;
+        memcpy(ret, j, n);
+        ret[n] = '\0';
+        return 0;
+}
+
+bool gr_parse_tcp_listen(const char *line, size_t len, unsigned *ret_port, uint64_t *ret_inode)
+{
+        const char *p = line, *end = line + len;
+        size_t flen;
+        const char *f[10];
+        size_t fl[10];
+        for (int i = 0; i < 10; i++) {
+                f[i] = next_field(&p, end, &flen);
+                if (!f[i])
+                        return false;
+                fl[i] = flen;
+        }
+        /* f[1] local address "IP:PORT" in hex, f[3] state (0A = LISTEN), f[9] inode */
+        if (fl[3] != 2 || f[3][0] != '0' || f[3][1] != 'A')
+                return false;
+        const char *colon = memchr(f[1], ':', fl[1]);
+        if (!colon || (size_t)(f[1] + fl[1] - colon - 1) != 4)
+                return false;
+        unsigned port = 0;
+        for (const char *c = colon + 1; c < f[1] + fl[1]; c++) {
+                unsigned v = (*c >= '0' && *c <= '9') ? (unsigned)(*c - '0') :
+                             (*c >= 'A' && *c <= 'F') ? (unsigned)(*c - 'A' + 10) :
+                             (*c >= 'a' && *c <= 'f') ? (unsigned)(*c - 'a' + 10) : 99;
+                if (v > 15)
+                        return false;
+                port = port * 16 + v;
+        }
+        int64_t inode;
+        if (field_to_i64(f[9], fl[9], &inode) < 0 || inode <= 0)
+                return false;
+        *ret_port = port;
+        *ret_inode = (uint64_t)inode;
+        return true;
+}

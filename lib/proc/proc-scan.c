@@ -66,6 +66,40 @@ static void holding_add_gpu(gr_holding *h, unsigned minor)
         h->n_gpus++;
 }
 
+struct listen_scan {
+        const uint64_t *socks;
+        unsigned n_socks;
+        gr_holding *h;
+};
+
+static int listen_line(const char *line, size_t len, void *userdata)
+{
+        struct listen_scan *ls = userdata;
+        unsigned port;
+        uint64_t inode;
+        if (!gr_parse_tcp_listen(line, len, &port, &inode))
+                return 0;
+        for (unsigned i = 0; i < ls->n_socks; i++) {
+                if (ls->socks[i] != inode)
+                        continue;
+                gr_holding *h = ls->h;
+                for (unsigned k = 0; k < h->n_listen; k++)
+                        if (h->listen_ports[k] == port)
+                                return 0;
+                if (h->n_listen < GR_ELEMENTSOF(h->listen_ports))
+                        h->listen_ports[h->n_listen++] = (uint16_t)port;
+        }
+        return 0;
+}
+
+/* The TCP ports a holder listens on, from its own network namespace's tables */
+static void read_listen_ports(int piddir, const uint64_t *socks, unsigned n_socks, gr_holding *h)
+{
+        struct listen_scan ls = { socks, n_socks, h };
+        gr_read_lines_at(piddir, "net/tcp", listen_line, &ls);
+        gr_read_lines_at(piddir, "net/tcp6", listen_line, &ls);
+}
+
 /* Walk /proc/PID/fd; returns 1 and a new holding when any NVIDIA device file is open, 0 when
  * none, -errno when the directory could not be read. */
 static int scan_fds(int piddir, const char *devdir, size_t devdir_len, gr_holding **ret)
@@ -82,6 +116,8 @@ static int scan_fds(int piddir, const char *devdir, size_t devdir_len, gr_holdin
         gr_holding *h = NULL;
         struct dirent *de;
         char target[512];
+        uint64_t socks[32];
+        unsigned n_socks = 0;
         while ((de = readdir(d))) {
                 if (de->d_name[0] == '.')
                         continue;
@@ -89,6 +125,13 @@ static int scan_fds(int piddir, const char *devdir, size_t devdir_len, gr_holdin
                 if (n <= 0)
                         continue; /* closed between readdir and readlink */
                 target[n] = '\0';
+                if (n_socks < GR_ELEMENTSOF(socks) && strncmp(target, "socket:[", 8) == 0) {
+                        uint64_t ino = 0;
+                        for (const char *c = target + 8; *c >= '0' && *c <= '9'; c++)
+                                ino = ino * 10 + (uint64_t)(*c - '0');
+                        socks[n_socks++] = ino;
+                        continue;
+                }
                 unsigned minor = 0;
                 gr_dev_kind k = gr_classify_device_path(devdir, devdir_len, target, &minor);
                 if (k == GR_DEV_NONE)
@@ -110,6 +153,8 @@ static int scan_fds(int piddir, const char *devdir, size_t devdir_len, gr_holdin
                 }
         }
         closedir(d);
+        if (h && n_socks > 0)
+                read_listen_ports(piddir, socks, n_socks, h);
         /* GPUs in minor order, whatever order readdir gave the fds in */
         for (unsigned i = 1; h && i < h->n_gpus; i++)
                 for (unsigned j = i; j > 0 && h->gpus[j - 1].minor > h->gpus[j].minor; j--) {

@@ -4,7 +4,7 @@
 
 gr status --json
 expect_rc 0 "a clean GPU"
-jqok '.schema_version == 1' "schema version 1"
+jqok '.schema_version == 2' "schema version 2"
 jqok '.driver.status == "ok" and .driver.driver_version == "580.95.05"' "driver read"
 jqok '.gpus | length == 1' "one GPU"
 jqok '.gpus[0] | .index == 0 and .minor == 0 and .name == "NVIDIA H200"' "GPU identity"
@@ -24,7 +24,7 @@ expect_rc 0 "a file named nvidia0 outside the device directory holds nothing"
 
 gr status
 expect_rc 0 "table on a clean GPU"
-has out 'GPU 0  NVIDIA H200  00000000:19:00.0' "table names the GPU"
+has out '^GPU 0  CLEAN  NVIDIA H200  00000000:19:00.0' "table names the GPU, badge CLEAN"
 has out 'context owners \(NVML\): none' "table: no owners"
 has out 'holders \(open .*/nvidia0\): none' "table: no holders"
 done_testing

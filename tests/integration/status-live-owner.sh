@@ -18,7 +18,7 @@ jqok ".processes[] | select(.pid == $owner) | .ppid == $$ and .nspid == [$owner]
 gr status
 expect_rc 1 "table"
 has out "^    $owner +compute +1.0 GiB +alive" "table lists the owner"
-has out "^    $owner +$$ " "table lists the holder with its parent"
+has out "^      $owner +$$ " "table lists the holder with its parent"
 
 # negative control: once the owner is gone the GPU is clean again
 kill -KILL "$owner"; wait "$owner" 2>/dev/null || true

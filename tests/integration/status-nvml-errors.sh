@@ -38,9 +38,10 @@ jqok '.gpus[0].memory | .api == "v1" and .reserved == null and .used == (615+100
 
 scenario "gpu 0" "fail nvmlDeviceGetMemoryInfo_v2 999" "fail nvmlDeviceGetMemoryInfo 999"
 gr status --json
-expect_rc 1 "memory unknown"
+expect_rc 3 "memory unknown: the GPU cannot be judged"
 jqok '.gpus[0].memory | .api == null and .used == null and .total == null' "memory null when unknown"
 jqok '.gpus[0].error | test("memory")' "the error says memory"
+jqok '.gpus[0].state == "unknown"' "state unknown"
 
 scenario "gpu 0" "fail nvmlDeviceGetUUID 999" "fail nvmlDeviceGetName 3" "not_available 0"
 gr status --json

@@ -1,0 +1,262 @@
+/* Load a snapshot recorded with 'gpureap status --json' (schema 1 or 2), so a report can be
+ * diagnosed again anywhere: 'gpureap status --replay FILE'. Only the facts are read; verdicts
+ * and findings in the file are ignored and computed anew. Bounded like the live readers. */
+#include <errno.h>
+#include <json-c/json.h>
+#include <string.h>
+
+#include "gpureap/basic.h"
+#include "gpureap.h"
+
+static json_object *get(json_object *o, const char *k)
+{
+        json_object *v = NULL;
+        return o && json_object_object_get_ex(o, k, &v) ? v : NULL;
+}
+
+static uint64_t get_u64(json_object *o, const char *k)
+{
+        json_object *v = get(o, k);
+        if (!v || json_object_get_type(v) != json_type_int)
+                return GR_UNKNOWN_U64;
+        int64_t x = json_object_get_int64(v);
+        return x < 0 ? GR_UNKNOWN_U64 : (uint64_t)x;
+}
+
+static int64_t get_int(json_object *o, const char *k, int64_t dflt)
+{
+        json_object *v = get(o, k);
+        return v && json_object_get_type(v) == json_type_int ? json_object_get_int64(v) : dflt;
+}
+
+static void get_str(json_object *o, const char *k, char *buf, size_t size)
+{
+        json_object *v = get(o, k);
+        gr_strlcpy(buf, v && json_object_get_type(v) == json_type_string ? json_object_get_string(v) : "", size);
+}
+
+static char *dup_str(json_object *o, const char *k)
+{
+        json_object *v = get(o, k);
+        if (!v || json_object_get_type(v) != json_type_string)
+                return NULL;
+        const char *s = json_object_get_string(v);
+        size_t n = strnlen(s, GR_CMDLINE_MAX - 1);
+        char *r = malloc(n + 1);
+        if (r) {
+                memcpy(r, s, n);
+                r[n] = '\0';
+        }
+        return r;
+}
+
+static gr_gpu_status status_of(const char *s)
+{
+        if (strcmp(s, "ok") == 0)
+                return GR_GPU_OK;
+        if (strcmp(s, "no_library") == 0)
+                return GR_GPU_NO_LIBRARY;
+        if (strcmp(s, "init_failed") == 0)
+                return GR_GPU_INIT_FAILED;
+        if (strcmp(s, "timeout") == 0)
+                return GR_GPU_TIMEOUT;
+        return GR_GPU_FAILED;
+}
+
+static int cmp_proc(const void *a, const void *b)
+{
+        pid_t x = ((const gr_process *)a)->pid, y = ((const gr_process *)b)->pid;
+        return (x > y) - (x < y);
+}
+
+static int load_gpus(json_object *root, gr_gpu_report *rep)
+{
+        json_object *gpus = get(root, "gpus");
+        size_t n = gpus && json_object_get_type(gpus) == json_type_array ? json_object_array_length(gpus) : 0;
+        if (n > GR_GPUS_MAX)
+                n = GR_GPUS_MAX;
+        rep->gpus = calloc(n ? n : 1, sizeof(gr_gpu));
+        if (!rep->gpus)
+                return -ENOMEM;
+        rep->n_gpus = (unsigned)n;
+        for (size_t i = 0; i < n; i++) {
+                json_object *jg = json_object_array_get_idx(gpus, i);
+                gr_gpu *g = &rep->gpus[i];
+                g->index = (unsigned)get_int(jg, "index", (int64_t)i);
+                g->minor = (int)get_int(jg, "minor", -1);
+                get_str(jg, "uuid", g->uuid, sizeof(g->uuid));
+                get_str(jg, "pci_bus_id", g->pci_bus_id, sizeof(g->pci_bus_id));
+                get_str(jg, "name", g->name, sizeof(g->name));
+                get_str(jg, "error", g->error, sizeof(g->error));
+                json_object *m = get(jg, "memory");
+                g->mem_total = get_u64(m, "total");
+                g->mem_reserved = get_u64(m, "reserved");
+                g->mem_used = get_u64(m, "used");
+                g->mem_free = get_u64(m, "free");
+                char api[8];
+                get_str(m, "api", api, sizeof(api));
+                g->mem_api = strcmp(api, "v2") == 0 ? 2 : strcmp(api, "v1") == 0 ? 1 : 0;
+                g->proc_stride = (unsigned)get_int(jg, "process_entry_bytes", 0);
+                json_object *owners = get(jg, "context_owners");
+                g->procs_ok = owners && json_object_get_type(owners) == json_type_array;
+                size_t k = g->procs_ok ? json_object_array_length(owners) : 0;
+                if (k > GR_GPU_PROCS_MAX)
+                        k = GR_GPU_PROCS_MAX;
+                if (k > 0 && !(g->procs = calloc(k, sizeof(gr_gpu_proc))))
+                        return -ENOMEM;
+                for (size_t j = 0; j < k; j++) {
+                        json_object *jo = json_object_array_get_idx(owners, j);
+                        char type[16];
+                        get_str(jo, "type", type, sizeof(type));
+                        int64_t pid = get_int(jo, "pid", 0);
+                        if (pid <= 0 || pid > GR_PROC_PID_MAX)
+                                continue;
+                        g->procs[g->n_procs++] = (gr_gpu_proc){
+                                .pid = (uint32_t)pid,
+                                .kind = strcmp(type, "graphics") == 0 ? GR_CTX_GRAPHICS :
+                                        strcmp(type, "mps") == 0 ? GR_CTX_MPS : GR_CTX_COMPUTE,
+                                .used_bytes = get_u64(jo, "used_memory"),
+                        };
+                }
+        }
+        return 0;
+}
+
+static int load_process(json_object *jp, gr_process *p)
+{
+        int64_t pid = get_int(jp, "pid", 0);
+        if (pid <= 0 || pid > GR_PROC_PID_MAX)
+                return -EINVAL;
+        p->pid = (pid_t)pid;
+        p->ppid = (pid_t)get_int(jp, "ppid", 0);
+        p->pgrp = (pid_t)get_int(jp, "pgid", 0);
+        p->session = (pid_t)get_int(jp, "sid", 0);
+        p->start_time = (uint64_t)get_int(jp, "start_time_ticks", 0);
+        char st[4];
+        get_str(jp, "state", st, sizeof(st));
+        p->state = st[0] ? st[0] : '?';
+        get_str(jp, "comm", p->comm, sizeof(p->comm));
+        int64_t uid = get_int(jp, "uid", -1);
+        p->has_uid = uid >= 0;
+        p->uid = (uid_t)(uid >= 0 ? uid : 0);
+        json_object *ns = get(jp, "nspid");
+        for (size_t i = 0; ns && json_object_get_type(ns) == json_type_array &&
+                           i < json_object_array_length(ns) && p->n_nspid < GR_NSPID_MAX; i++)
+                p->nspid[p->n_nspid++] = (pid_t)json_object_get_int(json_object_array_get_idx(ns, i));
+        p->cmdline = dup_str(jp, "cmdline");
+        p->cgroup = dup_str(jp, "cgroup");
+        p->has_details = true;
+        json_object *dev = get(jp, "devices");
+        if (dev && json_object_get_type(dev) == json_type_object) {
+                gr_holding *h = calloc(1, sizeof(*h));
+                if (!h)
+                        return -ENOMEM;
+                h->n_fds = (unsigned)get_int(dev, "fds", 0);
+                h->n_ctl = (unsigned)get_int(dev, "ctl", 0);
+                h->n_uvm = (unsigned)get_int(dev, "uvm", 0);
+                h->n_caps = (unsigned)get_int(dev, "caps", 0);
+                h->n_other = (unsigned)get_int(dev, "other", 0);
+                h->n_maps = (unsigned)get_int(dev, "maps", 0);
+                json_object *gs = get(dev, "gpus");
+                for (size_t i = 0; gs && json_object_get_type(gs) == json_type_array &&
+                                   i < json_object_array_length(gs) && h->n_gpus < GR_HOLD_GPUS_MAX; i++) {
+                        json_object *jg = json_object_array_get_idx(gs, i);
+                        h->gpus[h->n_gpus].minor = (unsigned)get_int(jg, "minor", 0);
+                        h->gpus[h->n_gpus].n_fds = (unsigned)get_int(jg, "fds", 0);
+                        h->n_gpus++;
+                }
+                json_object *ports = get(dev, "listen_ports");
+                for (size_t i = 0; ports && json_object_get_type(ports) == json_type_array &&
+                                   i < json_object_array_length(ports) && h->n_listen < GR_ELEMENTSOF(h->listen_ports); i++)
+                        h->listen_ports[h->n_listen++] = (uint16_t)json_object_get_int(json_object_array_get_idx(ports, i));
+                p->hold = h;
+        }
+        return 0;
+}
+
+int snapshot_from_json(const char *path, gr_snapshot **ret, char *err, size_t err_size)
+{
+        json_object *root = json_object_from_file(path);
+        if (!root || json_object_get_type(root) != json_type_object) {
+                snprintf(err, err_size, "cannot read '%s' as a gpureap JSON snapshot", path);
+                json_object_put(root);
+                return -EINVAL;
+        }
+        int64_t version = get_int(root, "schema_version", 0);
+        if (version < 1 || version > JSON_SCHEMA_VERSION) {
+                snprintf(err, err_size, "'%s' has schema version %lld; this gpureap reads 1 to %d",
+                         path, (long long)version, JSON_SCHEMA_VERSION);
+                json_object_put(root);
+                return -EINVAL;
+        }
+        gr_snapshot *s = calloc(1, sizeof(*s));
+        gr_gpu_report *rep = calloc(1, sizeof(*rep));
+        gr_proc_table *t = calloc(1, sizeof(*t));
+        if (!s || !rep || !t) {
+                free(s);
+                free(rep);
+                free(t);
+                json_object_put(root);
+                snprintf(err, err_size, "out of memory");
+                return -ENOMEM;
+        }
+        int r = 0;
+        {
+                s->gpu = rep;
+                s->procs = t;
+                get_str(root, "host", s->hostname, sizeof(s->hostname));
+                json_object *pr = get(root, "proc");
+                get_str(pr, "root", s->proc_root, sizeof(s->proc_root));
+                get_str(pr, "dev_dir", s->dev_dir, sizeof(s->dev_dir));
+                json_object *d = get(root, "driver");
+                char st[32];
+                get_str(d, "status", st, sizeof(st));
+                rep->status = status_of(st);
+                get_str(d, "error", rep->error, sizeof(rep->error));
+                get_str(d, "stuck_call", rep->stuck_call, sizeof(rep->stuck_call));
+                get_str(d, "library", rep->library, sizeof(rep->library));
+                get_str(d, "driver_version", rep->driver_version, sizeof(rep->driver_version));
+                get_str(d, "nvml_version", rep->nvml_version, sizeof(rep->nvml_version));
+                t->clock_ticks = 100;
+                t->boot_time = get_u64(pr, "boot_time") == GR_UNKNOWN_U64 ? 0 : get_u64(pr, "boot_time");
+                r = load_gpus(root, rep);
+        }
+        json_object *procs = r == 0 ? get(root, "processes") : NULL;
+        size_t n = procs && json_object_get_type(procs) == json_type_array ? json_object_array_length(procs) : 0;
+        if (r == 0 && n > 0) {
+                t->procs = calloc(n, sizeof(gr_process));
+                t->cap = n;
+                if (!t->procs)
+                        r = -ENOMEM;
+        }
+        for (size_t i = 0; r == 0 && i < n; i++) {
+                gr_process *p = &t->procs[t->n];
+                r = load_process(json_object_array_get_idx(procs, i), p);
+                if (r == -EINVAL) {
+                        free(p->cmdline);
+                        free(p->cgroup);
+                        memset(p, 0, sizeof(*p));
+                        r = 0;
+                        continue;
+                }
+                if (r == 0) {
+                        t->n++;
+                        t->n_holders += p->hold != NULL;
+                }
+        }
+        json_object_put(root);
+        if (r < 0) {
+                snprintf(err, err_size, "cannot load '%s': %s", path, strerror(-r));
+                gr_snapshot_free(s);
+                return r;
+        }
+        qsort(t->procs, t->n, sizeof(gr_process), cmp_proc);
+        for (size_t i = 1; i < t->n; i++)
+                if (t->procs[i].pid == t->procs[i - 1].pid) {
+                        snprintf(err, err_size, "'%s' lists PID %d twice", path, (int)t->procs[i].pid);
+                        gr_snapshot_free(s);
+                        return -EINVAL;
+                }
+        *ret = s;
+        return 0;
+}
