@@ -146,7 +146,8 @@ static void print_holders(const struct out *o, const gr_snapshot *s, const gr_di
                 const gr_process *lp = gr_proc_table_find(t, launcher);
                 bool lalive = lp && lp->state != 'Z';
                 fprintf(o->f, "    launcher: process group %d (%s%s)\n", (int)launcher,
-                        lp ? lp->comm : "gone", lp ? (lalive ? ", alive" : ", zombie") : "");
+                        lp ? lp->comm : s->procs_partial ? "not recorded" : "gone",
+                        lp ? (lalive ? ", alive" : ", zombie") : "");
                 fprintf(o->f, "      %s", holder_header);
                 for (size_t m = i; m < t->n; m++) {
                         const gr_process *q = &t->procs[m];

@@ -218,6 +218,7 @@ int snapshot_from_json(const char *path, gr_snapshot **ret, char *err, size_t er
                 get_str(d, "driver_version", rep->driver_version, sizeof(rep->driver_version));
                 get_str(d, "nvml_version", rep->nvml_version, sizeof(rep->nvml_version));
                 t->clock_ticks = 100;
+                s->procs_partial = version < 2;
                 t->boot_time = get_u64(pr, "boot_time") == GR_UNKNOWN_U64 ? 0 : get_u64(pr, "boot_time");
                 r = load_gpus(root, rep);
         }

@@ -15,6 +15,8 @@ typedef struct gr_snapshot {
         gr_gpu_report *gpu;       /* never NULL after a successful take */
         gr_proc_table *procs;     /* NULL when /proc could not be read: see proc_error */
         int proc_error;           /* -errno */
+        bool procs_partial;       /* a recorded table without lineage (schema 1): a PID that is
+                                     missing may have been alive, so it is not taken as dead */
 } gr_snapshot;
 
 typedef struct gr_snapshot_options {

@@ -58,6 +58,13 @@ static bool alive(const gr_process *p)
         return p && p->state != 'Z' && p->state != 'X';
 }
 
+/* Is the leader or parent pid alive? In a partial table a missing PID is not evidence. */
+static bool leader_alive(const gr_snapshot *s, pid_t pid)
+{
+        const gr_process *p = find(s, pid);
+        return p ? alive(p) : s->procs_partial;
+}
+
 /* Was the process handed to an init or a subreaper? PID 1, the init of a PID namespace, and
  * systemd (user managers are subreapers) take in orphans. */
 static bool reparented(const gr_snapshot *s, const gr_process *p)
@@ -66,7 +73,7 @@ static bool reparented(const gr_snapshot *s, const gr_process *p)
                 return true;
         const gr_process *parent = find(s, p->ppid);
         if (!parent)
-                return p->ppid != 0; /* its parent is gone from this /proc */
+                return p->ppid != 0 && !s->procs_partial; /* its parent is gone from this /proc */
         if (parent->n_nspid > 1 && parent->nspid[parent->n_nspid - 1] == 1 &&
             !(p->n_nspid > 1 && p->nspid[p->n_nspid - 1] == 1))
                 return false; /* children of a container's init are the container's own */
@@ -78,9 +85,9 @@ static bool is_orphan(const gr_snapshot *s, const gr_process *p)
         bool own_session = p->session == p->pid;
         if (reparented(s, p) && !own_session)
                 return true; /* a daemon makes itself a session leader; a leftover worker does not */
-        if (p->pgrp != p->pid && p->pgrp > 0 && !alive(find(s, p->pgrp)))
+        if (p->pgrp != p->pid && p->pgrp > 0 && !leader_alive(s, p->pgrp))
                 return true; /* the launcher led the group and is gone */
-        if (!own_session && p->session > 0 && !alive(find(s, p->session)) && reparented(s, p))
+        if (!own_session && p->session > 0 && !leader_alive(s, p->session) && reparented(s, p))
                 return true;
         return false;
 }
@@ -167,7 +174,7 @@ static int judge_holders(struct dx *x)
                 gr_holder_verdict *v = &d->holders[d->n_holders++];
                 v->pid = p->pid;
                 v->launcher = p->pgrp > 0 ? p->pgrp : p->session;
-                v->launcher_alive = alive(find(s, v->launcher));
+                v->launcher_alive = leader_alive(s, v->launcher);
                 if (p->state == 'Z')
                         v->conditions |= GR_COND_ZOMBIE;
                 if (p->state == 'T' || p->state == 't')
@@ -190,6 +197,22 @@ static int judge_holders(struct dx *x)
                         v->role = GR_ROLE_HIDDEN_HOLDER;
                 else
                         v->role = GR_ROLE_MONITOR;
+        }
+        /* A reparented process whose group still has a member holding the GPU that was not
+         * reparented belongs to a running job (a launcher that double-forks one worker while
+         * its other workers stay its children): not a leftover. */
+        for (size_t i = 0; i < d->n_holders; i++) {
+                gr_holder_verdict *v = &d->holders[i];
+                if (!(v->conditions & GR_COND_ORPHAN))
+                        continue;
+                for (size_t j = 0; j < d->n_holders; j++) {
+                        const gr_holder_verdict *w = &d->holders[j];
+                        if (j != i && w->launcher == v->launcher && !(w->conditions & GR_COND_ORPHAN) &&
+                            w->role != GR_ROLE_MONITOR && alive(find(s, w->pid))) {
+                                v->conditions &= ~(unsigned)GR_COND_ORPHAN;
+                                break;
+                        }
+                }
         }
         return 0;
 }
@@ -368,8 +391,8 @@ static int judge_gpu(struct dx *x, unsigned gi)
                 const gr_holder_verdict *v = &d->holders[i];
                 const gr_process *p = find(s, v->pid);
                 if (!(v->conditions & GR_COND_ORPHAN) || !p || gr_process_fds_on_minor(p, g->minor) == 0 ||
-                    v->role == GR_ROLE_MONITOR)
-                        continue;
+                    v->role == GR_ROLE_MONITOR || v->ghost)
+                        continue; /* a ghost's hidden holders are in the ghost's finding */
                 unsigned j = 0;
                 while (j < n_launchers && launchers[j] != v->launcher)
                         j++;
@@ -385,7 +408,8 @@ static int judge_gpu(struct dx *x, unsigned gi)
                         const gr_holder_verdict *v = &d->holders[i];
                         const gr_process *p = find(s, v->pid);
                         if (!(v->conditions & GR_COND_ORPHAN) || v->launcher != launchers[j] ||
-                            v->role == GR_ROLE_MONITOR || !p || gr_process_fds_on_minor(p, g->minor) == 0)
+                            v->role == GR_ROLE_MONITOR || v->ghost || !p ||
+                            gr_process_fds_on_minor(p, g->minor) == 0)
                                 continue;
                         add_pid(f, v->pid);
                         const gr_gpu_proc *o = listed(g, v->pid);
@@ -400,7 +424,7 @@ static int judge_gpu(struct dx *x, unsigned gi)
                 snprintf(f->explanation, sizeof(f->explanation),
                          "GPU %u: %u %s of process group %d (%s) %s on with %s, %s",
                          g->index, f->n_pids, f->n_pids == 1 ? "process" : "processes",
-                         (int)launchers[j], lp ? lp->comm : "its leader is gone",
+                         (int)launchers[j], lp ? lp->comm : s->procs_partial ? "not recorded" : "its leader is gone",
                          f->n_pids == 1 ? "lives" : "live", mem,
                          "reparented after their launcher ended: leftovers of a killed run");
                 snprintf(f->next_step, sizeof(f->next_step), "kill %s", pids);
