@@ -9,6 +9,12 @@
  *   spawn-holder PATH ROLE fork a child that inherits everything and sleeps; record it; go on
  *   child                  fork: the child goes on with the next verbs, the parent sleeps and
  *                          never reaps it (so it stays a zombie once it exits)
+ *   setpgid                lead a new process group (as a launcher run with job control)
+ *   worker PATH ROLE MINOR GPU MIB
+ *                          fork a child that runs 'cuda MINOR GPU MIB', records ROLE and sleeps
+ *   daemon-worker PATH ROLE MINOR GPU MIB
+ *                          the same through a double fork: the worker is reparented at once
+ *   listen PATH            listen on a TCP port of 127.0.0.1 and record "port N" in PATH
  *   ignore-term            ignore SIGTERM
  *   sleep                  sleep until killed
  *   exit                   exit 0 */
@@ -18,7 +24,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <stdbool.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -105,6 +116,54 @@ static void record(const char *path, const char *role, pid_t pid)
         close(fd);
 }
 
+static void cuda(const char *minor, const char *gpu, const char *mib)
+{
+        char name[32];
+        snprintf(name, sizeof(name), "nvidia%s", minor);
+        open_dev("nvidiactl");
+        open_dev("nvidia-uvm");
+        open_dev("nvidia-uvm");
+        int g = open_dev(name);
+        open_dev(name);
+        open_dev(name);
+        map_dev(g, 40);
+        create_context((unsigned)strtoul(gpu, NULL, 10), strtoull(mib, NULL, 10));
+}
+
+static void sleep_forever(void);
+
+/* fork a CUDA worker; return once it has recorded itself */
+static void worker(char **a, bool daemon)
+{
+        int p[2];
+        if (pipe(p) < 0)
+                die("pipe");
+        pid_t c = fork();
+        if (c < 0)
+                die("fork");
+        if (c == 0) {
+                close(p[0]);
+                if (daemon) {
+                        pid_t gc = fork();
+                        if (gc < 0)
+                                die("fork");
+                        if (gc > 0)
+                                _exit(0); /* the grandchild is reparented at once */
+                }
+                cuda(a[2], a[3], a[4]);
+                record(a[0], a[1], (pid_t)host_pid());
+                close(p[1]);
+                sleep_forever();
+        }
+        close(p[1]);
+        char b;
+        while (read(p[0], &b, 1) < 0 && errno == EINTR)
+                ;
+        close(p[0]);
+        if (daemon)
+                waitpid(c, NULL, 0);
+}
+
 static void sleep_forever(void)
 {
         for (;;)
@@ -120,18 +179,24 @@ int main(int argc, char **argv)
                         record(argv[i + 1], argv[i + 2], (pid_t)host_pid());
                         i += 2;
                 } else if (strcmp(v, "cuda") == 0 && left >= 3) {
-                        char name[32];
-                        snprintf(name, sizeof(name), "nvidia%s", argv[i + 1]);
-                        open_dev("nvidiactl");
-                        open_dev("nvidia-uvm");
-                        open_dev("nvidia-uvm");
-                        int g = open_dev(name);
-                        open_dev(name);
-                        open_dev(name);
-                        map_dev(g, 40);
-                        create_context((unsigned)strtoul(argv[i + 2], NULL, 10),
-                                       strtoull(argv[i + 3], NULL, 10));
+                        cuda(argv[i + 1], argv[i + 2], argv[i + 3]);
                         i += 3;
+                } else if ((strcmp(v, "worker") == 0 || strcmp(v, "daemon-worker") == 0) && left >= 5) {
+                        worker(&argv[i + 1], v[0] == 'd');
+                        i += 5;
+                } else if (strcmp(v, "setpgid") == 0) {
+                        if (setpgid(0, 0) < 0)
+                                die("setpgid");
+                } else if (strcmp(v, "listen") == 0 && left >= 1) {
+                        int sfd = socket(AF_INET, SOCK_STREAM, 0); /* inherited, like a server's */
+                        struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+                        socklen_t len = sizeof(a);
+                        if (sfd < 0 || bind(sfd, (struct sockaddr *)&a, sizeof(a)) < 0 || listen(sfd, 8) < 0 ||
+                            getsockname(sfd, (struct sockaddr *)&a, &len) < 0)
+                                die("listen");
+                        char port[16];
+                        snprintf(port, sizeof(port), "%u", ntohs(a.sin_port));
+                        record(argv[++i], "port", (pid_t)ntohs(a.sin_port));
                 } else if (strcmp(v, "monitor") == 0 && left >= 1) {
                         char name[32];
                         snprintf(name, sizeof(name), "nvidia%s", argv[i + 1]);

@@ -1,0 +1,36 @@
+#!/bin/bash
+# Clean, then busy: a live CUDA worker whose launcher is alive is in use, not a leftover.
+. "$TESTLIB"
+
+gr status --json
+expect_rc 0 "clean"
+jqok '.gpus[0].state == "clean" and .findings == []' "clean, no finding"
+
+launch pidfile "$PIDS" launcher setpgid worker "$PIDS" w1 0 0 1024 sleep
+wait_role launcher w1
+l=$(pid_of launcher); w=$(pid_of w1)
+gr status --json
+expect_rc 1 "busy is not clean"
+jqok '.gpus[0].state == "busy"' "state busy"
+jqok ".findings == [.findings[] | select(.kind == \"busy\")] and (.findings[0].pids == [$w]) and (.findings[0].leftover | not)" "one busy finding, not a leftover"
+jqok ".findings[0].next_step == \"none if this is expected; to stop it: kill $w\"" "next step"
+jqok ".processes[] | select(.pid == $w) | .verdict | .role == \"owner\" and .conditions == [] and .launcher == $l and .launcher_alive" "worker: owner under its live launcher"
+jqok ".processes | map(.pid) | index($l) != null" "the launcher is recorded for replay"
+
+gr status
+has out "^GPU 0  BUSY  " "badge BUSY"
+has out "launcher: process group $l \\(gpuhold, alive\\)" "holders grouped under the launcher"
+has out "^  busy  GPU 0: in use by $w \\(gpuhold\\)" "finding in the report"
+
+# colour on a terminal only, and never with NO_COLOR
+script -qec "$GPUREAP status" /dev/null >"$T/out" 2>&1 || true
+has out $'\033\\[1;33mBUSY' "badge coloured on a terminal"
+NO_COLOR=1 script -qec "$GPUREAP status" /dev/null >"$T/out" 2>&1 || true
+hasnt out $'\033' "NO_COLOR turns colour off"
+
+# a recorded snapshot gives the same verdict when replayed
+gr status --json
+cp "$T/out" "$T/rec.json"
+gr status --replay "$T/rec.json" --json
+jqok '.gpus[0].state == "busy"' "replayed: busy"
+done_testing

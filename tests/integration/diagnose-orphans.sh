@@ -1,0 +1,41 @@
+#!/bin/bash
+# The first seed: a server with four workers (one double-forked) is killed; the workers live on,
+# holding the GPU and the server's port. Before the kill: busy. After: dirty, one finding.
+. "$TESTLIB"
+scenario "gpu 0" "gpu 1"
+
+launch pidfile "$PIDS" launcher setpgid listen "$PIDS" \
+        worker "$PIDS" w1 0 0 1000 worker "$PIDS" w2 0 0 1000 worker "$PIDS" w3 1 1 1000 \
+        daemon-worker "$PIDS" w4 1 1 1000 sleep
+wait_role launcher w1 w2 w3 w4
+l=$(pid_of launcher); port=$(pid_of port)
+ws="$(pid_of w1) $(pid_of w2) $(pid_of w3) $(pid_of w4)"
+
+gr status --json
+expect_rc 1 "the running server is busy"
+jqok '[.gpus[].state] == ["busy", "busy"] and ([.findings[] | select(.kind == "orphan")] == [])' "busy on both GPUs, no orphan (w4 double-forked, its group runs)"
+
+kill -KILL "$l"; wait "$l" 2>/dev/null || true
+gr status --json
+expect_rc 1 "leftovers"
+jqok '[.gpus[].state] == ["dirty", "dirty"]' "both GPUs dirty"
+jqok '[.findings[] | select(.kind == "orphan")] | length == 2' "one orphan finding per GPU"
+jqok "[.findings[] | select(.kind == \"orphan\") | .pids[]] | sort == ([$(echo $ws | tr ' ' ',')] | sort)" "all four workers, the double-forked one too"
+jqok "[.findings[] | select(.kind == \"orphan\")] | all(.related_pid == $l and .memory == 2000*1048576 and .leftover)" "named after the dead launcher, 2000 MiB each"
+jqok "[.processes[] | select(.verdict.role == \"owner\") | .verdict] | all(.launcher == $l and (.launcher_alive | not) and (.conditions | index(\"orphan\")))" "each worker: orphan of launcher $l"
+jqok "[.processes[] | select(.verdict) | .devices.listen_ports] | all(. == [$port])" "every worker still listens on :$port"
+jqok "[.processes[] | select(.verdict) | .verdict.conditions | index(\"listening\")] | all" "condition listening"
+gr status
+has out "launcher: process group $l \\(gone\\)" "grouped under the dead launcher"
+has out "listening :$port" "the table shows the port"
+has out "orphan  GPU 0: 2 processes of process group $l" "orphan finding for GPU 0"
+
+# the next steps, pasted
+gr status --json
+for cmd in $(jq -r '.findings[] | select(.kind == "orphan") | .next_step | @base64' "$T/out"); do
+        eval "$(echo "$cmd" | base64 -d)"
+done
+for w in $ws; do wait_state "$w" gone; done
+gr status --json
+expect_rc 0 "clean after the next steps"
+done_testing
