@@ -36,6 +36,7 @@ echo "owner $owner child $child"
 "$G" status --json >"$OUT/live.json"
 nvidia-smi --query-compute-apps=pid,used_memory --format=csv,noheader,nounits >"$OUT/live-smi.csv"
 python3 "$HERE/check.py" live "$OUT/live.json" "$OUT/live-smi.csv" "$owner" || rc=1
+python3 "$HERE/verdicts.py" busy "$OUT/live.json" || rc=1
 
 kill -KILL "$owner"; wait "$LAUNCH" 2>/dev/null
 sleep 0.5 # let the driver settle: the ghost must persist, not merely lag
@@ -44,12 +45,16 @@ sleep 0.5 # let the driver settle: the ghost must persist, not merely lag
 nvidia-smi >"$OUT/ghost-smi.txt"
 nvidia-smi --query-compute-apps=pid,used_memory --format=csv,noheader,nounits >"$OUT/ghost-smi.csv"
 python3 "$HERE/check.py" ghost "$OUT/ghost.json" "$OUT/ghost-smi.csv" "$owner" "$child" || rc=1
+python3 "$HERE/verdicts.py" ghost "$OUT/ghost.json" "$owner" "$child" || rc=1
 
 # an NVML-only monitor beside the ghost: listed as a holder, never as a context owner
 nvidia-smi -l 1 >/dev/null 2>&1 &
 MON=$!
 sleep 2
 "$G" status --json >"$OUT/monitor.json"
+"$G" status >"$OUT/monitor.txt"
+python3 "$HERE/verdicts.py" monitor "$OUT/monitor.json" "$MON" || rc=1
+python3 "$HERE/verdicts.py" ghost "$OUT/monitor.json" "$owner" "$child" || rc=1
 python3 - "$OUT/monitor.json" "$MON" <<'PY' || rc=1
 import json, sys
 s = json.load(open(sys.argv[1])); mon = int(sys.argv[2])

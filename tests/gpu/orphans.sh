@@ -21,12 +21,15 @@ LAUNCH=$!
 for _ in $(seq 1800); do [ "$(grep -c '^worker' "$PIDS")" -ge 4 ] && break; sleep 0.1; done
 [ "$(grep -c '^worker' "$PIDS")" -ge 4 ] || { echo "FAIL workers never started"; exit 1; }
 "$G" status --json >"$OUT/running.json"
+rc=0
+python3 "$HERE/verdicts.py" busy "$OUT/running.json" || rc=1
 kill -KILL "$(awk '$1 == "launcher" {print $2}' "$PIDS")"; wait "$LAUNCH" 2>/dev/null
 sleep 0.5
 "$G" status --json >"$OUT/orphans.json"
 "$G" status >"$OUT/orphans.txt"
 nvidia-smi --query-compute-apps=pid,used_memory --format=csv,noheader,nounits >"$OUT/orphans-smi.csv"
-rc=0
+python3 "$HERE/verdicts.py" orphans "$OUT/orphans.json" "$(awk '$1 == "launcher" {print $2}' "$PIDS")" \
+        $(awk '$1 ~ /^worker/ {print $2}' "$PIDS") || rc=1
 for w in worker0 worker1 worker2 worker3; do
         p=$(awk -v r=$w '$1 == r {print $2}' "$PIDS")
         python3 "$HERE/check.py" live "$OUT/orphans.json" "$OUT/orphans-smi.csv" "$p" | grep -v '^INFO' || rc=1
