@@ -75,6 +75,8 @@ typedef struct gr_finding {
 
 typedef struct gr_holder_verdict {
         pid_t pid;
+        const gr_process *process; /* in the snapshot's table */
+        uint64_t minors;          /* bit m: holds /dev/nvidia<m> (m < 64) */
         gr_role role;
         unsigned conditions;      /* GR_COND_* */
         pid_t launcher;           /* grouping key: the process group, or the session */

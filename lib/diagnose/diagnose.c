@@ -48,9 +48,53 @@ const char *gr_confidence_name(gr_confidence c)
         return (unsigned)c < GR_ELEMENTSOF(n) ? n[c] : "ambiguous";
 }
 
-static const gr_process *find(const gr_snapshot *s, pid_t pid)
+struct owner_ix {
+        pid_t pid;
+        unsigned gpu, idx;
+};
+
+struct dx {
+        const gr_snapshot *s;
+        gr_diagnosis *d;
+        size_t cap_findings;
+        struct owner_ix *owners;  /* every NVML-listed PID, sorted: lookups stay O(log n) */
+        size_t n_owners;
+        const gr_holder_verdict **scratch; /* room for every holder */
+        int32_t *slots;           /* open-addressing index pid -> table position, -1 empty */
+        size_t slot_mask;
+};
+
+/* An O(1) index of the process table, so the diagnosis stays linear in its size */
+static int index_procs(struct dx *x)
 {
-        return pid > 0 ? gr_proc_table_find(s->procs, pid) : NULL;
+        size_t n = x->s->procs ? x->s->procs->n : 0, cap = 16;
+        while (cap < n * 2)
+                cap *= 2;
+        x->slots = malloc(cap * sizeof(*x->slots));
+        if (!x->slots)
+                return -ENOMEM;
+        memset(x->slots, 0xff, cap * sizeof(*x->slots));
+        x->slot_mask = cap - 1;
+        for (size_t i = 0; i < n; i++) {
+                size_t h = ((uint32_t)x->s->procs->procs[i].pid * 2654435761u) & x->slot_mask;
+                while (x->slots[h] >= 0)
+                        h = (h + 1) & x->slot_mask;
+                x->slots[h] = (int32_t)i;
+        }
+        return 0;
+}
+
+static const gr_process *find(const struct dx *x, pid_t pid)
+{
+        if (pid <= 0 || !x->slots)
+                return NULL;
+        for (size_t h = ((uint32_t)pid * 2654435761u) & x->slot_mask; x->slots[h] >= 0;
+             h = (h + 1) & x->slot_mask) {
+                const gr_process *p = &x->s->procs->procs[x->slots[h]];
+                if (p->pid == pid)
+                        return p;
+        }
+        return NULL;
 }
 
 static bool alive(const gr_process *p)
@@ -59,19 +103,21 @@ static bool alive(const gr_process *p)
 }
 
 /* Is the leader or parent pid alive? In a partial table a missing PID is not evidence. */
-static bool leader_alive(const gr_snapshot *s, pid_t pid)
+static bool leader_alive(const struct dx *x, pid_t pid)
 {
-        const gr_process *p = find(s, pid);
+        const gr_snapshot *s = x->s;
+        const gr_process *p = find(x, pid);
         return p ? alive(p) : s->procs_partial;
 }
 
 /* Was the process handed to an init or a subreaper? PID 1, the init of a PID namespace, and
  * systemd (user managers are subreapers) take in orphans. */
-static bool reparented(const gr_snapshot *s, const gr_process *p)
+static bool reparented(const struct dx *x, const gr_process *p)
 {
+        const gr_snapshot *s = x->s;
         if (p->ppid == 1)
                 return true;
-        const gr_process *parent = find(s, p->ppid);
+        const gr_process *parent = find(x, p->ppid);
         if (!parent)
                 return p->ppid != 0 && !s->procs_partial; /* its parent is gone from this /proc */
         if (parent->n_nspid > 1 && parent->nspid[parent->n_nspid - 1] == 1 &&
@@ -80,23 +126,55 @@ static bool reparented(const gr_snapshot *s, const gr_process *p)
         return strcmp(parent->comm, "systemd") == 0;
 }
 
-static bool is_orphan(const gr_snapshot *s, const gr_process *p)
+static bool is_orphan(const struct dx *x, const gr_process *p)
 {
         bool own_session = p->session == p->pid;
-        if (reparented(s, p) && !own_session)
+        if (reparented(x, p) && !own_session)
                 return true; /* a daemon makes itself a session leader; a leftover worker does not */
-        if (p->pgrp != p->pid && p->pgrp > 0 && !leader_alive(s, p->pgrp))
+        if (p->pgrp != p->pid && p->pgrp > 0 && !leader_alive(x, p->pgrp))
                 return true; /* the launcher led the group and is gone */
-        if (!own_session && p->session > 0 && !leader_alive(s, p->session) && reparented(s, p))
+        if (!own_session && p->session > 0 && !leader_alive(x, p->session) && reparented(x, p))
                 return true;
         return false;
 }
 
-struct dx {
-        const gr_snapshot *s;
-        gr_diagnosis *d;
-        size_t cap_findings;
-};
+static int cmp_owner(const void *a, const void *b)
+{
+        const struct owner_ix *x = a, *y = b;
+        if (x->pid != y->pid)
+                return (x->pid > y->pid) - (x->pid < y->pid);
+        return (x->gpu > y->gpu) - (x->gpu < y->gpu);
+}
+
+static int index_owners(struct dx *x)
+{
+        const gr_gpu_report *rep = x->s->gpu;
+        size_t n = 0;
+        for (unsigned i = 0; rep && i < rep->n_gpus; i++)
+                n += rep->gpus[i].n_procs;
+        x->owners = calloc(n ? n : 1, sizeof(*x->owners));
+        if (!x->owners)
+                return -ENOMEM;
+        for (unsigned i = 0; rep && i < rep->n_gpus; i++)
+                for (unsigned j = 0; j < rep->gpus[i].n_procs; j++)
+                        x->owners[x->n_owners++] = (struct owner_ix){ (pid_t)rep->gpus[i].procs[j].pid, i, j };
+        qsort(x->owners, x->n_owners, sizeof(*x->owners), cmp_owner);
+        return 0;
+}
+
+/* the first index entry of pid, or NULL */
+static const struct owner_ix *owner_first(const struct dx *x, pid_t pid)
+{
+        size_t lo = 0, hi = x->n_owners;
+        while (lo < hi) {
+                size_t mid = lo + (hi - lo) / 2;
+                if (x->owners[mid].pid < pid)
+                        lo = mid + 1;
+                else
+                        hi = mid;
+        }
+        return lo < x->n_owners && x->owners[lo].pid == pid ? &x->owners[lo] : NULL;
+}
 
 static gr_finding *add_finding(struct dx *x, gr_finding_kind kind, int gpu, bool leftover)
 {
@@ -143,20 +221,22 @@ static gr_holder_verdict *verdict_of(gr_diagnosis *d, pid_t pid)
         return (gr_holder_verdict *)gr_diagnosis_holder(d, pid);
 }
 
-static const gr_gpu_proc *listed(const gr_gpu *g, pid_t pid)
+static const gr_gpu_proc *listed(const struct dx *x, unsigned gi, pid_t pid)
 {
-        for (unsigned i = 0; i < g->n_procs; i++)
-                if ((pid_t)g->procs[i].pid == pid)
-                        return &g->procs[i];
+        const struct owner_ix *o = owner_first(x, pid);
+        for (; o && o < x->owners + x->n_owners && o->pid == pid; o++)
+                if (o->gpu == gi)
+                        return &x->s->gpu->gpus[gi].procs[o->idx];
         return NULL;
 }
 
-static bool listed_anywhere_alive(const gr_snapshot *s, pid_t pid)
+static int cmp_launcher(const void *a, const void *b)
 {
-        for (unsigned i = 0; i < s->gpu->n_gpus; i++)
-                if (listed(&s->gpu->gpus[i], pid))
-                        return alive(find(s, pid));
-        return false;
+        const gr_holder_verdict *x = *(const gr_holder_verdict *const *)a;
+        const gr_holder_verdict *y = *(const gr_holder_verdict *const *)b;
+        if (x->launcher != y->launcher)
+                return (x->launcher > y->launcher) - (x->launcher < y->launcher);
+        return (x->pid > y->pid) - (x->pid < y->pid);
 }
 
 static int judge_holders(struct dx *x)
@@ -173,8 +253,12 @@ static int judge_holders(struct dx *x)
                         continue;
                 gr_holder_verdict *v = &d->holders[d->n_holders++];
                 v->pid = p->pid;
+                v->process = p;
+                for (unsigned k = 0; k < p->hold->n_gpus; k++)
+                        if (p->hold->gpus[k].minor < 64 && p->hold->gpus[k].n_fds > 0)
+                                v->minors |= 1ULL << p->hold->gpus[k].minor;
                 v->launcher = p->pgrp > 0 ? p->pgrp : p->session;
-                v->launcher_alive = leader_alive(s, v->launcher);
+                v->launcher_alive = leader_alive(x, v->launcher);
                 if (p->state == 'Z')
                         v->conditions |= GR_COND_ZOMBIE;
                 if (p->state == 'T' || p->state == 't')
@@ -187,9 +271,9 @@ static int judge_holders(struct dx *x)
                         v->conditions |= GR_COND_OTHER_USER;
                 if (p->hold->n_listen > 0)
                         v->conditions |= GR_COND_LISTENING;
-                if (is_orphan(s, p))
+                if (is_orphan(x, p))
                         v->conditions |= GR_COND_ORPHAN;
-                if (listed_anywhere_alive(s, p->pid))
+                if (owner_first(x, p->pid) && alive(p))
                         v->role = GR_ROLE_OWNER;
                 else if (p->hold->n_gpus == 0)
                         v->role = GR_ROLE_HOLDER;
@@ -201,36 +285,49 @@ static int judge_holders(struct dx *x)
         /* A reparented process whose group still has a member holding the GPU that was not
          * reparented belongs to a running job (a launcher that double-forks one worker while
          * its other workers stay its children): not a leftover. */
-        for (size_t i = 0; i < d->n_holders; i++) {
-                gr_holder_verdict *v = &d->holders[i];
-                if (!(v->conditions & GR_COND_ORPHAN))
-                        continue;
-                for (size_t j = 0; j < d->n_holders; j++) {
-                        const gr_holder_verdict *w = &d->holders[j];
-                        if (j != i && w->launcher == v->launcher && !(w->conditions & GR_COND_ORPHAN) &&
-                            w->role != GR_ROLE_MONITOR && alive(find(s, w->pid))) {
-                                v->conditions &= ~(unsigned)GR_COND_ORPHAN;
-                                break;
-                        }
-                }
+        x->scratch = calloc(d->n_holders ? d->n_holders : 1, sizeof(*x->scratch));
+        if (!x->scratch)
+                return -ENOMEM;
+        for (size_t i = 0; i < d->n_holders; i++)
+                x->scratch[i] = &d->holders[i];
+        qsort(x->scratch, d->n_holders, sizeof(*x->scratch), cmp_launcher);
+        for (size_t i = 0; i < d->n_holders;) {
+                size_t j = i;
+                bool runs = false;
+                for (; j < d->n_holders && x->scratch[j]->launcher == x->scratch[i]->launcher; j++)
+                        runs = runs || (!(x->scratch[j]->conditions & GR_COND_ORPHAN) &&
+                                        x->scratch[j]->role != GR_ROLE_MONITOR && alive(x->scratch[j]->process));
+                for (size_t k = i; runs && k < j; k++)
+                        ((gr_holder_verdict *)x->scratch[k])->conditions &= ~(unsigned)GR_COND_ORPHAN;
+                i = j;
         }
         return 0;
 }
 
+/* Does the holder have this GPU's device file open? */
+static bool holds_minor(const gr_holder_verdict *v, int minor)
+{
+        if (minor < 0)
+                return false;
+        if (minor < 64)
+                return v->minors & (1ULL << minor);
+        return gr_process_fds_on_minor(v->process, minor) > 0;
+}
+
 /* Is holder h tied to the ghost by lineage? */
-static bool lineage(const gr_snapshot *s, const gr_process *h, pid_t ghost)
+static bool lineage(const struct dx *x, const gr_process *h, pid_t ghost)
 {
         if (!h)
                 return false;
         if (h->ppid == ghost || h->pgrp == ghost || h->session == ghost)
                 return true;
-        const gr_process *g = find(s, ghost); /* a zombie ghost is still in the table */
+        const gr_process *g = find(x, ghost); /* a zombie ghost is still in the table */
         return g && g->pgrp == h->pgrp && g->pgrp > 1;
 }
 
-static void describe_cmd(const gr_snapshot *s, pid_t pid, char *buf, size_t size)
+static void describe_cmd(const struct dx *x, pid_t pid, char *buf, size_t size)
 {
-        const gr_process *p = find(s, pid);
+        const gr_process *p = find(x, pid);
         snprintf(buf, size, "%d (%s)", (int)pid, p ? p->comm : "gone");
 }
 
@@ -255,7 +352,7 @@ static int judge_gpu(struct dx *x, unsigned gi)
         unsigned n_live = 0, n_ghosts = 0;
         for (unsigned i = 0; i < g->n_procs; i++) {
                 const gr_gpu_proc *o = &g->procs[i];
-                if (alive(find(s, (pid_t)o->pid))) {
+                if (alive(find(x, (pid_t)o->pid))) {
                         n_live++;
                         if (o->used_bytes != GR_UNKNOWN_U64)
                                 live_owned += o->used_bytes;
@@ -268,12 +365,10 @@ static int judge_gpu(struct dx *x, unsigned gi)
         /* the holders of this GPU's device file, by role */
         pid_t hidden[64], monitors[64];
         unsigned n_hidden = 0, n_monitors = 0;
-        for (size_t i = 0; s->procs && i < s->procs->n; i++) {
-                const gr_process *p = &s->procs->procs[i];
-                if (gr_process_fds_on_minor(p, g->minor) == 0)
-                        continue;
-                const gr_holder_verdict *v = gr_diagnosis_holder(d, p->pid);
-                if (!v)
+        for (size_t i = 0; i < d->n_holders; i++) {
+                const gr_holder_verdict *v = &d->holders[i];
+                const gr_process *p = v->process;
+                if (!holds_minor(v, g->minor))
                         continue;
                 if (v->role == GR_ROLE_HIDDEN_HOLDER && n_hidden < GR_ELEMENTSOF(hidden))
                         hidden[n_hidden++] = p->pid;
@@ -287,12 +382,12 @@ static int judge_gpu(struct dx *x, unsigned gi)
         for (unsigned i = 0; i < g->n_procs; i++) {
                 const gr_gpu_proc *o = &g->procs[i];
                 pid_t ghost = (pid_t)o->pid;
-                const gr_process *gp = find(s, ghost);
+                const gr_process *gp = find(x, ghost);
                 if (alive(gp))
                         continue;
                 unsigned n_tied = 0;
                 for (unsigned k = 0; k < n_hidden; k++)
-                        n_tied += lineage(s, find(s, hidden[k]), ghost);
+                        n_tied += lineage(x, find(x, hidden[k]), ghost);
                 gr_format_bytes(o->used_bytes, mem, sizeof(mem));
                 if (n_hidden == 0) {
                         gr_finding *f = add_finding(x, GR_FIND_TEARDOWN, (int)gi, true);
@@ -315,8 +410,8 @@ static int judge_gpu(struct dx *x, unsigned gi)
                 f->related = ghost;
                 f->memory = o->used_bytes;
                 for (unsigned k = 0; k < n_hidden; k++) {
-                        const gr_process *h = find(s, hidden[k]);
-                        if (n_tied > 0 && !lineage(s, h, ghost))
+                        const gr_process *h = find(x, hidden[k]);
+                        if (n_tied > 0 && !lineage(x, h, ghost))
                                 continue;
                         add_pid(f, hidden[k]);
                         gr_holder_verdict *v = verdict_of(d, hidden[k]);
@@ -358,7 +453,7 @@ static int judge_gpu(struct dx *x, unsigned gi)
                 f->memory = gv->unaccounted;
                 f->confidence = n_hidden == 1 ? GR_LIKELY : GR_AMBIGUOUS;
                 gr_format_bytes(gv->unaccounted, mem, sizeof(mem));
-                describe_cmd(s, hidden[k], who, sizeof(who));
+                describe_cmd(x, hidden[k], who, sizeof(who));
                 snprintf(f->explanation, sizeof(f->explanation),
                          "GPU %u: %s holds the GPU like a CUDA process but the driver does not list it; %s used is accounted for by no listed process",
                          g->index, who, mem);
@@ -368,7 +463,7 @@ static int judge_gpu(struct dx *x, unsigned gi)
 
         /* zombie owners: they hold nothing; the parent does not reap them */
         for (unsigned i = 0; i < g->n_procs; i++) {
-                const gr_process *z = find(s, (pid_t)g->procs[i].pid);
+                const gr_process *z = find(x, (pid_t)g->procs[i].pid);
                 if (!z || alive(z))
                         continue;
                 gr_finding *f = add_finding(x, GR_FIND_ZOMBIE, (int)gi, false);
@@ -376,7 +471,7 @@ static int judge_gpu(struct dx *x, unsigned gi)
                         return -ENOMEM;
                 add_pid(f, z->pid);
                 f->related = z->ppid;
-                describe_cmd(s, z->ppid, who, sizeof(who));
+                describe_cmd(x, z->ppid, who, sizeof(who));
                 snprintf(f->explanation, sizeof(f->explanation),
                          "GPU %u: PID %d is a zombie: it has already released everything it held; its parent %s has not reaped it",
                          g->index, (int)z->pid, who);
@@ -384,47 +479,37 @@ static int judge_gpu(struct dx *x, unsigned gi)
                          "nothing to kill: the zombie goes when PID %d waits for it or exits", (int)z->ppid);
         }
 
-        /* orphans, one finding per launcher */
-        pid_t launchers[64];
-        unsigned n_launchers = 0;
+        /* orphans, one finding per launcher: the candidates sorted by launcher, then grouped */
+        size_t n_orph = 0;
         for (size_t i = 0; i < d->n_holders; i++) {
                 const gr_holder_verdict *v = &d->holders[i];
-                const gr_process *p = find(s, v->pid);
-                if (!(v->conditions & GR_COND_ORPHAN) || !p || gr_process_fds_on_minor(p, g->minor) == 0 ||
+                if (!(v->conditions & GR_COND_ORPHAN) || !holds_minor(v, g->minor) ||
                     v->role == GR_ROLE_MONITOR || v->ghost)
                         continue; /* a ghost's hidden holders are in the ghost's finding */
-                unsigned j = 0;
-                while (j < n_launchers && launchers[j] != v->launcher)
-                        j++;
-                if (j == n_launchers && n_launchers < GR_ELEMENTSOF(launchers))
-                        launchers[n_launchers++] = v->launcher;
+                x->scratch[n_orph++] = v;
         }
-        for (unsigned j = 0; j < n_launchers; j++) {
+        qsort(x->scratch, n_orph, sizeof(*x->scratch), cmp_launcher);
+        for (size_t i = 0; i < n_orph;) {
+                pid_t launcher = x->scratch[i]->launcher;
                 gr_finding *f = add_finding(x, GR_FIND_ORPHAN, (int)gi, true);
                 if (!f)
                         return -ENOMEM;
                 uint64_t total = 0;
-                for (size_t i = 0; i < d->n_holders; i++) {
-                        const gr_holder_verdict *v = &d->holders[i];
-                        const gr_process *p = find(s, v->pid);
-                        if (!(v->conditions & GR_COND_ORPHAN) || v->launcher != launchers[j] ||
-                            v->role == GR_ROLE_MONITOR || v->ghost || !p ||
-                            gr_process_fds_on_minor(p, g->minor) == 0)
-                                continue;
-                        add_pid(f, v->pid);
-                        const gr_gpu_proc *o = listed(g, v->pid);
+                for (; i < n_orph && x->scratch[i]->launcher == launcher; i++) {
+                        add_pid(f, x->scratch[i]->pid);
+                        const gr_gpu_proc *o = listed(x, gi, x->scratch[i]->pid);
                         if (o && o->used_bytes != GR_UNKNOWN_U64)
-                                total += o->used_bytes; /* hidden holders' memory is the ghost's */
+                                total += o->used_bytes;
                 }
-                f->related = launchers[j];
+                f->related = launcher;
                 f->memory = total;
                 gr_format_bytes(total, mem, sizeof(mem));
                 pid_list(f, pids, sizeof(pids));
-                const gr_process *lp = find(s, launchers[j]);
+                const gr_process *lp = find(x, launcher);
                 snprintf(f->explanation, sizeof(f->explanation),
                          "GPU %u: %u %s of process group %d (%s) %s on with %s, %s",
                          g->index, f->n_pids, f->n_pids == 1 ? "process" : "processes",
-                         (int)launchers[j], lp ? lp->comm : s->procs_partial ? "not recorded" : "its leader is gone",
+                         (int)launcher, lp ? lp->comm : s->procs_partial ? "not recorded" : "its leader is gone",
                          f->n_pids == 1 ? "lives" : "live", mem,
                          "reparented after their launcher ended: leftovers of a killed run");
                 snprintf(f->next_step, sizeof(f->next_step), "kill %s", pids);
@@ -437,7 +522,7 @@ static int judge_gpu(struct dx *x, unsigned gi)
                 uint64_t total = 0;
                 for (unsigned i = 0; i < g->n_procs; i++) {
                         const gr_gpu_proc *o = &g->procs[i];
-                        const gr_process *p = find(s, (pid_t)o->pid);
+                        const gr_process *p = find(x, (pid_t)o->pid);
                         const gr_holder_verdict *v = gr_diagnosis_holder(d, (pid_t)o->pid);
                         if (!alive(p) || (v && (v->conditions & GR_COND_ORPHAN)))
                                 continue;
@@ -451,7 +536,7 @@ static int judge_gpu(struct dx *x, unsigned gi)
                         f->memory = total;
                         gr_format_bytes(total, mem, sizeof(mem));
                         pid_list(f, pids, sizeof(pids));
-                        describe_cmd(s, f->pids[0], who, sizeof(who));
+                        describe_cmd(x, f->pids[0], who, sizeof(who));
                         snprintf(f->explanation, sizeof(f->explanation),
                                  "GPU %u: in use by %s%s with %s; %s launcher is alive",
                                  g->index, who, f->n_pids > 1 ? " and others" : "", mem,
@@ -465,15 +550,15 @@ static int judge_gpu(struct dx *x, unsigned gi)
         /* stopped and uninterruptible holders */
         for (size_t i = 0; i < d->n_holders; i++) {
                 const gr_holder_verdict *v = &d->holders[i];
-                const gr_process *p = find(s, v->pid);
-                if (!p || gr_process_fds_on_minor(p, g->minor) == 0)
+                const gr_process *p = v->process;
+                if (!holds_minor(v, g->minor))
                         continue;
                 if (v->conditions & GR_COND_STOPPED) {
                         gr_finding *f = add_finding(x, GR_FIND_STOPPED, (int)gi, false);
                         if (!f)
                                 return -ENOMEM;
                         add_pid(f, p->pid);
-                        describe_cmd(s, p->pid, who, sizeof(who));
+                        describe_cmd(x, p->pid, who, sizeof(who));
                         snprintf(f->explanation, sizeof(f->explanation),
                                  "GPU %u: %s is stopped (state T): it ignores SIGTERM until it gets SIGCONT",
                                  g->index, who);
@@ -486,7 +571,7 @@ static int judge_gpu(struct dx *x, unsigned gi)
                         if (!f)
                                 return -ENOMEM;
                         add_pid(f, p->pid);
-                        describe_cmd(s, p->pid, who, sizeof(who));
+                        describe_cmd(x, p->pid, who, sizeof(who));
                         snprintf(f->explanation, sizeof(f->explanation),
                                  "GPU %u: %s is in state D (waiting inside the kernel or the driver): no signal can end it while it stays so",
                                  g->index, who);
@@ -533,13 +618,12 @@ static int judge_gpu(struct dx *x, unsigned gi)
 
 static int judge_foreign(struct dx *x)
 {
-        const gr_snapshot *s = x->s;
         gr_diagnosis *d = x->d;
         for (size_t i = 0; i < d->n_holders; i++) {
                 const gr_holder_verdict *v = &d->holders[i];
                 if (!(v->conditions & (GR_COND_OTHER_NS | GR_COND_OTHER_USER)))
                         continue;
-                const gr_process *p = find(s, v->pid);
+                const gr_process *p = find(x, v->pid);
                 if (!p)
                         continue;
                 gr_finding *f = add_finding(x, GR_FIND_FOREIGN, -1, false);
@@ -547,7 +631,7 @@ static int judge_foreign(struct dx *x)
                         return -ENOMEM;
                 add_pid(f, p->pid);
                 char where[200] = "", who[96];
-                describe_cmd(s, p->pid, who, sizeof(who));
+                describe_cmd(x, p->pid, who, sizeof(who));
                 size_t o = 0;
                 if (p->n_nspid > 1)
                         o += (size_t)snprintf(where + o, sizeof(where) - o,
@@ -590,7 +674,11 @@ int gr_diagnose(const gr_snapshot *s, uid_t uid, gr_diagnosis **ret)
         struct dx x = { .s = s, .d = d };
         d->n_gpus = s->gpu ? s->gpu->n_gpus : 0;
         d->gpus = calloc(d->n_gpus ? d->n_gpus : 1, sizeof(*d->gpus));
-        int r = d->gpus ? judge_holders(&x) : -ENOMEM;
+        int r = d->gpus ? index_owners(&x) : -ENOMEM;
+        if (r == 0)
+                r = index_procs(&x);
+        if (r == 0)
+                r = judge_holders(&x);
         for (unsigned i = 0; r == 0 && i < d->n_gpus; i++) {
                 if (s->gpu->status != GR_GPU_OK)
                         d->gpus[i].state = GR_GPU_UNKNOWN;
@@ -599,6 +687,9 @@ int gr_diagnose(const gr_snapshot *s, uid_t uid, gr_diagnosis **ret)
         }
         if (r == 0)
                 r = judge_foreign(&x);
+        free(x.owners);
+        free(x.scratch);
+        free(x.slots);
         if (r < 0) {
                 gr_diagnosis_free(d);
                 return r;
