@@ -15,7 +15,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         const char *buf = (const char *)data + 1;
         size_t len = size - 1;
         char out[256];
-        switch (data[0] % 5) {
+        switch (data[0] % 7) {
         case 0: {
                 gr_stat st;
                 gr_parse_stat(buf, len, &st);
@@ -41,6 +41,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 unsigned minor;
                 gr_classify_device_path("/dev", 4, path, &minor);
                 gr_maps_line_is_nvidia(buf, len, "/dev", 4);
+                break;
+        }
+        case 5: {
+                unsigned port;
+                uint64_t inode;
+                gr_parse_tcp_listen(buf, len, &port, &inode);
+                break;
+        }
+        case 6: {
+                char path[512];
+                size_t n = len < sizeof(path) - 1 ? len : sizeof(path) - 1;
+                memcpy(path, buf, n);
+                path[n] = '\0';
+                gr_cgroup_container_id(path, out, sizeof(out));
+                gr_cgroup_slurm_job(path, out, sizeof(out));
                 break;
         }
         }
