@@ -1,0 +1,207 @@
+/* The plan: who would be signalled and why, and who is refused and why. A pure function of the
+ * snapshot, its diagnosis and the options, so it is shown by --dry-run exactly as it would run. */
+#include <errno.h>
+#include <string.h>
+
+#include "gpureap/act.h"
+#include "gpureap/basic.h"
+
+const char *gr_refusal_text(gr_refusal r)
+{
+        switch (r) {
+        case GR_REFUSE_NONE: return "";
+        case GR_REFUSE_INIT: return "PID 1 is never signalled";
+        case GR_REFUSE_SELF: return "gpureap itself or one of its ancestors";
+        case GR_REFUSE_KERNEL: return "a kernel thread";
+        case GR_REFUSE_MONITOR: return "a monitor (NVML-only client), not a leftover";
+        case GR_REFUSE_OTHER_USER: return "another user's process (as root, add --all-users)";
+        case GR_REFUSE_ZOMBIE: return "a zombie: it holds nothing; its parent must reap it";
+        case GR_REFUSE_GONE: return "no such process";
+        }
+        return "?";
+}
+
+size_t gr_plan_count(const gr_plan *p)
+{
+        size_t n = 0;
+        for (size_t i = 0; i < p->n; i++)
+                n += p->targets[i].refused == GR_REFUSE_NONE;
+        return n;
+}
+
+struct builder {
+        const gr_snapshot *s;
+        const gr_diagnosis *d;
+        const gr_plan_options *o;
+        gr_plan *p;
+        size_t cap;
+};
+
+static uint64_t gpus_of(const gr_snapshot *s, const gr_process *proc)
+{
+        uint64_t m = 0;
+        for (unsigned i = 0; i < s->gpu->n_gpus && i < 64; i++)
+                if (gr_process_fds_on_minor(proc, s->gpu->gpus[i].minor) > 0)
+                        m |= 1ULL << i;
+                else
+                        for (unsigned j = 0; j < s->gpu->gpus[i].n_procs; j++)
+                                if ((pid_t)s->gpu->gpus[i].procs[j].pid == proc->pid)
+                                        m |= 1ULL << i;
+        return m;
+}
+
+static gr_refusal refuse(const struct builder *b, const gr_process *p)
+{
+        const gr_plan_options *o = b->o;
+        if (p->pid == 1)
+                return GR_REFUSE_INIT;
+        if (p->pid == o->self)
+                return GR_REFUSE_SELF;
+        for (size_t i = 0; i < o->n_ancestors; i++)
+                if (o->ancestors[i] == p->pid)
+                        return GR_REFUSE_SELF;
+        if (p->pid == 2 || p->ppid == 2)
+                return GR_REFUSE_KERNEL;
+        if (p->state == 'Z' || p->state == 'X')
+                return GR_REFUSE_ZOMBIE;
+        const gr_holder_verdict *v = gr_diagnosis_holder(b->d, p->pid);
+        if (v && v->role == GR_ROLE_MONITOR)
+                return GR_REFUSE_MONITOR;
+        if (p->has_uid && p->uid != o->my_uid && !(o->my_uid == 0 && o->all_users))
+                return GR_REFUSE_OTHER_USER;
+        return GR_REFUSE_NONE;
+}
+
+static int add(struct builder *b, pid_t pid, gr_plan_why why)
+{
+        gr_plan *p = b->p;
+        for (size_t i = 0; i < p->n; i++)
+                if (p->targets[i].pid == pid)
+                        return 0;
+        const gr_process *proc = gr_proc_table_find(b->s->procs, pid);
+        if (b->o->user_set && proc && (!proc->has_uid || proc->uid != b->o->user))
+                return 0;
+        if (p->n == b->cap) {
+                if (b->cap >= GR_PLAN_MAX)
+                        return -E2BIG;
+                size_t cap = b->cap ? b->cap * 2 : 16;
+                gr_target *nt = realloc(p->targets, cap * sizeof(*nt));
+                if (!nt)
+                        return -ENOMEM;
+                p->targets = nt;
+                b->cap = cap;
+        }
+        gr_target *t = &p->targets[p->n++];
+        memset(t, 0, sizeof(*t));
+        t->pid = pid;
+        t->why = why;
+        if (!proc) {
+                t->refused = GR_REFUSE_GONE;
+                return 0;
+        }
+        t->start_time = proc->start_time;
+        t->uid = proc->uid;
+        memcpy(t->comm, proc->comm, sizeof(t->comm));
+        t->gpus = gpus_of(b->s, proc);
+        t->refused = refuse(b, proc);
+        if (t->refused == GR_REFUSE_ZOMBIE)
+                t->related = proc->ppid;
+        return 0;
+}
+
+static bool gpu_chosen(const gr_plan_options *o, const gr_gpu *g)
+{
+        if (!o->gpus)
+                return true;
+        char item[128];
+        const char *p = o->gpus;
+        while (*p) {
+                const char *e = strchr(p, ',');
+                size_t n = e ? (size_t)(e - p) : strlen(p);
+                if (n < sizeof(item)) {
+                        memcpy(item, p, n);
+                        item[n] = '\0';
+                        if (n > 0 && gr_gpu_matches(g, item))
+                                return true;
+                }
+                if (!e)
+                        break;
+                p = e + 1;
+        }
+        return false;
+}
+
+static int cmp_target(const void *a, const void *b)
+{
+        pid_t x = ((const gr_target *)a)->pid, y = ((const gr_target *)b)->pid;
+        return (x > y) - (x < y);
+}
+
+int gr_plan_make(const gr_snapshot *s, const gr_diagnosis *d, const gr_plan_options *o,
+                 gr_plan **ret)
+{
+        gr_plan *p = calloc(1, sizeof(*p));
+        if (!p)
+                return -ENOMEM;
+        struct builder b = { s, d, o, p, 0 };
+        uint64_t chosen = 0;
+        for (unsigned i = 0; i < s->gpu->n_gpus && i < 64; i++)
+                if (gpu_chosen(o, &s->gpu->gpus[i]))
+                        chosen |= 1ULL << i;
+        int r = 0;
+        if (o->n_pids > 0) {
+                for (size_t i = 0; r == 0 && i < o->n_pids; i++)
+                        r = add(&b, o->pids[i], GR_WHY_ASKED_PID);
+        } else if (o->all) {
+                for (size_t i = 0; r == 0 && i < d->n_holders; i++) {
+                        const gr_process *proc = d->holders[i].process;
+                        if (proc && (gpus_of(s, proc) & chosen))
+                                r = add(&b, proc->pid, GR_WHY_ASKED_ALL);
+                }
+                /* listed owners that hold no device file here (zombies): named, refused */
+                for (unsigned i = 0; r == 0 && i < s->gpu->n_gpus && i < 64; i++)
+                        for (unsigned j = 0; r == 0 && (chosen >> i & 1) && j < s->gpu->gpus[i].n_procs; j++)
+                                if (gr_proc_table_find(s->procs, (pid_t)s->gpu->gpus[i].procs[j].pid))
+                                        r = add(&b, (pid_t)s->gpu->gpus[i].procs[j].pid, GR_WHY_ASKED_ALL);
+        } else {
+                for (size_t i = 0; r == 0 && i < d->n_findings; i++) {
+                        const gr_finding *f = &d->findings[i];
+                        if (!f->leftover || (f->gpu >= 0 && f->gpu < 64 && !(chosen >> f->gpu & 1)))
+                                continue;
+                        if (f->kind == GR_FIND_GHOST || f->kind == GR_FIND_ORPHAN ||
+                            f->kind == GR_FIND_UNINTERRUPTIBLE)
+                                for (unsigned k = 0; r == 0 && k < f->n_pids; k++)
+                                        r = add(&b, f->pids[k], GR_WHY_LEFTOVER);
+                }
+        }
+        if (r == 0 && o->tree) {
+                /* the whole process group of every target that will be signalled */
+                size_t n = p->n;
+                for (size_t i = 0; r == 0 && i < n; i++) {
+                        if (p->targets[i].refused != GR_REFUSE_NONE)
+                                continue;
+                        const gr_process *t = gr_proc_table_find(s->procs, p->targets[i].pid);
+                        for (size_t k = 0; r == 0 && t && t->pgrp > 1 && s->procs && k < s->procs->n; k++)
+                                if (s->procs->procs[k].pgrp == t->pgrp)
+                                        r = add(&b, s->procs->procs[k].pid, GR_WHY_TREE);
+                }
+        }
+        if (r < 0) {
+                gr_plan_free(p);
+                return r;
+        }
+        for (size_t i = 0; i < p->n; i++)
+                if (p->targets[i].refused == GR_REFUSE_NONE)
+                        p->gpus |= p->targets[i].gpus & chosen;
+        qsort(p->targets, p->n, sizeof(*p->targets), cmp_target);
+        *ret = p;
+        return 0;
+}
+
+void gr_plan_free(gr_plan *p)
+{
+        if (!p)
+                return;
+        free(p->targets);
+        free(p);
+}
