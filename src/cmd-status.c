@@ -31,15 +31,20 @@ static void status_usage(FILE *f)
                 "is busy, dirty or stale, 2 usage error, 3 GPU or driver failure or timeout\n");
 }
 
-static int parse_timeout(const char *v, uint64_t *ret)
+int parse_duration_option(const char *v, uint64_t *ret, bool zero_ok)
 {
         uint64_t ms;
-        if (gr_parse_duration_ms(v, &ms) < 0 || ms == 0 || ms > 3600000) {
+        if (gr_parse_duration_ms(v, &ms) < 0 || (ms == 0 && !zero_ok) || ms > 86400000) {
                 error_msg("invalid duration '%s' (try '5s' or '500ms')", v);
                 return -1;
         }
         *ret = ms;
         return 0;
+}
+
+static int parse_timeout(const char *v, uint64_t *ret)
+{
+        return parse_duration_option(v, ret, false);
 }
 
 int cmd_status(int argc, char **argv)

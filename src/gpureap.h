@@ -37,6 +37,21 @@ int snapshot_from_json(const char *path, gr_snapshot **ret, char *err, size_t er
 bool finding_selected(const struct gpu_selection *sel, const gr_snapshot *s, const gr_finding *f);
 
 int cmd_status(int argc, char **argv);
+int cmd_reap(int argc, char **argv);
+int cmd_wait(int argc, char **argv);
+
+/* the wait loop of 'wait' and 'reap' (src/waitloop.c) */
+typedef bool (*wait_cond_fn)(const gr_snapshot *s, const gr_diagnosis *d, void *userdata);
+struct wait_spec {
+        const gr_snapshot_options *so;
+        uint64_t timeout_ms;    /* 0: one look */
+        void (*progress)(const gr_snapshot *s, const gr_diagnosis *d, uint64_t elapsed_ms, void *userdata);
+};
+int wait_until(const struct wait_spec *w, wait_cond_fn cond, void *userdata, gr_snapshot **ret_s,
+               gr_diagnosis **ret_d, bool *ret_met);
+
+/* options shared by the commands (src/cmd-status.c) */
+int parse_duration_option(const char *v, uint64_t *ret, bool zero_ok);
 
 void error_msg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

@@ -13,7 +13,9 @@ struct command {
 };
 
 static const struct command commands[] = {
-        { "status", cmd_status, "show every GPU, its memory, its context owners and its holders" },
+        { "status", cmd_status, "is every GPU clean? if not, who holds it, why, and what to do" },
+        { "reap", cmd_reap, "kill the leftovers, wait for the memory to come back, verify" },
+        { "wait", cmd_wait, "wait until GPUs are clean or have enough memory free" },
 };
 
 void error_msg(const char *fmt, ...)

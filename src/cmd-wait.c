@@ -1,0 +1,187 @@
+/* gpureap wait: block until the selected GPUs are clean, or have enough memory free */
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "gpureap/basic.h"
+#include "gpureap.h"
+
+static void wait_usage(FILE *f)
+{
+        fprintf(f,
+                "usage: gpureap wait [--gpu SEL[,SEL...]] [--free SIZE|PERCENT%%] [--timeout DURATION]\n"
+                "\n"
+                "Wait until every selected GPU is clean (memory back at baseline, nothing holds it but\n"
+                "monitors), or with --free until each has that much memory free: the gate before a\n"
+                "benchmark or a server started with --mem-fraction-static.\n"
+                "\n"
+                "  --gpu SEL          only these GPUs (index, UUID prefix, PCI bus id)\n"
+                "  --free SIZE        e.g. 40GiB, or 90%% of the GPU's total memory\n"
+                "  --timeout DUR      give up after this long (default 60s; 0: look once)\n"
+                "  --nvml-timeout DUR how long the driver gets for each look (default 5s)\n"
+                "\n"
+                "exit codes: 0 the condition holds, 1 timeout (what still holds memory is printed),\n"
+                "2 usage error, 3 GPU or driver failure\n");
+}
+
+struct wait_args {
+        struct gpu_selection sel;
+        uint64_t free_bytes;
+        unsigned free_percent; /* 0: not asked */
+        bool free_set;
+};
+
+static bool cond(const gr_snapshot *s, const gr_diagnosis *d, void *userdata)
+{
+        const struct wait_args *a = userdata;
+        for (unsigned i = 0; i < s->gpu->n_gpus; i++) {
+                const gr_gpu *g = &s->gpu->gpus[i];
+                if (!gpu_selected(&a->sel, g))
+                        continue;
+                if (d->gpus[i].state == GR_GPU_UNKNOWN)
+                        return false;
+                if (a->free_set) {
+                        if (g->mem_free == GR_UNKNOWN_U64)
+                                return false;
+                        uint64_t want = a->free_percent ? g->mem_total / 100 * a->free_percent : a->free_bytes;
+                        if (g->mem_free < want)
+                                return false;
+                } else if (d->gpus[i].state != GR_GPU_CLEAN) {
+                        return false;
+                }
+        }
+        return true;
+}
+
+static void progress(const gr_snapshot *s, const gr_diagnosis *d, uint64_t elapsed, void *userdata)
+{
+        const struct wait_args *a = userdata;
+        char line[512], mem[32];
+        size_t o = 0;
+        for (unsigned i = 0; i < s->gpu->n_gpus && o < sizeof(line); i++) {
+                const gr_gpu *g = &s->gpu->gpus[i];
+                if (!gpu_selected(&a->sel, g))
+                        continue;
+                unsigned holders = 0;
+                for (size_t k = 0; k < d->n_holders; k++)
+                        holders += d->holders[k].role != GR_ROLE_MONITOR &&
+                                   gr_process_fds_on_minor(d->holders[k].process, g->minor) > 0;
+                o += (size_t)snprintf(line + o, sizeof(line) - o, "  GPU %u %s %s used, %u holder%s",
+                                      g->index, gr_gpu_state_name(d->gpus[i].state),
+                                      gr_format_bytes(g->mem_used, mem, sizeof(mem)), holders,
+                                      holders == 1 ? "" : "s");
+        }
+        fprintf(stderr, "\r\033[Kwaiting %.1fs:%s", (double)elapsed / 1000, line);
+        fflush(stderr);
+}
+
+int cmd_wait(int argc, char **argv)
+{
+        static const struct option opts[] = {
+                { "gpu", required_argument, NULL, 'g' },
+                { "free", required_argument, NULL, 'f' },
+                { "timeout", required_argument, NULL, 'T' },
+                { "nvml-timeout", required_argument, NULL, 't' },
+                { "help", no_argument, NULL, 'h' },
+                { NULL, 0, NULL, 0 },
+        };
+        struct wait_args a = { 0 };
+        char gpus[1024] = "";
+        gr_snapshot_options so = { 0 };
+        uint64_t timeout = 60000;
+        const char *env = getenv("GPUREAP_NVML_TIMEOUT");
+        if (env && *env && parse_duration_option(env, &so.gpu.timeout_ms, false) < 0)
+                return EXIT_USAGE;
+        optind = 1;
+        int c;
+        while ((c = getopt_long(argc, argv, "+g:f:T:t:h", opts, NULL)) != -1) {
+                switch (c) {
+                case 'g':
+                        if (strlen(gpus) + strlen(optarg) + 2 >= sizeof(gpus)) {
+                                error_msg("--gpu list is too long");
+                                return EXIT_USAGE;
+                        }
+                        if (gpus[0])
+                                strncat(gpus, ",", sizeof(gpus) - strlen(gpus) - 1);
+                        strncat(gpus, optarg, sizeof(gpus) - strlen(gpus) - 1);
+                        break;
+                case 'f': {
+                        size_t n = strlen(optarg);
+                        uint64_t v;
+                        a.free_set = true;
+                        if (n > 1 && optarg[n - 1] == '%') {
+                                char num[32];
+                                if (n - 1 >= sizeof(num)) {
+                                        error_msg("invalid --free '%s'", optarg);
+                                        return EXIT_USAGE;
+                                }
+                                memcpy(num, optarg, n - 1);
+                                num[n - 1] = '\0';
+                                if (gr_parse_u64(num, &v) < 0 || v == 0 || v > 100) {
+                                        error_msg("invalid --free '%s' (a percentage is 1%% to 100%%)", optarg);
+                                        return EXIT_USAGE;
+                                }
+                                a.free_percent = (unsigned)v;
+                        } else if (gr_parse_size(optarg, &a.free_bytes) < 0) {
+                                error_msg("invalid --free '%s' (try '40GiB' or '90%%')", optarg);
+                                return EXIT_USAGE;
+                        }
+                        break;
+                }
+                case 'T':
+                        if (parse_duration_option(optarg, &timeout, true) < 0)
+                                return EXIT_USAGE;
+                        break;
+                case 't':
+                        if (parse_duration_option(optarg, &so.gpu.timeout_ms, false) < 0)
+                                return EXIT_USAGE;
+                        break;
+                case 'h':
+                        wait_usage(stdout);
+                        return EXIT_CLEAN;
+                default:
+                        fprintf(stderr, "see 'gpureap wait --help'\n");
+                        return EXIT_USAGE;
+                }
+        }
+        if (optind < argc) {
+                error_msg("unexpected argument '%s'; see 'gpureap wait --help'", argv[optind]);
+                return EXIT_USAGE;
+        }
+        a.sel.list = gpus[0] ? gpus : NULL;
+        bool tty = isatty(STDERR_FILENO);
+        struct wait_spec w = { .so = &so, .timeout_ms = timeout, .progress = tty ? progress : NULL };
+        gr_snapshot *s = NULL;
+        gr_diagnosis *d = NULL;
+        bool met = false;
+        int r = wait_until(&w, cond, &a, &s, &d, &met);
+        if (tty)
+                fprintf(stderr, "\r\033[K");
+        if (r < 0) {
+                error_msg("cannot take a snapshot: %s", strerror(-r));
+                return EXIT_DRIVER;
+        }
+        char bad[128];
+        int code;
+        if (s->gpu->status != GR_GPU_OK) {
+                error_msg("%s", s->gpu->error);
+                code = EXIT_DRIVER;
+        } else if (gpu_selection_unmatched(&a.sel, s->gpu, bad, sizeof(bad))) {
+                error_msg("no GPU matches '%s' (this machine has %u)", bad, s->gpu->n_gpus);
+                code = EXIT_USAGE;
+        } else if (met) {
+                code = EXIT_CLEAN;
+        } else {
+                bool unknown = false;
+                for (unsigned i = 0; i < s->gpu->n_gpus; i++)
+                        unknown |= gpu_selected(&a.sel, &s->gpu->gpus[i]) && d->gpus[i].state == GR_GPU_UNKNOWN;
+                error_msg("timeout after %.1fs: %s", (double)timeout / 1000,
+                          a.free_set ? "not enough memory free" : "not clean");
+                render_status_table(stderr, s, d, &a.sel, false);
+                code = unknown ? EXIT_DRIVER : EXIT_NOT_CLEAN;
+        }
+        gr_diagnosis_free(d);
+        gr_snapshot_free(s);
+        return code;
+}

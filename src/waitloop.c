@@ -1,0 +1,62 @@
+/* The wait loop shared by 'wait' and 'reap': take a snapshot, diagnose it, test a condition;
+ * if it does not hold, sleep until a holder exits (pidfds) or a backoff delay passes, never a
+ * fixed sleep, and try again until the deadline. */
+#include <errno.h>
+#include <poll.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "gpureap/basic.h"
+#include "gpureap.h"
+
+static void wait_holders(const gr_snapshot *s, uint64_t ms)
+{
+        struct pollfd fds[64];
+        nfds_t n = 0;
+        for (size_t i = 0; s->procs && i < s->procs->n && n < 64; i++) {
+                const gr_process *p = &s->procs->procs[i];
+                if (!p->hold || p->state == 'Z')
+                        continue;
+                int fd = (int)syscall(SYS_pidfd_open, p->pid, 0);
+                if (fd >= 0)
+                        fds[n++] = (struct pollfd){ .fd = fd, .events = POLLIN };
+        }
+        poll(fds, n, (int)ms); /* wakes when any holder exits, or after ms */
+        for (nfds_t i = 0; i < n; i++)
+                close(fds[i].fd);
+}
+
+int wait_until(const struct wait_spec *w, wait_cond_fn cond, void *userdata, gr_snapshot **ret_s,
+               gr_diagnosis **ret_d, bool *ret_met)
+{
+        uint64_t start = gr_now_ms(), delay = 5;
+        for (;;) {
+                gr_snapshot *s = NULL;
+                gr_diagnosis *d = NULL;
+                int r = gr_snapshot_take(w->so, &s);
+                if (r < 0)
+                        return r;
+                r = gr_diagnose(s, getuid(), &d);
+                if (r < 0) {
+                        gr_snapshot_free(s);
+                        return r;
+                }
+                uint64_t now = gr_now_ms();
+                bool met = s->gpu->status == GR_GPU_OK && cond(s, d, userdata);
+                bool last = met || now - start >= w->timeout_ms || s->gpu->status != GR_GPU_OK;
+                if (w->progress && !last)
+                        w->progress(s, d, now - start, userdata);
+                if (last) {
+                        *ret_s = s;
+                        *ret_d = d;
+                        *ret_met = met;
+                        return 0;
+                }
+                uint64_t left = w->timeout_ms - (now - start);
+                wait_holders(s, delay < left ? delay : left);
+                delay = delay * 3 / 2 > 200 ? 200 : delay * 3 / 2;
+                gr_diagnosis_free(d);
+                gr_snapshot_free(s);
+        }
+}
