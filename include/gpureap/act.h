@@ -45,6 +45,7 @@ typedef struct gr_plan_options {
         bool user_set;        /* --user */
         uid_t user;
         bool all_users;       /* may act on other users' processes (only as root) */
+        bool monitors_ok;     /* monitors may be targets (reset --stop-monitors) */
         uid_t my_uid;
         pid_t self;
         const pid_t *ancestors; /* gpureap's ancestors, never touched */

@@ -65,7 +65,7 @@ static gr_refusal refuse(const struct builder *b, const gr_process *p)
         if (p->state == 'Z' || p->state == 'X')
                 return GR_REFUSE_ZOMBIE;
         const gr_holder_verdict *v = gr_diagnosis_holder(b->d, p->pid);
-        if (v && v->role == GR_ROLE_MONITOR)
+        if (v && v->role == GR_ROLE_MONITOR && !o->monitors_ok)
                 return GR_REFUSE_MONITOR;
         if (p->has_uid && p->uid != o->my_uid && !(o->my_uid == 0 && o->all_users))
                 return GR_REFUSE_OTHER_USER;

@@ -1,0 +1,272 @@
+/* gpureap reset: a guarded 'nvidia-smi --gpu-reset', only when asked, only when nothing holds
+ * the GPU, with a deadline, and verified by the memory afterwards. NVML has no public reset. */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "gpureap/act.h"
+#include "gpureap/basic.h"
+#include "gpureap.h"
+
+static void reset_usage(FILE *f)
+{
+        fprintf(f,
+                "usage: gpureap reset --gpu SEL [--yes] [--stop-monitors] [--timeout DUR]\n"
+                "\n"
+                "Reset one GPU with 'nvidia-smi --gpu-reset -i N', only when nothing holds it: reap the\n"
+                "leftovers first ('gpureap reap --gpu N'). Monitors (nvidia-smi, DCGM, the persistence\n"
+                "daemon) make a reset fail as 'in use'; they are named, and stopped only with\n"
+                "--stop-monitors. The memory is read again afterwards.\n"
+                "\n"
+                "  --gpu SEL        the GPU (index, UUID prefix or PCI bus id): exactly one\n"
+                "  --yes            do not ask (needed when stdin is not a terminal)\n"
+                "  --stop-monitors  stop the NVML-only clients that hold the GPU first\n"
+                "  --timeout DUR    for the reset and the check after it (default 60s)\n"
+                "\n"
+                "environment: GPUREAP_NVIDIA_SMI (the nvidia-smi to run)\n"
+                "exit codes: 0 reset and clean, 1 something holds the GPU (or still does after),\n"
+                "2 usage error or no consent, 3 the reset failed, is not supported, or timed out\n");
+}
+
+/* run nvidia-smi with a deadline; its output in out; returns its exit status, -ETIMEDOUT, -errno */
+static int run_smi(const char *smi, unsigned index, uint64_t timeout_ms, char *out, size_t size)
+{
+        int p[2];
+        if (pipe2(p, O_CLOEXEC) < 0)
+                return -errno;
+        char idx[16];
+        snprintf(idx, sizeof(idx), "%u", index);
+        pid_t pid = fork();
+        if (pid < 0) {
+                int r = -errno;
+                close(p[0]);
+                close(p[1]);
+                return r;
+        }
+        if (pid == 0) {
+                dup2(p[1], STDOUT_FILENO);
+                dup2(p[1], STDERR_FILENO);
+                execlp(smi, smi, "--gpu-reset", "-i", idx, (char *)NULL);
+                _exit(127);
+        }
+        close(p[1]);
+        size_t len = 0;
+        uint64_t deadline = gr_now_ms() + timeout_ms;
+        bool timed_out = false;
+        for (;;) {
+                uint64_t now = gr_now_ms();
+                if (now >= deadline) {
+                        timed_out = true;
+                        break;
+                }
+                struct pollfd pfd = { .fd = p[0], .events = POLLIN };
+                if (poll(&pfd, 1, (int)(deadline - now)) <= 0)
+                        continue;
+                char buf[512];
+                ssize_t n = read(p[0], buf, sizeof(buf));
+                if (n <= 0)
+                        break;
+                size_t take = (size_t)n < size - 1 - len ? (size_t)n : size - 1 - len;
+                memcpy(out + len, buf, take);
+                len += take;
+        }
+        out[len] = '\0';
+        close(p[0]);
+        int st = 0;
+        if (timed_out) {
+                kill(pid, SIGKILL);
+                waitpid(pid, &st, 0);
+                return -ETIMEDOUT;
+        }
+        waitpid(pid, &st, 0);
+        return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+static bool clean_gpu(const gr_snapshot *s, const gr_diagnosis *d, void *userdata)
+{
+        unsigned i = *(const unsigned *)userdata;
+        return i < s->gpu->n_gpus && d->gpus[i].state == GR_GPU_CLEAN;
+}
+
+int cmd_reset(int argc, char **argv)
+{
+        static const struct option opts[] = {
+                { "gpu", required_argument, NULL, 'g' },
+                { "yes", no_argument, NULL, 'y' },
+                { "stop-monitors", no_argument, NULL, 'm' },
+                { "timeout", required_argument, NULL, 'T' },
+                { "help", no_argument, NULL, 'h' },
+                { NULL, 0, NULL, 0 },
+        };
+        const char *gpu = NULL;
+        bool yes = false, stop_monitors = false;
+        uint64_t timeout = 60000;
+        gr_snapshot_options so = { 0 };
+        optind = 1;
+        int c;
+        while ((c = getopt_long(argc, argv, "+g:ymT:h", opts, NULL)) != -1) {
+                switch (c) {
+                case 'g': gpu = optarg; break;
+                case 'y': yes = true; break;
+                case 'm': stop_monitors = true; break;
+                case 'T':
+                        if (parse_duration_option(optarg, &timeout, false) < 0)
+                                return EXIT_USAGE;
+                        break;
+                case 'h':
+                        reset_usage(stdout);
+                        return EXIT_CLEAN;
+                default:
+                        fprintf(stderr, "see 'gpureap reset --help'\n");
+                        return EXIT_USAGE;
+                }
+        }
+        if (optind < argc) {
+                error_msg("unexpected argument '%s'; see 'gpureap reset --help'", argv[optind]);
+                return EXIT_USAGE;
+        }
+        if (!gpu || strchr(gpu, ',')) {
+                error_msg("reset needs exactly one GPU: --gpu N");
+                return EXIT_USAGE;
+        }
+        gr_snapshot *s = NULL;
+        gr_diagnosis *d = NULL;
+        gr_plan *plan = NULL;
+        int code = EXIT_DRIVER, r;
+        if ((r = gr_snapshot_take(&so, &s)) < 0) {
+                error_msg("cannot take a snapshot: %s", strerror(-r));
+                return EXIT_DRIVER;
+        }
+        unsigned gi = 0;
+        bool found = false;
+        for (unsigned i = 0; i < s->gpu->n_gpus && !found; i++)
+                if (gr_gpu_matches(&s->gpu->gpus[i], gpu)) {
+                        gi = i;
+                        found = true;
+                }
+        if (s->gpu->status != GR_GPU_OK) {
+                error_msg("%s", s->gpu->error);
+                goto out;
+        }
+        if (!found) {
+                error_msg("no GPU matches '%s' (this machine has %u)", gpu, s->gpu->n_gpus);
+                code = EXIT_USAGE;
+                goto out;
+        }
+        if ((r = gr_diagnose(s, getuid(), &d)) < 0) {
+                error_msg("cannot diagnose: %s", strerror(-r));
+                goto out;
+        }
+        const gr_gpu *g = &s->gpu->gpus[gi];
+        char holders[512] = "", monitors[512] = "";
+        pid_t mons[64];
+        size_t n_mons = 0, oh = 0, om = 0;
+        for (size_t i = 0; i < d->n_holders; i++) {
+                const gr_holder_verdict *v = &d->holders[i];
+                if (gr_process_fds_on_minor(v->process, g->minor) == 0)
+                        continue;
+                if (v->role == GR_ROLE_MONITOR) {
+                        if (n_mons < GR_ELEMENTSOF(mons))
+                                mons[n_mons++] = v->pid;
+                        om += (size_t)snprintf(monitors + om, om < sizeof(monitors) ? sizeof(monitors) - om : 0,
+                                               "%s%d (%s)", om ? ", " : "", (int)v->pid, v->process->comm);
+                } else {
+                        oh += (size_t)snprintf(holders + oh, oh < sizeof(holders) ? sizeof(holders) - oh : 0,
+                                               "%s%d (%s)", oh ? ", " : "", (int)v->pid, v->process->comm);
+                }
+        }
+        if (holders[0] || g->n_procs > 0) {
+                error_msg("GPU %u is in use (%s): reap first: gpureap reap --gpu %u", g->index,
+                          holders[0] ? holders : "the driver lists contexts on it", g->index);
+                code = EXIT_NOT_CLEAN;
+                goto out;
+        }
+        if (monitors[0] && !stop_monitors) {
+                error_msg("GPU %u is held by monitors %s: a reset would fail as 'in use'; stop them, or add --stop-monitors",
+                          g->index, monitors);
+                code = EXIT_NOT_CLEAN;
+                goto out;
+        }
+        if (!yes) {
+                if (!isatty(STDIN_FILENO)) {
+                        error_msg("not asking without a terminal: add --yes to reset GPU %u", g->index);
+                        code = EXIT_USAGE;
+                        goto out;
+                }
+                fprintf(stderr, "reset GPU %u (%s %s)%s? [y/N] ", g->index, g->name, g->pci_bus_id,
+                        n_mons ? " after stopping its monitors" : "");
+                char line[16];
+                if (!fgets(line, sizeof(line), stdin) || (line[0] != 'y' && line[0] != 'Y')) {
+                        error_msg("nothing done");
+                        code = EXIT_USAGE;
+                        goto out;
+                }
+        }
+        if (n_mons > 0) {
+                gr_plan_options po = { .pids = mons, .n_pids = n_mons, .monitors_ok = true,
+                                       .my_uid = getuid(), .self = getpid() };
+                gr_kill_outcome *res = NULL;
+                size_t n_res = 0;
+                gr_kill_options ko = { .proc_root = s->proc_root, .grace_ms = 5000, .deadline_ms = 10000 };
+                if (gr_plan_make(s, d, &po, &plan) == 0 && gr_kill_plan(plan, &ko, &res, &n_res) == 0) {
+                        for (size_t i = 0; i < n_res; i++)
+                                printf("  monitor %-8d %s\n", (int)res[i].pid, gr_kill_result_name(res[i].result));
+                        free(res);
+                }
+        }
+        const char *smi = getenv("GPUREAP_NVIDIA_SMI");
+        if (!smi || !*smi)
+                smi = "nvidia-smi";
+        char out[4096];
+        int rc = run_smi(smi, g->index, timeout, out, sizeof(out));
+        for (char *nl; (nl = strrchr(out, '\n')) && nl[1] == '\0';)
+                *nl = '\0';
+        if (rc == -ETIMEDOUT) {
+                error_msg("'%s --gpu-reset -i %u' did not finish within %.1fs", smi, g->index, (double)timeout / 1000);
+                goto out;
+        }
+        if (rc < 0 || rc == 127) {
+                error_msg("cannot run '%s': %s", smi, rc < 0 ? strerror(-rc) : "not found");
+                goto out;
+        }
+        if (strcasestr(out, "not supported")) {
+                error_msg("GPU %u: reset is not supported here (%s said: %s)", g->index, smi, out);
+                goto out;
+        }
+        if (strcasestr(out, "in use") || strcasestr(out, "being used")) {
+                error_msg("GPU %u: the driver refused the reset, the GPU is in use (%s said: %s)", g->index, smi, out);
+                code = EXIT_NOT_CLEAN;
+                goto out;
+        }
+        if (rc != 0) {
+                error_msg("GPU %u: the reset failed with exit %d: %s", g->index, rc, out);
+                goto out;
+        }
+        printf("GPU %u reset: %s\n", g->index, out);
+        gr_diagnosis_free(d);
+        gr_snapshot_free(s);
+        d = NULL;
+        s = NULL;
+        struct wait_spec w = { .so = &so, .timeout_ms = timeout };
+        bool met = false;
+        if ((r = wait_until(&w, clean_gpu, &gi, &s, &d, &met)) < 0) {
+                error_msg("cannot verify: %s", strerror(-r));
+                goto out;
+        }
+        char mem[32];
+        printf("GPU %u  %s  memory %s used\n", gi, gr_gpu_state_name(d->gpus[gi].state),
+               gr_format_bytes(s->gpu->gpus[gi].mem_used, mem, sizeof(mem)));
+        code = met ? EXIT_CLEAN : EXIT_NOT_CLEAN;
+out:
+        fflush(stdout);
+        gr_plan_free(plan);
+        gr_diagnosis_free(d);
+        gr_snapshot_free(s);
+        return code;
+}
