@@ -77,6 +77,33 @@ int gr_gpu_query_start(const gr_gpu_options *opts, gr_gpu_query **ret, pid_t *re
 int gr_gpu_query_finish(gr_gpu_query *q, gr_gpu_report **ret);
 void gr_gpu_report_free(gr_gpu_report *r);
 
+/* The drain watch: a helper that keeps NVML open and polls the memory of the watched GPUs every
+ * 0.2 ms until each is at or below its target, so the wait for the driver's teardown costs no
+ * more than the teardown. Start it early (nvmlInit takes ~10 ms), arm it when the targets are
+ * known, signal, then wait. */
+typedef struct gr_drain gr_drain;
+int gr_drain_start(const gr_gpu_options *opts, gr_drain **ret);
+/* targets[i]: used memory (as the report gives it for GPU i) at or below which GPU i counts as
+ * drained; GR_UNKNOWN_U64 leaves it unwatched. Waits for the watcher to be ready first (until
+ * deadline_ms); false when it failed (then poll snapshots instead) */
+bool gr_drain_arm(gr_drain *d, const uint64_t *targets, unsigned n, uint64_t deadline_ms);
+/* true when every watched GPU was seen drained before deadline_ms (monotonic); the moment it
+ * was (CLOCK_MONOTONIC microseconds) */
+bool gr_drain_wait(gr_drain *d, uint64_t deadline_ms, uint64_t *ret_drained_at_us);
+void gr_drain_free(gr_drain *d);
+uint64_t gr_now_us(void);
+
+struct gr_drain_shared {
+        char current_call[64];
+        int ready, armed;
+        int status;               /* gr_gpu_status */
+        char error[256];
+        uint64_t targets[GR_GPUS_MAX];
+        uint64_t used[GR_GPUS_MAX];
+        uint64_t drained_at_us;
+};
+void gr_nvml_watch_drain(const char *library, struct gr_drain_shared *sh, void (*done)(int), int done_fd);
+
 /* Read the driver in this process (the helper's work); exposed for tests and benchmarks. */
 void gr_nvml_read(const char *library, gr_gpu_report *rep, gr_gpu *gpus, gr_gpu_proc *procs,
                   volatile char *current_call, size_t current_call_size);

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "gpureap/basic.h"
 #include "gpureap/gpu.h"
@@ -280,36 +281,88 @@ static void read_memory(struct nvml *n, nvmlDevice_t dev, gr_gpu *g)
                                                                   : nvml_error(n, r, why, sizeof(why)));
 }
 
+/* dlopen and nvmlInit; on failure the status and a one-line error */
+static gr_gpu_status open_nvml(struct nvml *n, const char *library, char *error, size_t error_size)
+{
+        char why[128];
+        calling(n, "dlopen");
+        n->dl = dlopen(library, RTLD_NOW | RTLD_LOCAL);
+        if (!n->dl) {
+                const char *e = dlerror();
+                snprintf(error, error_size, "cannot load '%s': %s", library, e ? e : "unknown error");
+                return GR_GPU_NO_LIBRARY;
+        }
+        load(n);
+        if (!n->init || !n->count || !n->handle) {
+                snprintf(error, error_size, "'%s' lacks nvmlInit, nvmlDeviceGetCount or nvmlDeviceGetHandleByIndex", library);
+                return GR_GPU_NO_LIBRARY;
+        }
+        calling(n, n->init_name);
+        nvmlReturn_t r = n->init();
+        if (r != NVML_SUCCESS) {
+                snprintf(error, error_size, "%s failed: %s", n->init_name, nvml_error(n, r, why, sizeof(why)));
+                return GR_GPU_INIT_FAILED;
+        }
+        return GR_GPU_OK;
+}
+
+void gr_nvml_watch_drain(const char *library, struct gr_drain_shared *sh, void (*done)(int), int done_fd)
+{
+        struct nvml n = { .current = sh->current_call, .current_size = sizeof(sh->current_call) };
+        sh->status = open_nvml(&n, library, sh->error, sizeof(sh->error));
+        nvmlDevice_t dev[GR_GPUS_MAX] = { 0 };
+        unsigned count = 0;
+        if (sh->status == GR_GPU_OK) {
+                calling(&n, n.count_name);
+                if (n.count(&count) != NVML_SUCCESS)
+                        count = 0;
+                for (unsigned i = 0; i < count && i < GR_GPUS_MAX; i++) {
+                        calling(&n, n.handle_name);
+                        if (n.handle(i, &dev[i]) != NVML_SUCCESS)
+                                dev[i] = NULL;
+                }
+        }
+        __atomic_store_n(&sh->ready, 1, __ATOMIC_RELEASE);
+        if (sh->status != GR_GPU_OK) {
+                done(done_fd);
+                return;
+        }
+        struct timespec nap = { 0, 200000 }; /* 0.2 ms: a memory query costs 10 us */
+        while (!__atomic_load_n(&sh->armed, __ATOMIC_ACQUIRE))
+                nanosleep(&nap, NULL);
+        for (;;) {
+                bool all = true;
+                for (unsigned i = 0; i < count && i < GR_GPUS_MAX; i++) {
+                        if (sh->targets[i] == GR_UNKNOWN_U64 || !dev[i])
+                                continue;
+                        gr_gpu g = { .mem_used = GR_UNKNOWN_U64 };
+                        read_memory(&n, dev[i], &g);
+                        __atomic_store_n(&sh->used[i], g.mem_used, __ATOMIC_RELAXED);
+                        if (g.mem_used == GR_UNKNOWN_U64 || g.mem_used > sh->targets[i])
+                                all = false;
+                }
+                if (all) {
+                        struct timespec ts;
+                        clock_gettime(CLOCK_MONOTONIC, &ts);
+                        __atomic_store_n(&sh->drained_at_us, (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000,
+                                         __ATOMIC_RELEASE);
+                        done(done_fd);
+                        return;
+                }
+                nanosleep(&nap, NULL);
+        }
+}
+
 void gr_nvml_read(const char *library, gr_gpu_report *rep, gr_gpu *gpus, gr_gpu_proc *procs,
                   volatile char *current_call, size_t current_call_size)
 {
         struct nvml n = { .current = current_call, .current_size = current_call_size };
         char why[128];
         gr_strlcpy(rep->library, library, sizeof(rep->library));
-
-        calling(&n, "dlopen");
-        n.dl = dlopen(library, RTLD_NOW | RTLD_LOCAL);
-        if (!n.dl) {
-                const char *e = dlerror();
-                rep->status = GR_GPU_NO_LIBRARY;
-                snprintf(rep->error, sizeof(rep->error), "cannot load '%s': %s", library,
-                         e ? e : "unknown error");
+        rep->status = open_nvml(&n, library, rep->error, sizeof(rep->error));
+        if (rep->status != GR_GPU_OK)
                 return;
-        }
-        load(&n);
-        if (!n.init || !n.count || !n.handle) {
-                rep->status = GR_GPU_NO_LIBRARY;
-                snprintf(rep->error, sizeof(rep->error), "'%s' lacks nvmlInit, nvmlDeviceGetCount or nvmlDeviceGetHandleByIndex", library);
-                return;
-        }
-        calling(&n, n.init_name);
-        nvmlReturn_t r = n.init();
-        if (r != NVML_SUCCESS) {
-                rep->status = GR_GPU_INIT_FAILED;
-                snprintf(rep->error, sizeof(rep->error), "%s failed: %s", n.init_name,
-                         nvml_error(&n, r, why, sizeof(why)));
-                return;
-        }
+        nvmlReturn_t r;
         char text[NVML_SYSTEM_VERSION_BUFFER + 16];
         if (n.driver_version) {
                 calling(&n, "nvmlSystemGetDriverVersion");

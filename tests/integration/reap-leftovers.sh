@@ -32,6 +32,7 @@ expect_rc 0 "reaped and verified"
 has out "^  $child +ended" "the child ended on SIGTERM"
 has out "^GPU 0  clean  memory 2.0 GiB -> 0 B" "GPU 0: memory before and after"
 has out "^verified in [0-9]+ ms" "verified"
+has out "^memory back [0-9.]+ ms after the first signal" "the drain watcher saw the memory come back"
 wait_state "$child" gone
 kill -0 "$jobw" || fail "the live job was killed"
 ok "the live job survived"

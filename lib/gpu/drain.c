@@ -1,0 +1,80 @@
+/* The drain watch (gpu.h): a helper process polling NVML memory until the watched GPUs are back
+ * at their targets. */
+#include <errno.h>
+#include <string.h>
+#include <time.h>
+
+#include "gpu/helper.h"
+#include "gpureap/basic.h"
+#include "gpureap/gpu.h"
+
+struct gr_drain {
+        struct gr_helper h;
+        char library[256];
+        bool finished;
+};
+
+uint64_t gr_now_us(void)
+{
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
+}
+
+static void drain_work(void *shm, const void *arg, int done_fd)
+{
+        gr_nvml_watch_drain(arg, shm, gr_helper_done, done_fd);
+}
+
+int gr_drain_start(const gr_gpu_options *opts, gr_drain **ret)
+{
+        gr_drain *d = calloc(1, sizeof(*d));
+        if (!d)
+                return -ENOMEM;
+        const char *lib = opts && opts->library ? opts->library : getenv("GPUREAP_NVML_LIBRARY");
+        gr_strlcpy(d->library, lib && *lib ? lib : "libnvidia-ml.so.1", sizeof(d->library));
+        int r = gr_helper_start(&d->h, sizeof(struct gr_drain_shared), drain_work, d->library);
+        if (r < 0) {
+                free(d);
+                return r;
+        }
+        *ret = d;
+        return 0;
+}
+
+bool gr_drain_arm(gr_drain *d, const uint64_t *targets, unsigned n, uint64_t deadline_ms)
+{
+        struct gr_drain_shared *sh = d->h.shm;
+        while (!__atomic_load_n(&sh->ready, __ATOMIC_ACQUIRE)) {
+                if (gr_now_ms() >= deadline_ms)
+                        return false;
+                struct timespec nap = { 0, 200000 };
+                nanosleep(&nap, NULL);
+        }
+        if (sh->status != GR_GPU_OK)
+                return false;
+        for (unsigned i = 0; i < GR_GPUS_MAX; i++)
+                sh->targets[i] = i < n ? targets[i] : GR_UNKNOWN_U64;
+        __atomic_store_n(&sh->armed, 1, __ATOMIC_RELEASE);
+        return true;
+}
+
+bool gr_drain_wait(gr_drain *d, uint64_t deadline_ms, uint64_t *ret_drained_at_us)
+{
+        int w = gr_helper_wait(&d->h, deadline_ms);
+        const struct gr_drain_shared *sh = d->h.shm;
+        d->finished = w == 1;
+        if (w != 1 || sh->status != GR_GPU_OK)
+                return false;
+        if (ret_drained_at_us)
+                *ret_drained_at_us = __atomic_load_n(&sh->drained_at_us, __ATOMIC_ACQUIRE);
+        return true;
+}
+
+void gr_drain_free(gr_drain *d)
+{
+        if (!d)
+                return;
+        gr_helper_stop(&d->h, d->finished);
+        free(d);
+}
