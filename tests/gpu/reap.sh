@@ -47,9 +47,10 @@ reap_ours() { # NAME PIDS...
 }
 
 python3 "$HERE/cuda_procs.py" ghost "$PIDS" 4 &
+L=$!
 wait_n '^child ' 1
 owner=$(awk '$1 == "owner" {print $2}' "$PIDS"); child=$(awk '$1 == "child" {print $2}' "$PIDS")
-kill -KILL "$owner"; wait %1 2>/dev/null
+kill -KILL "$owner"; wait "$L" 2>/dev/null
 plan_is_ours ghost
 reap_ours ghost "$child"
 
