@@ -95,7 +95,7 @@ static json_object *process_json(const gr_snapshot *s, const gr_diagnosis *d, co
                 add(dev, "uvm", json_object_new_int64(h->n_uvm));
                 add(dev, "caps", json_object_new_int64(h->n_caps));
                 add(dev, "other", json_object_new_int64(h->n_other));
-                add(dev, "maps", json_object_new_int64(h->n_maps));
+                add(dev, "maps", h->maps_read ? json_object_new_int64(h->n_maps) : NULL);
                 json_object *ports = json_object_new_array();
                 for (unsigned i = 0; i < h->n_listen; i++)
                         json_object_array_add(ports, json_object_new_int(h->listen_ports[i]));

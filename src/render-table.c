@@ -81,9 +81,12 @@ static void print_process_row(const struct out *o, const gr_snapshot *s, const g
                         n += (size_t)snprintf(ports + n, sizeof(ports) - n, " :%u", p->hold->listen_ports[i]);
         }
         const char *cmd = p->cmdline ? p->cmdline : p->comm;
-        fprintf(o->f, "%s%-8d %-7d %-6s %-2c %4u %4u %5u  %-7s %-28s %.60s%s%s%s\n", indent, (int)p->pid,
+        char maps[16] = "-";
+        if (p->hold && p->hold->maps_read)
+                snprintf(maps, sizeof(maps), "%u", p->hold->n_maps);
+        fprintf(o->f, "%s%-8d %-7d %-6s %-2c %4u %4u %5s  %-7s %-28s %.60s%s%s%s\n", indent, (int)p->pid,
                 (int)p->ppid, uid, p->state, fds_here, p->hold ? p->hold->n_uvm : 0,
-                p->hold ? p->hold->n_maps : 0, nspid, role, cmd[0] ? cmd : p->comm,
+                maps, nspid, role, cmd[0] ? cmd : p->comm,
                 ports[0] ? "  listening" : "", ports, "");
 }
 

@@ -156,7 +156,8 @@ static int load_process(json_object *jp, gr_process *p)
                 h->n_uvm = (unsigned)get_int(dev, "uvm", 0);
                 h->n_caps = (unsigned)get_int(dev, "caps", 0);
                 h->n_other = (unsigned)get_int(dev, "other", 0);
-                h->n_maps = (unsigned)get_int(dev, "maps", 0);
+                h->maps_read = get_int(dev, "maps", -1) >= 0;
+                h->n_maps = h->maps_read ? (unsigned)get_int(dev, "maps", 0) : 0;
                 json_object *gs = get(dev, "gpus");
                 for (size_t i = 0; gs && json_object_get_type(gs) == json_type_array &&
                                    i < json_object_array_length(gs) && h->n_gpus < GR_HOLD_GPUS_MAX; i++) {

@@ -75,7 +75,9 @@ bool gr_parse_tcp_listen(const char *line, size_t len, unsigned *ret_port, uint6
 typedef struct gr_holding {
         unsigned n_fds;          /* fds on any NVIDIA device file */
         unsigned n_ctl, n_uvm, n_caps, n_other;
-        unsigned n_maps;         /* mappings of NVIDIA device files */
+        unsigned n_maps;         /* mappings of NVIDIA device files (when maps_read) */
+        bool maps_read;          /* not read when the fds alone show a CUDA context: the maps of a
+                                    PyTorch process run to thousands of lines (~7 ms each) */
         unsigned n_gpus;         /* distinct GPU minors held */
         struct {
                 unsigned minor;

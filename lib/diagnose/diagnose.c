@@ -20,7 +20,7 @@ bool gr_holding_has_cuda_footprint(const gr_holding *h)
         unsigned gpu_fds = 0;
         for (unsigned i = 0; i < h->n_gpus; i++)
                 gpu_fds += h->gpus[i].n_fds;
-        return h->n_maps >= GR_CUDA_MAPS_MIN || gpu_fds >= GR_CUDA_GPU_FDS_MIN;
+        return (h->maps_read && h->n_maps >= GR_CUDA_MAPS_MIN) || gpu_fds >= GR_CUDA_GPU_FDS_MIN;
 }
 
 const char *gr_gpu_state_name(gr_gpu_state s)
@@ -506,12 +506,18 @@ static int judge_gpu(struct dx *x, unsigned gi)
                 gr_format_bytes(total, mem, sizeof(mem));
                 pid_list(f, pids, sizeof(pids));
                 const gr_process *lp = find(x, launcher);
-                snprintf(f->explanation, sizeof(f->explanation),
-                         "GPU %u: %u %s of process group %d (%s) %s on with %s, %s",
-                         g->index, f->n_pids, f->n_pids == 1 ? "process" : "processes",
-                         (int)launcher, lp ? lp->comm : s->procs_partial ? "not recorded" : "its leader is gone",
-                         f->n_pids == 1 ? "lives" : "live", mem,
-                         "reparented after their launcher ended: leftovers of a killed run");
+                if (lp && alive(lp))
+                        snprintf(f->explanation, sizeof(f->explanation),
+                                 "GPU %u: %u %s of process group %d holding %s %s reparented to %s after %s parent ended: leftovers of a killed run",
+                                 g->index, f->n_pids, f->n_pids == 1 ? "process" : "processes", (int)launcher, mem,
+                                 f->n_pids == 1 ? "was" : "were", x->scratch[i - 1]->process->ppid == 1 ? "PID 1" : "a subreaper",
+                                 f->n_pids == 1 ? "its" : "their");
+                else
+                        snprintf(f->explanation, sizeof(f->explanation),
+                                 "GPU %u: %u %s of process group %d (%s) %s on with %s after the launcher ended: leftovers of a killed run",
+                                 g->index, f->n_pids, f->n_pids == 1 ? "process" : "processes", (int)launcher,
+                                 lp ? lp->comm : s->procs_partial ? "not recorded" : "its leader is gone",
+                                 f->n_pids == 1 ? "lives" : "live", mem);
                 snprintf(f->next_step, sizeof(f->next_step), "kill %s", pids);
                 dirty = true;
         }

@@ -272,7 +272,7 @@ struct scan {
         int error;               /* atomic: first -ENOMEM */
 };
 
-#define SCAN_CHUNK 32
+#define SCAN_CHUNK 8 /* small: the holders, which cost most, spread over the threads */
 
 /* 0 when the slot was filled, 1 when the process vanished, -ENOMEM */
 static int scan_one(struct scan *sc, pid_t pid, gr_process *p, unsigned *unreadable)
@@ -306,10 +306,15 @@ static int scan_one(struct scan *sc, pid_t pid, gr_process *p, unsigned *unreada
         p->start_time = st.start_time;
         memcpy(p->comm, st.comm, sizeof(p->comm));
         if (h) {
+                unsigned gpu_fds = 0;
+                for (unsigned i = 0; i < h->n_gpus; i++)
+                        gpu_fds += h->gpus[i].n_fds;
+                /* the maps only where the fds leave the footprint in doubt (GR_CUDA_GPU_FDS_MIN) */
                 struct maps_count mc = { sc->devdir, sc->devdir_len, 0 };
-                /* only holders: maps of big processes run to thousands of lines */
-                if (gr_read_lines_at(piddir, "maps", maps_line, &mc) == 0)
+                if (gpu_fds < 10 && gr_read_lines_at(piddir, "maps", maps_line, &mc) == 0) {
                         h->n_maps = mc.n;
+                        h->maps_read = true;
+                }
                 p->hold = h;
                 q = load_details_at(piddir, p);
                 if (q == -ENOMEM) {

@@ -15,6 +15,16 @@ jqok ".processes[] | select(.pid == $owner) | .devices | .fds == 6 and .ctl == 1
 jqok ".processes[] | select(.pid == $owner) | .comm == \"gpuhold\" and (.cmdline | test(\"cuda 0 0 1024\")) and .uid == $(id -u) and .state == \"S\"" "process facts"
 jqok ".processes[] | select(.pid == $owner) | .ppid == $$ and .nspid == [$owner] and (.cgroup | type == \"string\") and .start_time_ticks > 0" "lineage, nspid and cgroup"
 
+# a process with many fds on the GPU's file: the fds show a CUDA footprint, its maps are not read
+launch pidfile "$PIDS" many open nvidia0 open nvidia0 open nvidia0 open nvidia0 open nvidia0 open nvidia0 \
+        open nvidia0 open nvidia0 open nvidia0 open nvidia0 open nvidia0 open nvidia0 sleep
+wait_role many
+many=$(pid_of many)
+gr status --json
+jqok ".processes[] | select(.pid == $many) | .devices | .gpus == [{minor: 0, fds: 12}] and .maps == null" "12 fds: maps not read (null)"
+jqok ".processes[] | select(.pid == $many) | .verdict.role == \"hidden_holder\"" "12 fds on the GPU: a CUDA footprint"
+kill -KILL "$many"; wait_state "$many" gone
+
 gr status
 expect_rc 1 "table"
 has out "^    $owner +compute +1.0 GiB +alive" "table lists the owner"

@@ -83,6 +83,7 @@ static void hold(gr_process *p, unsigned minor, unsigned gpu_fds, unsigned maps)
         p->hold->n_uvm = gpu_fds > 10 ? 4 : 2;
         p->hold->n_fds = gpu_fds + p->hold->n_ctl + p->hold->n_uvm;
         p->hold->n_maps = maps;
+        p->hold->maps_read = gpu_fds < 10; /* as the scan does */
 }
 
 /* as measured on the H200: a CUDA process or its forked child; nvidia-smi -l */
@@ -519,10 +520,12 @@ static void listening_leftover(void **state)
 
 static char fixtures[1024];
 
+static const char *recording = "h200-2026-12-02";
+
 static gr_diagnosis *replay(const char *name, gr_snapshot **ret)
 {
         char path[1200], err[256];
-        snprintf(path, sizeof(path), "%s/h200-2026-12-02/%s", fixtures, name);
+        snprintf(path, sizeof(path), "%s/%s/%s", fixtures, recording, name);
         assert_int_equal(snapshot_from_json(path, ret, err, sizeof(err)), 0);
         gr_diagnosis *d = NULL;
         assert_int_equal(gr_diagnose(*ret, 0, &d), 0);
@@ -575,6 +578,40 @@ static void recorded_h200_orphans(void **state)
         gr_snapshot_free(s);
 }
 
+/* schema 2 recordings, with lineage: the same verdicts without leaning on partial tables */
+static void recorded_h200_with_lineage(void **state)
+{
+        recording = "h200-2026-12-02-v2";
+        gr_snapshot *s;
+        gr_diagnosis *d = replay("monitor.json", &s);
+        assert_false(s->procs_partial);
+        const gr_finding *f = finding(d, GR_FIND_GHOST);
+        assert_int_equal(f->related, 432);
+        assert_int_equal(f->n_pids, 1);
+        assert_true(has_pid(f, 547));
+        assert_int_equal(f->confidence, GR_SURE);
+        assert_int_equal(gr_diagnosis_holder(d, 598)->role, GR_ROLE_MONITOR);
+        assert_true(has_pid(finding(d, GR_FIND_MONITOR), 598));
+        gr_diagnosis_free(d);
+        gr_snapshot_free(s);
+
+        d = replay("orphans.json", &s);
+        f = finding(d, GR_FIND_ORPHAN);
+        assert_int_equal(f->n_pids, 4);
+        for (pid_t w = 669; w <= 672; w++)
+                assert_true(has_pid(f, w));
+        assert_int_equal(d->gpus[0].state, GR_GPU_DIRTY);
+        gr_diagnosis_free(d);
+        gr_snapshot_free(s);
+
+        d = replay("running.json", &s);
+        assert_int_equal(d->gpus[0].state, GR_GPU_BUSY);
+        assert_null(finding(d, GR_FIND_ORPHAN));
+        gr_diagnosis_free(d);
+        gr_snapshot_free(s);
+        recording = "h200-2026-12-02";
+}
+
 int main(void)
 {
         const char *f = getenv("FIXTURES");
@@ -597,6 +634,7 @@ int main(void)
                 cmocka_unit_test(listening_leftover),
                 cmocka_unit_test(recorded_h200_ghost),
                 cmocka_unit_test(recorded_h200_orphans),
+                cmocka_unit_test(recorded_h200_with_lineage),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
