@@ -252,7 +252,8 @@ int snapshot_from_json(const char *path, gr_snapshot **ret, char *err, size_t er
                 gr_snapshot_free(s);
                 return r;
         }
-        qsort(t->procs, t->n, sizeof(gr_process), cmp_proc);
+        if (t->n > 0)
+                qsort(t->procs, t->n, sizeof(gr_process), cmp_proc);
         for (size_t i = 1; i < t->n; i++)
                 if (t->procs[i].pid == t->procs[i - 1].pid) {
                         snprintf(err, err_size, "'%s' lists PID %d twice", path, (int)t->procs[i].pid);

@@ -193,7 +193,8 @@ int gr_plan_make(const gr_snapshot *s, const gr_diagnosis *d, const gr_plan_opti
         for (size_t i = 0; i < p->n; i++)
                 if (p->targets[i].refused == GR_REFUSE_NONE)
                         p->gpus |= p->targets[i].gpus & chosen;
-        qsort(p->targets, p->n, sizeof(*p->targets), cmp_target);
+        if (p->n > 0) /* qsort wants a valid pointer even for no elements */
+                qsort(p->targets, p->n, sizeof(*p->targets), cmp_target);
         *ret = p;
         return 0;
 }

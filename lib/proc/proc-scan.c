@@ -393,7 +393,8 @@ static int list_pids(int rootfd, const gr_proc_options *opts, pid_t **ret, size_
                 pids[n++] = pid;
         }
         closedir(d);
-        qsort(pids, n, sizeof(*pids), cmp_pid_t);
+        if (n > 0)
+                qsort(pids, n, sizeof(*pids), cmp_pid_t);
         *ret = pids;
         *ret_n = n;
         return 0;

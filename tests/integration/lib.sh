@@ -39,8 +39,8 @@ scenario "gpu 0 minor=0"
 
 fail() {
         echo "FAIL: $*" >&2
-        echo "--- gpureap stdout" >&2; cat "$T/out" 2>/dev/null >&2 || true
-        echo "--- gpureap stderr" >&2; cat "$T/err" 2>/dev/null >&2 || true
+        echo "--- gpureap stdout" >&2; cat "$T/out" >&2 2>/dev/null || true
+        echo "--- gpureap stderr" >&2; cat "$T/err" >&2 2>/dev/null || true
         exit 1
 }
 
