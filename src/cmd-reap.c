@@ -133,8 +133,7 @@ int cmd_reap(int argc, char **argv)
         gr_plan_options po = { .my_uid = getuid(), .self = getpid() };
         gr_snapshot_options so = { 0 };
         uint64_t grace = 5000, timeout = 30000;
-        const char *env = getenv("GPUREAP_NVML_TIMEOUT");
-        if (env && *env && parse_duration_option(env, &so.gpu.timeout_ms, false) < 0)
+        if (nvml_timeout_from_env(&so.gpu.timeout_ms) < 0)
                 return EXIT_USAGE;
         optind = 1;
         int c;
@@ -146,13 +145,8 @@ int cmd_reap(int argc, char **argv)
                 case 'r': po.tree = true; break;
                 case 'U': po.all_users = true; break;
                 case 'g':
-                        if (strlen(gpus) + strlen(optarg) + 2 >= sizeof(gpus)) {
-                                error_msg("--gpu list is too long");
+                        if (gpu_option_append(gpus, sizeof(gpus), optarg) < 0)
                                 return EXIT_USAGE;
-                        }
-                        if (gpus[0])
-                                strncat(gpus, ",", sizeof(gpus) - strlen(gpus) - 1);
-                        strncat(gpus, optarg, sizeof(gpus) - strlen(gpus) - 1);
                         break;
                 case 'p': {
                         char buf[1024];

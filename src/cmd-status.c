@@ -42,6 +42,24 @@ int parse_duration_option(const char *v, uint64_t *ret, bool zero_ok)
         return 0;
 }
 
+int gpu_option_append(char *list, size_t size, const char *value)
+{
+        if (strlen(list) + strlen(value) + 2 >= size) {
+                error_msg("--gpu list is too long");
+                return -1;
+        }
+        if (list[0])
+                strncat(list, ",", size - strlen(list) - 1);
+        strncat(list, value, size - strlen(list) - 1);
+        return 0;
+}
+
+int nvml_timeout_from_env(uint64_t *ret)
+{
+        const char *env = getenv("GPUREAP_NVML_TIMEOUT");
+        return env && *env ? parse_duration_option(env, ret, false) : 0;
+}
+
 static int parse_timeout(const char *v, uint64_t *ret)
 {
         return parse_duration_option(v, ret, false);
@@ -61,8 +79,7 @@ int cmd_status(int argc, char **argv)
         const char *replay = NULL;
         char gpus[1024] = "";
         gr_snapshot_options so = { 0 };
-        const char *env = getenv("GPUREAP_NVML_TIMEOUT");
-        if (env && *env && parse_timeout(env, &so.gpu.timeout_ms) < 0)
+        if (nvml_timeout_from_env(&so.gpu.timeout_ms) < 0)
                 return EXIT_USAGE;
 
         optind = 1;
@@ -73,13 +90,8 @@ int cmd_status(int argc, char **argv)
                         json = true;
                         break;
                 case 'g':
-                        if (gpus[0] && strlen(gpus) + 1 < sizeof(gpus))
-                                strncat(gpus, ",", sizeof(gpus) - strlen(gpus) - 1);
-                        if (strlen(gpus) + strlen(optarg) >= sizeof(gpus)) {
-                                error_msg("--gpu list is too long");
+                        if (gpu_option_append(gpus, sizeof(gpus), optarg) < 0)
                                 return EXIT_USAGE;
-                        }
-                        strncat(gpus, optarg, sizeof(gpus) - strlen(gpus) - 1);
                         break;
                 case 't':
                         if (parse_timeout(optarg, &so.gpu.timeout_ms) < 0)

@@ -90,21 +90,15 @@ int cmd_wait(int argc, char **argv)
         char gpus[1024] = "";
         gr_snapshot_options so = { 0 };
         uint64_t timeout = 60000;
-        const char *env = getenv("GPUREAP_NVML_TIMEOUT");
-        if (env && *env && parse_duration_option(env, &so.gpu.timeout_ms, false) < 0)
+        if (nvml_timeout_from_env(&so.gpu.timeout_ms) < 0)
                 return EXIT_USAGE;
         optind = 1;
         int c;
         while ((c = getopt_long(argc, argv, "+g:f:T:t:h", opts, NULL)) != -1) {
                 switch (c) {
                 case 'g':
-                        if (strlen(gpus) + strlen(optarg) + 2 >= sizeof(gpus)) {
-                                error_msg("--gpu list is too long");
+                        if (gpu_option_append(gpus, sizeof(gpus), optarg) < 0)
                                 return EXIT_USAGE;
-                        }
-                        if (gpus[0])
-                                strncat(gpus, ",", sizeof(gpus) - strlen(gpus) - 1);
-                        strncat(gpus, optarg, sizeof(gpus) - strlen(gpus) - 1);
                         break;
                 case 'f': {
                         size_t n = strlen(optarg);

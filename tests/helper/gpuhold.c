@@ -132,8 +132,9 @@ static void cuda(const char *minor, const char *gpu, const char *mib)
 
 static void sleep_forever(void);
 
-/* fork a CUDA worker; return once it has recorded itself */
-static void worker(char **a, bool daemon)
+/* fork a child (through a double fork with daemon) that runs 'cuda' when asked, records itself
+ * as a[1] in a[0] and sleeps; return once it has recorded itself */
+static void worker(char **a, bool daemon, bool with_cuda)
 {
         int p[2];
         if (pipe(p) < 0)
@@ -150,7 +151,8 @@ static void worker(char **a, bool daemon)
                         if (gc > 0)
                                 _exit(0); /* the grandchild is reparented at once */
                 }
-                cuda(a[2], a[3], a[4]);
+                if (with_cuda)
+                        cuda(a[2], a[3], a[4]);
                 record(a[0], a[1], (pid_t)host_pid());
                 close(p[1]);
                 sleep_forever();
@@ -182,7 +184,7 @@ int main(int argc, char **argv)
                         cuda(argv[i + 1], argv[i + 2], argv[i + 3]);
                         i += 3;
                 } else if ((strcmp(v, "worker") == 0 || strcmp(v, "daemon-worker") == 0) && left >= 5) {
-                        worker(&argv[i + 1], v[0] == 'd');
+                        worker(&argv[i + 1], v[0] == 'd', true);
                         i += 5;
                 } else if (strcmp(v, "setpgid") == 0) {
                         if (setpgid(0, 0) < 0)
@@ -211,23 +213,7 @@ int main(int argc, char **argv)
                 } else if (strcmp(v, "open") == 0 && left >= 1) {
                         open_dev(argv[++i]);
                 } else if (strcmp(v, "spawn-holder") == 0 && left >= 2) {
-                        int p[2];
-                        if (pipe(p) < 0)
-                                die("pipe");
-                        pid_t c = fork();
-                        if (c < 0)
-                                die("fork");
-                        if (c == 0) {
-                                close(p[0]);
-                                record(argv[i + 1], argv[i + 2], (pid_t)host_pid());
-                                close(p[1]);
-                                sleep_forever();
-                        }
-                        close(p[1]);
-                        char b;
-                        while (read(p[0], &b, 1) < 0 && errno == EINTR)
-                                ;
-                        close(p[0]);
+                        worker(&argv[i + 1], false, false);
                         i += 2;
                 } else if (strcmp(v, "child") == 0) {
                         pid_t c = fork();
