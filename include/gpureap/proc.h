@@ -25,6 +25,7 @@ typedef struct gr_stat {
         char state;
         pid_t ppid, pgrp, session;
         uint64_t start_time; /* clock ticks after boot (field 22) */
+        uint64_t cpu_ticks;  /* utime + stime (fields 14 and 15) */
 } gr_stat;
 
 /* Parse /proc/PID/stat. comm may hold spaces, ')' and newlines: it ends at the last ')'. */

@@ -91,6 +91,8 @@ int gr_parse_stat(const char *buf, size_t len, gr_stat *ret)
         st.pgrp = (pid_t)fields[1];
         st.session = (pid_t)fields[2];
         st.start_time = (uint64_t)fields[18];
+        if (fields[10] >= 0 && fields[11] >= 0)
+                st.cpu_ticks = (uint64_t)fields[10] + (uint64_t)fields[11];
         *ret = st;
         return 0;
 }

@@ -1,0 +1,34 @@
+/* gpureap tree: the processes a supervisor is answerable for: its descendants (it is a child
+ * subreaper, so orphans come back to it) and, where cgroup v2 is writable, the members of a
+ * leaf cgroup of its own, which even setsid and double-fork escapees cannot leave. */
+#ifndef GPUREAP_TREE_H
+#define GPUREAP_TREE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+typedef struct gr_tree_proc {
+        pid_t pid;
+        uint64_t start_time;
+        uint64_t cpu_ticks;
+        char state;
+        char comm[64];
+} gr_tree_proc;
+
+/* The descendants of root (root itself left out) and, with cgroup set, that cgroup's members;
+ * sorted by PID. skip: PIDs left out (gpureap's own helpers). */
+int gr_tree_list(const char *proc_root, pid_t root, const char *cgroup, const pid_t *skip,
+                 size_t n_skip, gr_tree_proc **ret, size_t *ret_n);
+
+/* The cgroup v2 mount point from /proc/self/mountinfo (/sys/fs/cgroup or .../unified) */
+int gr_cgroup2_mount(char *ret, size_t size);
+/* Create "gpureap-run-PID" below this process's own cgroup; the path in ret */
+int gr_cgroup_create_leaf(char *ret, size_t size);
+int gr_cgroup_enter(const char *cgroup, pid_t pid);
+int gr_cgroup_kill(const char *cgroup);          /* cgroup.kill (Linux 5.14) */
+int gr_cgroup_remove(const char *cgroup);
+bool gr_cgroup_empty(const char *cgroup);
+
+#endif
