@@ -40,6 +40,7 @@ int cmd_status(int argc, char **argv);
 int cmd_reap(int argc, char **argv);
 int cmd_wait(int argc, char **argv);
 int cmd_reset(int argc, char **argv);
+int cmd_run(int argc, char **argv);
 
 /* the wait loop of 'wait' and 'reap' (src/waitloop.c) */
 typedef bool (*wait_cond_fn)(const gr_snapshot *s, const gr_diagnosis *d, void *userdata);

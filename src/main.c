@@ -16,6 +16,7 @@ static const struct command commands[] = {
         { "status", cmd_status, "is every GPU clean? if not, who holds it, why, and what to do" },
         { "reap", cmd_reap, "kill the leftovers, wait for the memory to come back, verify" },
         { "wait", cmd_wait, "wait until GPUs are clean or have enough memory free" },
+        { "run", cmd_run, "run a command so that it leaves no process and no GPU memory behind" },
         { "reset", cmd_reset, "reset a GPU that nothing holds (nvidia-smi --gpu-reset), verified" },
 };
 

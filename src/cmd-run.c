@@ -1,0 +1,572 @@
+/* gpureap run -- CMD: run a command so that, whatever way it ends, every process it started is
+ * gone and the GPUs it used have their memory back. The command runs in its own session; gpureap
+ * is its child subreaper (orphans come back to it) and, where cgroup v2 is writable, puts it in
+ * a leaf cgroup of its own that even setsid/double-fork escapees cannot leave. */
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <regex.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "gpureap/basic.h"
+#include "gpureap/tree.h"
+#include "gpureap.h"
+
+enum {
+        EXIT_NOT_READY = 121, /* --ready-port/--ready-log not seen within --ready-timeout */
+        EXIT_STALLED = 122,   /* no output and no CPU progress for --stall-timeout */
+        EXIT_MAX_TIME = 124,  /* --max-time, as timeout(1) */
+        EXIT_CANNOT_EXEC = 126,
+        EXIT_NOT_FOUND = 127,
+};
+
+static void run_usage(FILE *f)
+{
+        fprintf(f,
+                "usage: gpureap run [OPTIONS] -- COMMAND [ARGS...]\n"
+                "\n"
+                "Run COMMAND so that it leaves no process and no GPU memory behind: when it exits,\n"
+                "when gpureap gets INT, TERM, HUP or QUIT, or at a deadline, every process it started\n"
+                "is ended (TERM, CONT, grace, KILL, again until none is left) and the GPUs it used are\n"
+                "awaited until the driver has their memory back. USR1 and USR2 are passed on.\n"
+                "\n"
+                "  --grace DUR          between SIGTERM and SIGKILL (default 5s)\n"
+                "  --max-time DUR       end it after this long (exit 124)\n"
+                "  --ready-port PORT    ready once 127.0.0.1:PORT accepts a connection\n"
+                "  --ready-log REGEX    ready once a line of its output matches (extended regex)\n"
+                "  --ready-timeout DUR  not ready by then: diagnose the tree, end it (exit 121;\n"
+                "                       default 10m with --ready-*)\n"
+                "  --stall-timeout DUR  no output and no CPU time for that long: diagnose, end (122)\n"
+                "  --drain-timeout DUR  how long to wait for the GPU memory at the end (default 30s)\n"
+                "  --no-cgroup          do not create a cgroup (the subreaper alone finds the tree)\n"
+                "  --quiet              no summary line\n"
+                "\n"
+                "exit status: the command's (128+N when a signal N ended it; 143 when gpureap got TERM),\n"
+                "121 not ready, 122 stalled, 124 max time, 126 cannot execute, 127 not found, 2 usage\n");
+}
+
+struct run {
+        char **cmd;
+        uint64_t grace, max_time, ready_timeout, stall_timeout, drain_timeout;
+        int ready_port;
+        bool ready_log_set, no_cgroup, quiet;
+        regex_t ready_re;
+        char cgroup[4096];
+        pid_t child;
+        int sigfd;
+        int out_fd, err_fd;
+        uint64_t start_ms, last_activity_ms, last_cpu, stall_check_ms;
+        bool ready;
+        char last_line[256];
+        size_t line_len;
+        char line[1024];
+        uint64_t gpu_minors;            /* device minors the tree was seen holding */
+        unsigned reaped_orphans;
+        unsigned killed_term, killed_kill;
+};
+
+static int64_t now_ms_since(const struct run *r)
+{
+        return (int64_t)(gr_now_ms() - r->start_ms);
+}
+
+/* Note which GPUs the tree holds (cheap: the tree's own fd directories) */
+static void sample_gpus(struct run *r)
+{
+        gr_tree_proc *t = NULL;
+        size_t n = 0;
+        if (gr_tree_list(NULL, getpid(), r->cgroup, NULL, 0, &t, &n) < 0)
+                return;
+        const char *dev = gr_dev_dir_default();
+        size_t dlen = strlen(dev);
+        for (size_t i = 0; i < n; i++) {
+                char path[64], target[512];
+                snprintf(path, sizeof(path), "/proc/%d/fd", (int)t[i].pid);
+                int dfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+                if (dfd < 0)
+                        continue;
+                DIR *d = fdopendir(dfd);
+                struct dirent *de;
+                while (d && (de = readdir(d))) {
+                        ssize_t k = readlinkat(dfd, de->d_name, target, sizeof(target) - 1);
+                        if (k <= 0)
+                                continue;
+                        target[k] = '\0';
+                        unsigned minor;
+                        if (gr_classify_device_path(dev, dlen, target, &minor) == GR_DEV_GPU && minor < 64)
+                                r->gpu_minors |= 1ULL << minor;
+                }
+                if (d)
+                        closedir(d);
+                else
+                        close(dfd);
+        }
+        free(t);
+}
+
+static void reap_children(struct run *r, int *child_status, bool *child_done)
+{
+        for (;;) {
+                int st;
+                pid_t w = waitpid(-1, &st, WNOHANG);
+                if (w <= 0)
+                        break;
+                if (w == r->child) {
+                        *child_status = st;
+                        *child_done = true;
+                } else {
+                        r->reaped_orphans++;
+                }
+        }
+}
+
+static bool port_open(int port)
+{
+        int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (fd < 0)
+                return false;
+        struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+                                 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+        bool ok = connect(fd, (struct sockaddr *)&a, sizeof(a)) == 0;
+        close(fd);
+        return ok;
+}
+
+/* pass output through; watch lines for --ready-log and remember the last one */
+static void pump(struct run *r, int fd, int to)
+{
+        char buf[8192];
+        ssize_t n = read(fd, buf, sizeof(buf));
+        if (n <= 0) {
+                if (fd == r->out_fd) {
+                        close(r->out_fd);
+                        r->out_fd = -1;
+                } else {
+                        close(r->err_fd);
+                        r->err_fd = -1;
+                }
+                return;
+        }
+        for (ssize_t o = 0; o < n;) {
+                ssize_t w = write(to, buf + o, (size_t)(n - o));
+                if (w <= 0)
+                        break;
+                o += w;
+        }
+        r->last_activity_ms = gr_now_ms();
+        for (ssize_t i = 0; i < n; i++) {
+                if (buf[i] != '\n' && r->line_len < sizeof(r->line) - 1) {
+                        r->line[r->line_len++] = buf[i];
+                        continue;
+                }
+                if (buf[i] != '\n')
+                        continue;
+                r->line[r->line_len] = '\0';
+                if (r->line_len > 0)
+                        gr_strlcpy(r->last_line, r->line, sizeof(r->last_line));
+                if (r->ready_log_set && !r->ready && regexec(&r->ready_re, r->line, 0, NULL, 0) == 0)
+                        r->ready = true;
+                r->line_len = 0;
+        }
+}
+
+static uint64_t tree_cpu(struct run *r)
+{
+        gr_tree_proc *t = NULL;
+        size_t n = 0;
+        uint64_t sum = 0;
+        if (gr_tree_list(NULL, getpid(), r->cgroup, NULL, 0, &t, &n) == 0)
+                for (size_t i = 0; i < n; i++)
+                        sum += t[i].cpu_ticks;
+        free(t);
+        return sum;
+}
+
+/* what the tree is doing, for a missed readiness or a stall */
+static void diagnose_tree(struct run *r, const char *why)
+{
+        gr_tree_proc *t = NULL;
+        size_t n = 0;
+        fprintf(stderr, "gpureap run: %s; the tree of '%s':\n", why, r->cmd[0]);
+        if (gr_tree_list(NULL, getpid(), r->cgroup, NULL, 0, &t, &n) < 0)
+                return;
+        long hz = sysconf(_SC_CLK_TCK);
+        fprintf(stderr, "  %-8s %-2s %-24s %10s  %s\n", "PID", "ST", "WCHAN", "CPU", "COMMAND");
+        for (size_t i = 0; i < n; i++) {
+                char path[64], wchan[64] = "-";
+                snprintf(path, sizeof(path), "/proc/%d/wchan", (int)t[i].pid);
+                FILE *f = fopen(path, "re");
+                if (f) {
+                        if (!fgets(wchan, sizeof(wchan), f))
+                                gr_strlcpy(wchan, "-", sizeof(wchan));
+                        fclose(f);
+                }
+                if (!wchan[0] || strcmp(wchan, "0") == 0)
+                        gr_strlcpy(wchan, "-", sizeof(wchan));
+                fprintf(stderr, "  %-8d %-2c %-24.24s %9.2fs  %s\n", (int)t[i].pid, t[i].state, wchan,
+                        hz > 0 ? (double)t[i].cpu_ticks / (double)hz : 0.0, t[i].comm);
+        }
+        if (r->last_line[0])
+                fprintf(stderr, "  last output line: %s\n", r->last_line);
+        free(t);
+}
+
+static int pidfd_of(const gr_tree_proc *p)
+{
+        int fd = (int)syscall(SYS_pidfd_open, p->pid, 0);
+        if (fd < 0)
+                return -1;
+        /* the pidfd pins a process: is it still the one we listed? */
+        if (gr_proc_same_process(NULL, p->pid, p->start_time) != 1) {
+                close(fd);
+                return -1;
+        }
+        return fd;
+}
+
+static void signal_tree(struct run *r, int sig, unsigned *count)
+{
+        gr_tree_proc *t = NULL;
+        size_t n = 0;
+        if (gr_tree_list(NULL, getpid(), r->cgroup, NULL, 0, &t, &n) < 0)
+                return;
+        for (size_t i = 0; i < n; i++) {
+                if (t[i].state == 'Z')
+                        continue;
+                int fd = pidfd_of(&t[i]);
+                if (fd < 0)
+                        continue;
+                if (syscall(SYS_pidfd_send_signal, fd, sig, NULL, 0) == 0 && count)
+                        (*count)++;
+                if (sig == SIGTERM)
+                        syscall(SYS_pidfd_send_signal, fd, SIGCONT, NULL, 0);
+                close(fd);
+        }
+        free(t);
+}
+
+/* live members of the tree (zombies are reaped here, and count as gone) */
+static size_t tree_alive(struct run *r, int *child_status, bool *child_done)
+{
+        reap_children(r, child_status, child_done);
+        gr_tree_proc *t = NULL;
+        size_t n = 0, alive = 0;
+        if (gr_tree_list(NULL, getpid(), r->cgroup, NULL, 0, &t, &n) < 0)
+                return 0;
+        for (size_t i = 0; i < n; i++)
+                alive += t[i].state != 'Z';
+        free(t);
+        return alive;
+}
+
+/* The ladder over the whole tree, repeated until no process is left. */
+static void end_tree(struct run *r, int *child_status, bool *child_done)
+{
+        sample_gpus(r);
+        if (tree_alive(r, child_status, child_done) == 0)
+                goto reaped;
+        signal_tree(r, SIGTERM, &r->killed_term);
+        uint64_t grace_end = gr_now_ms() + r->grace;
+        while (gr_now_ms() < grace_end && tree_alive(r, child_status, child_done) > 0) {
+                struct pollfd p = { .fd = r->sigfd, .events = POLLIN };
+                if (poll(&p, 1, 10) > 0) {
+                        struct signalfd_siginfo si;
+                        while (read(r->sigfd, &si, sizeof(si)) == sizeof(si))
+                                ;
+                }
+        }
+        /* whatever is left, and whatever forked meanwhile: SIGKILL until none is left */
+        for (int round = 0; round < 1000 && tree_alive(r, child_status, child_done) > 0; round++) {
+                if (r->cgroup[0])
+                        gr_cgroup_kill(r->cgroup);
+                signal_tree(r, SIGKILL, &r->killed_kill);
+                struct pollfd p = { .fd = r->sigfd, .events = POLLIN };
+                poll(&p, 1, 5);
+                struct signalfd_siginfo si;
+                while (read(r->sigfd, &si, sizeof(si)) == sizeof(si))
+                        ;
+        }
+reaped:
+        reap_children(r, child_status, child_done);
+        if (r->cgroup[0]) {
+                for (int i = 0; i < 100 && !gr_cgroup_empty(r->cgroup); i++)
+                        usleep(1000);
+                gr_cgroup_remove(r->cgroup);
+        }
+}
+
+struct drain_cond {
+        uint64_t minors;
+};
+
+static bool gpus_back(const gr_snapshot *s, const gr_diagnosis *d, void *userdata)
+{
+        const struct drain_cond *c = userdata;
+        for (unsigned i = 0; i < s->gpu->n_gpus; i++) {
+                int m = s->gpu->gpus[i].minor;
+                if (m >= 0 && m < 64 && (c->minors >> m & 1) && d->gpus[i].state != GR_GPU_CLEAN &&
+                    d->gpus[i].state != GR_GPU_BUSY)
+                        return false;
+        }
+        return true;
+}
+
+int cmd_run(int argc, char **argv)
+{
+        static const struct option opts[] = {
+                { "grace", required_argument, NULL, 'G' },
+                { "max-time", required_argument, NULL, 'M' },
+                { "ready-port", required_argument, NULL, 'p' },
+                { "ready-log", required_argument, NULL, 'l' },
+                { "ready-timeout", required_argument, NULL, 'R' },
+                { "stall-timeout", required_argument, NULL, 'S' },
+                { "drain-timeout", required_argument, NULL, 'D' },
+                { "no-cgroup", no_argument, NULL, 'C' },
+                { "quiet", no_argument, NULL, 'q' },
+                { "help", no_argument, NULL, 'h' },
+                { NULL, 0, NULL, 0 },
+        };
+        struct run r = { .grace = 5000, .drain_timeout = 30000, .out_fd = -1, .err_fd = -1, .sigfd = -1 };
+        optind = 1;
+        int c;
+        while ((c = getopt_long(argc, argv, "+G:M:p:l:R:S:D:Cqh", opts, NULL)) != -1) {
+                switch (c) {
+                case 'G': if (parse_duration_option(optarg, &r.grace, true) < 0) return EXIT_USAGE; break;
+                case 'M': if (parse_duration_option(optarg, &r.max_time, false) < 0) return EXIT_USAGE; break;
+                case 'R': if (parse_duration_option(optarg, &r.ready_timeout, false) < 0) return EXIT_USAGE; break;
+                case 'S': if (parse_duration_option(optarg, &r.stall_timeout, false) < 0) return EXIT_USAGE; break;
+                case 'D': if (parse_duration_option(optarg, &r.drain_timeout, true) < 0) return EXIT_USAGE; break;
+                case 'C': r.no_cgroup = true; break;
+                case 'q': r.quiet = true; break;
+                case 'p': {
+                        int v;
+                        if (gr_parse_int(optarg, &v) < 0 || v < 1 || v > 65535) {
+                                error_msg("invalid port '%s'", optarg);
+                                return EXIT_USAGE;
+                        }
+                        r.ready_port = v;
+                        break;
+                }
+                case 'l':
+                        if (regcomp(&r.ready_re, optarg, REG_EXTENDED | REG_NOSUB) != 0) {
+                                error_msg("invalid regular expression '%s'", optarg);
+                                return EXIT_USAGE;
+                        }
+                        r.ready_log_set = true;
+                        break;
+                case 'h':
+                        run_usage(stdout);
+                        return EXIT_CLEAN;
+                default:
+                        fprintf(stderr, "see 'gpureap run --help'\n");
+                        return EXIT_USAGE;
+                }
+        }
+        if (optind >= argc) {
+                error_msg("no command to run; usage: gpureap run [OPTIONS] -- COMMAND [ARGS...]");
+                return EXIT_USAGE;
+        }
+        r.cmd = &argv[optind];
+        bool want_ready = r.ready_port || r.ready_log_set;
+        if (want_ready && !r.ready_timeout)
+                r.ready_timeout = 600000;
+        bool pipe_output = r.ready_log_set || r.stall_timeout;
+
+        prctl(PR_SET_CHILD_SUBREAPER, 1);
+        sigset_t mask, old;
+        sigemptyset(&mask);
+        int sigs[] = { SIGCHLD, SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2 };
+        for (size_t i = 0; i < GR_ELEMENTSOF(sigs); i++)
+                sigaddset(&mask, sigs[i]);
+        sigprocmask(SIG_BLOCK, &mask, &old);
+        r.sigfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+        if (!r.no_cgroup && gr_cgroup_create_leaf(r.cgroup, sizeof(r.cgroup)) < 0)
+                r.cgroup[0] = '\0'; /* not writable here: the subreaper alone */
+
+        int outp[2] = { -1, -1 }, errp[2] = { -1, -1 }, execp[2];
+        if ((pipe_output && (pipe2(outp, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0)) ||
+            pipe2(execp, O_CLOEXEC) < 0) {
+                error_msg("cannot create pipes: %s", strerror(errno));
+                return EXIT_DRIVER;
+        }
+        r.start_ms = r.last_activity_ms = r.stall_check_ms = gr_now_ms();
+        char gpid[32];
+        snprintf(gpid, sizeof(gpid), "%d", (int)getpid());
+        r.child = fork();
+        if (r.child < 0) {
+                error_msg("cannot fork: %s", strerror(errno));
+                return EXIT_DRIVER;
+        }
+        if (r.child == 0) {
+                setsid();
+                if (r.cgroup[0])
+                        gr_cgroup_enter(r.cgroup, 0);
+                setenv("GPUREAP_RUN_PID", gpid, 1); /* lets 'status' name a killed supervisor's tree */
+                for (size_t i = 0; i < GR_ELEMENTSOF(sigs); i++)
+                        signal(sigs[i], SIG_DFL);
+                sigprocmask(SIG_SETMASK, &old, NULL);
+                if (pipe_output) {
+                        dup2(outp[1], STDOUT_FILENO);
+                        dup2(errp[1], STDERR_FILENO);
+                }
+                execvp(r.cmd[0], r.cmd);
+                int e = errno;
+                if (write(execp[1], &e, sizeof(e)) < 0)
+                        _exit(EXIT_CANNOT_EXEC);
+                _exit(e == ENOENT ? EXIT_NOT_FOUND : EXIT_CANNOT_EXEC);
+        }
+        close(execp[1]);
+        if (pipe_output) {
+                close(outp[1]);
+                close(errp[1]);
+                r.out_fd = outp[0];
+                r.err_fd = errp[0];
+        }
+        int exec_errno = 0;
+        ssize_t en = read(execp[0], &exec_errno, sizeof(exec_errno));
+        close(execp[0]);
+
+        int child_status = 0, code = -1, got_signal = 0;
+        bool child_done = false;
+        const char *why = NULL;
+        if (en == (ssize_t)sizeof(exec_errno)) {
+                error_msg("cannot run '%s': %s", r.cmd[0], strerror(exec_errno));
+                code = exec_errno == ENOENT ? EXIT_NOT_FOUND : EXIT_CANNOT_EXEC;
+        }
+        uint64_t next_sample = r.start_ms + 50, next_port = r.start_ms;
+        while (code < 0 && !child_done) {
+                uint64_t now = gr_now_ms();
+                if (r.max_time && now - r.start_ms >= r.max_time) {
+                        why = "the maximum time passed";
+                        code = EXIT_MAX_TIME;
+                        break;
+                }
+                if (want_ready && !r.ready) {
+                        if (r.ready_port && now >= next_port) {
+                                r.ready = port_open(r.ready_port);
+                                next_port = now + 100;
+                        }
+                        if (!r.ready && now - r.start_ms >= r.ready_timeout) {
+                                diagnose_tree(&r, "not ready in time");
+                                why = "not ready in time";
+                                code = EXIT_NOT_READY;
+                                break;
+                        }
+                }
+                if (r.stall_timeout && now - r.stall_check_ms >= 1000) {
+                        uint64_t cpu = tree_cpu(&r);
+                        if (cpu != r.last_cpu)
+                                r.last_activity_ms = now;
+                        r.last_cpu = cpu;
+                        r.stall_check_ms = now;
+                        if (now - r.last_activity_ms >= r.stall_timeout) {
+                                diagnose_tree(&r, "stalled: no output and no CPU time");
+                                why = "stalled";
+                                code = EXIT_STALLED;
+                                break;
+                        }
+                }
+                if (now >= next_sample) {
+                        sample_gpus(&r);
+                        next_sample = now + 250;
+                }
+                struct pollfd p[3] = { { .fd = r.sigfd, .events = POLLIN },
+                                       { .fd = r.out_fd, .events = POLLIN },
+                                       { .fd = r.err_fd, .events = POLLIN } };
+                int wait = 250;
+                if (want_ready && !r.ready)
+                        wait = 100;
+                if (next_sample > now && next_sample - now < (uint64_t)wait)
+                        wait = (int)(next_sample - now);
+                poll(p, 3, wait);
+                if (p[1].revents)
+                        pump(&r, r.out_fd, STDOUT_FILENO);
+                if (p[2].revents)
+                        pump(&r, r.err_fd, STDERR_FILENO);
+                struct signalfd_siginfo si;
+                while (read(r.sigfd, &si, sizeof(si)) == sizeof(si)) {
+                        int sig = (int)si.ssi_signo;
+                        if (sig == SIGCHLD) {
+                                reap_children(&r, &child_status, &child_done);
+                        } else {
+                                kill(r.child, sig); /* pass it on */
+                                if (sig != SIGUSR1 && sig != SIGUSR2 && !got_signal) {
+                                        got_signal = sig;
+                                        why = "gpureap was signalled";
+                                }
+                        }
+                }
+                if (got_signal)
+                        break;
+        }
+        /* output still in the pipes belongs to the user */
+        while (r.out_fd >= 0 || r.err_fd >= 0) {
+                struct pollfd p[2] = { { .fd = r.out_fd, .events = POLLIN }, { .fd = r.err_fd, .events = POLLIN } };
+                if (poll(p, 2, 0) <= 0)
+                        break;
+                if (p[0].revents)
+                        pump(&r, r.out_fd, STDOUT_FILENO);
+                if (p[1].revents)
+                        pump(&r, r.err_fd, STDERR_FILENO);
+        }
+        end_tree(&r, &child_status, &child_done);
+        if (code < 0) {
+                if (got_signal)
+                        code = 128 + got_signal;
+                else if (child_done)
+                        code = WIFEXITED(child_status) ? WEXITSTATUS(child_status) : 128 + WTERMSIG(child_status);
+                else
+                        code = EXIT_DRIVER;
+        }
+
+        /* the GPUs the tree used: wait until the driver has their memory back */
+        char gpu_note[256] = "";
+        if (r.gpu_minors) {
+                gr_snapshot_options so = { 0 };
+                nvml_timeout_from_env(&so.gpu.timeout_ms);
+                struct drain_cond dc = { r.gpu_minors };
+                struct wait_spec w = { .so = &so, .timeout_ms = r.drain_timeout };
+                gr_snapshot *s = NULL;
+                gr_diagnosis *d = NULL;
+                bool met = false;
+                uint64_t t0 = gr_now_ms();
+                if (wait_until(&w, gpus_back, &dc, &s, &d, &met) == 0) {
+                        snprintf(gpu_note, sizeof(gpu_note), "; GPU memory %s in %llu ms",
+                                 met ? "back" : "NOT back", (unsigned long long)(gr_now_ms() - t0));
+                        if (!met) {
+                                error_msg("the GPU memory did not come back within %.1fs:", (double)r.drain_timeout / 1000);
+                                render_status_table(stderr, s, d, NULL, false);
+                        }
+                        gr_diagnosis_free(d);
+                        gr_snapshot_free(s);
+                }
+        }
+        if (!r.quiet) {
+                char how[64];
+                if (why)
+                        snprintf(how, sizeof(how), "ended: %s", why);
+                else if (child_done && WIFSIGNALED(child_status))
+                        snprintf(how, sizeof(how), "was killed by signal %d", WTERMSIG(child_status));
+                else
+                        snprintf(how, sizeof(how), "exited %d", code);
+                fprintf(stderr, "gpureap run: '%s' %s after %.1fs; %u leftover process%s ended (%u needed SIGKILL), %u reaped%s%s\n",
+                        r.cmd[0], how, (double)now_ms_since(&r) / 1000, r.killed_term,
+                        r.killed_term == 1 ? "" : "es", r.killed_kill, r.reaped_orphans, gpu_note,
+                        r.cgroup[0] ? "" : "; no cgroup (subreaper only)");
+        }
+        if (r.ready_log_set)
+                regfree(&r.ready_re);
+        return code;
+}
