@@ -264,7 +264,7 @@ static size_t tree_alive(struct run *r, int *child_status, bool *child_done)
         gr_tree_proc *t = NULL;
         size_t n = 0, alive = 0;
         if (gr_tree_list(NULL, getpid(), r->cgroup, NULL, 0, &t, &n) < 0)
-                return 0;
+                return 1; /* cannot tell: assume something is left, so the ladder goes on */
         for (size_t i = 0; i < n; i++)
                 alive += t[i].state != 'Z';
         free(t);
@@ -288,10 +288,15 @@ static void end_tree(struct run *r, int *child_status, bool *child_done)
                 }
         }
         /* whatever is left, and whatever forked meanwhile: SIGKILL until none is left */
-        for (int round = 0; round < 1000 && tree_alive(r, child_status, child_done) > 0; round++) {
+        for (int round = 0; round < 1000; round++) {
+                size_t left = tree_alive(r, child_status, child_done);
+                if (left == 0)
+                        break;
+                if (round == 0)
+                        r->killed_kill = (unsigned)left;
                 if (r->cgroup[0])
                         gr_cgroup_kill(r->cgroup);
-                signal_tree(r, SIGKILL, &r->killed_kill);
+                signal_tree(r, SIGKILL, NULL);
                 struct pollfd p = { .fd = r->sigfd, .events = POLLIN };
                 poll(&p, 1, 5);
                 struct signalfd_siginfo si;
@@ -382,7 +387,9 @@ int cmd_run(int argc, char **argv)
         bool want_ready = r.ready_port || r.ready_log_set;
         if (want_ready && !r.ready_timeout)
                 r.ready_timeout = 600000;
-        bool pipe_output = r.ready_log_set || r.stall_timeout;
+        /* with a watchdog, output goes through gpureap: for the log regex, the stall clock and
+         * the last line in a diagnosis */
+        bool pipe_output = want_ready || r.stall_timeout;
 
         prctl(PR_SET_CHILD_SUBREAPER, 1);
         sigset_t mask, old;

@@ -78,6 +78,7 @@ static json_object *process_json(const gr_snapshot *s, const gr_diagnosis *d, co
                 json_object_array_add(ns, json_object_new_int(p->nspid[i]));
         add(o, "nspid", ns);
         add(o, "cgroup", j_str(p->cgroup));
+        add(o, "run_pid", p->run_pid ? json_object_new_int(p->run_pid) : NULL);
         json_object *dev = NULL;
         if (p->hold) {
                 const gr_holding *h = p->hold;

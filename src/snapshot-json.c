@@ -145,6 +145,7 @@ static int load_process(json_object *jp, gr_process *p)
                 p->nspid[p->n_nspid++] = (pid_t)json_object_get_int(json_object_array_get_idx(ns, i));
         p->cmdline = dup_str(jp, "cmdline");
         p->cgroup = dup_str(jp, "cgroup");
+        p->run_pid = (pid_t)get_int(jp, "run_pid", 0);
         p->has_details = true;
         json_object *dev = get(jp, "devices");
         if (dev && json_object_get_type(dev) == json_type_object) {

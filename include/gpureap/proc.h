@@ -68,6 +68,9 @@ bool gr_maps_line_is_nvidia(const char *line, size_t len, const char *devdir, si
 int gr_cgroup_container_id(const char *cgroup, char *ret, size_t size);
 int gr_cgroup_slurm_job(const char *cgroup, char *ret, size_t size);
 
+/* The PID in GPUREAP_RUN_PID=N among NUL-separated environment strings, or 0 */
+pid_t gr_parse_environ_run_pid(const char *buf, size_t len);
+
 /* One line of /proc/PID/net/tcp or tcp6: true for a listening socket, with its port and inode */
 bool gr_parse_tcp_listen(const char *line, size_t len, unsigned *ret_port, uint64_t *ret_inode);
 
@@ -102,6 +105,7 @@ typedef struct gr_process {
         unsigned n_nspid;
         char *cmdline;           /* NULL when unreadable (kernel thread, gone) */
         char *cgroup;
+        pid_t run_pid;           /* the 'gpureap run' that started it (GPUREAP_RUN_PID), 0 none */
         gr_holding *hold;        /* NULL unless it holds an NVIDIA device file */
 } gr_process;
 

@@ -128,6 +128,8 @@ static bool reparented(const struct dx *x, const gr_process *p)
 
 static bool is_orphan(const struct dx *x, const gr_process *p)
 {
+        if (p->run_pid > 0 && !leader_alive(x, p->run_pid))
+                return true; /* its 'gpureap run' supervisor was killed */
         bool own_session = p->session == p->pid;
         if (reparented(x, p) && !own_session)
                 return true; /* a daemon makes itself a session leader; a leftover worker does not */
@@ -506,7 +508,13 @@ static int judge_gpu(struct dx *x, unsigned gi)
                 gr_format_bytes(total, mem, sizeof(mem));
                 pid_list(f, pids, sizeof(pids));
                 const gr_process *lp = find(x, launcher);
-                if (lp && alive(lp))
+                pid_t run_pid = x->scratch[i - 1]->process->run_pid;
+                if (run_pid > 0 && !leader_alive(x, run_pid))
+                        snprintf(f->explanation, sizeof(f->explanation),
+                                 "GPU %u: %u %s holding %s %s left by 'gpureap run' (PID %d), which was killed before it could end %s",
+                                 g->index, f->n_pids, f->n_pids == 1 ? "process" : "processes", mem,
+                                 f->n_pids == 1 ? "was" : "were", (int)run_pid, f->n_pids == 1 ? "it" : "them");
+                else if (lp && alive(lp))
                         snprintf(f->explanation, sizeof(f->explanation),
                                  "GPU %u: %u %s of process group %d holding %s %s reparented to %s after %s parent ended: leftovers of a killed run",
                                  g->index, f->n_pids, f->n_pids == 1 ? "process" : "processes", (int)launcher, mem,

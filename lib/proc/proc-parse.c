@@ -329,3 +329,22 @@ bool gr_parse_tcp_listen(const char *line, size_t len, unsigned *ret_port, uint6
         *ret_inode = (uint64_t)inode;
         return true;
 }
+
+pid_t gr_parse_environ_run_pid(const char *buf, size_t len)
+{
+        static const char key[] = "GPUREAP_RUN_PID=";
+        const char *p = buf, *end = buf + len;
+        while (p < end) {
+                const char *z = memchr(p, '\0', (size_t)(end - p));
+                const char *e = z ? z : end;
+                if ((size_t)(e - p) > sizeof(key) - 1 && memcmp(p, key, sizeof(key) - 1) == 0) {
+                        int64_t v;
+                        const char *num = p + sizeof(key) - 1;
+                        if (field_to_i64(num, (size_t)(e - num), &v) == 0 && v > 0 && v <= GR_PROC_PID_MAX)
+                                return (pid_t)v;
+                        return 0;
+                }
+                p = e + 1;
+        }
+        return 0;
+}

@@ -213,6 +213,12 @@ static int load_details_at(int piddir, gr_process *p)
                                 return -ENOMEM;
                 }
         }
+        /* a process started by 'gpureap run' carries its supervisor's PID: if that is gone,
+         * whatever it left is a leftover even when it looks like a daemon */
+        char env[32768];
+        r = gr_read_file_at(piddir, "environ", env, sizeof(env), &len);
+        if (r == 0 || r == -EFBIG)
+                p->run_pid = gr_parse_environ_run_pid(env, len);
         p->has_details = true;
         return 0;
 }
