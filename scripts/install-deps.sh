@@ -6,6 +6,7 @@ pkgs=(
         libjson-c-dev                        # JSON output
         libcmocka-dev                        # unit tests
         jq util-linux procps psmisc          # integration tests: JSON checks, unshare, fuser
+        tini                                 # bench/bench-run.sh compares against it
 )
 missing=()
 for p in "${pkgs[@]}"; do

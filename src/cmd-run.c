@@ -116,13 +116,16 @@ static void sample_gpus(struct run *r)
         free(t);
 }
 
-static void reap_children(struct run *r, int *child_status, bool *child_done)
+/* reap every zombie child; true when no child is left at all */
+static bool reap_children(struct run *r, int *child_status, bool *child_done)
 {
         for (;;) {
                 int st;
                 pid_t w = waitpid(-1, &st, WNOHANG);
-                if (w <= 0)
-                        break;
+                if (w < 0)
+                        return errno == ECHILD;
+                if (w == 0)
+                        return false;
                 if (w == r->child) {
                         *child_status = st;
                         *child_done = true;
@@ -272,8 +275,19 @@ static size_t tree_alive(struct run *r, int *child_status, bool *child_done)
 }
 
 /* The ladder over the whole tree, repeated until no process is left. */
+/* No child left (we are the subreaper: every descendant has one of our children as its
+ * ancestor) and an empty cgroup: the tree is gone, no need to read /proc at all */
+static bool tree_gone(struct run *r, int *child_status, bool *child_done)
+{
+        if (!reap_children(r, child_status, child_done))
+                return false;
+        return !r->cgroup[0] || gr_cgroup_empty(r->cgroup);
+}
+
 static void end_tree(struct run *r, int *child_status, bool *child_done)
 {
+        if (tree_gone(r, child_status, child_done))
+                goto reaped;
         sample_gpus(r);
         if (tree_alive(r, child_status, child_done) == 0)
                 goto reaped;
