@@ -200,10 +200,8 @@ int cmd_reap(int argc, char **argv)
                         return EXIT_USAGE;
                 }
         }
-        if (optind < argc) {
-                error_msg("unexpected argument '%s'; see 'gpureap reap --help'", argv[optind]);
+        if (no_stray_arguments(argc, argv, "reap") < 0)
                 return EXIT_USAGE;
-        }
         if (po.all && n_pids > 0) {
                 error_msg("--all and --pid exclude each other");
                 return EXIT_USAGE;

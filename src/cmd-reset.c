@@ -127,10 +127,8 @@ int cmd_reset(int argc, char **argv)
                         return EXIT_USAGE;
                 }
         }
-        if (optind < argc) {
-                error_msg("unexpected argument '%s'; see 'gpureap reset --help'", argv[optind]);
+        if (no_stray_arguments(argc, argv, "reset") < 0)
                 return EXIT_USAGE;
-        }
         if (!gpu || strchr(gpu, ',')) {
                 error_msg("reset needs exactly one GPU: --gpu N");
                 return EXIT_USAGE;

@@ -54,6 +54,14 @@ int gpu_option_append(char *list, size_t size, const char *value)
         return 0;
 }
 
+int no_stray_arguments(int argc, char **argv, const char *cmd)
+{
+        if (optind >= argc)
+                return 0;
+        error_msg("unexpected argument '%s'; see 'gpureap %s --help'", argv[optind], cmd);
+        return -1;
+}
+
 int nvml_timeout_from_env(uint64_t *ret)
 {
         const char *env = getenv("GPUREAP_NVML_TIMEOUT");
@@ -108,10 +116,8 @@ int cmd_status(int argc, char **argv)
                         return EXIT_USAGE;
                 }
         }
-        if (optind < argc) {
-                error_msg("unexpected argument '%s'; see 'gpureap status --help'", argv[optind]);
+        if (no_stray_arguments(argc, argv, "status") < 0)
                 return EXIT_USAGE;
-        }
         struct gpu_selection sel = { .list = gpus[0] ? gpus : NULL };
 
         gr_snapshot *s = NULL;

@@ -139,10 +139,8 @@ int cmd_wait(int argc, char **argv)
                         return EXIT_USAGE;
                 }
         }
-        if (optind < argc) {
-                error_msg("unexpected argument '%s'; see 'gpureap wait --help'", argv[optind]);
+        if (no_stray_arguments(argc, argv, "wait") < 0)
                 return EXIT_USAGE;
-        }
         a.sel.list = gpus[0] ? gpus : NULL;
         bool tty = isatty(STDERR_FILENO);
         struct wait_spec w = { .so = &so, .timeout_ms = timeout, .progress = tty ? progress : NULL };

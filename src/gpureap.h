@@ -56,6 +56,7 @@ int wait_until(const struct wait_spec *w, wait_cond_fn cond, void *userdata, gr_
 int parse_duration_option(const char *v, uint64_t *ret, bool zero_ok);
 int gpu_option_append(char *list, size_t size, const char *value); /* --gpu, repeatable */
 int nvml_timeout_from_env(uint64_t *ret);                          /* $GPUREAP_NVML_TIMEOUT */
+int no_stray_arguments(int argc, char **argv, const char *cmd);    /* after getopt */
 
 void error_msg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
