@@ -1,6 +1,5 @@
 #include <errno.h>
 #include <inttypes.h>
-#include <math.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
@@ -89,7 +88,7 @@ static int parse_with_units(const char *s, const struct unit *units, size_t n_un
         double v = (whole + frac) * factor;
         if (!(v < 18446744073709549568.0)) /* largest double below 2^64 */
                 return -ERANGE;
-        *ret = (uint64_t)llround(v);
+        *ret = (uint64_t)(v + 0.5);
         return 0;
 }
 
