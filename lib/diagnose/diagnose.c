@@ -208,14 +208,27 @@ static void add_pid(gr_finding *f, pid_t pid)
                 f->pids[f->n_pids++] = pid;
 }
 
-/* "555 556 557" */
-static const char *pid_list(const gr_finding *f, char *buf, size_t size)
+/* "555 556 557", or with sep "," "555,556,557" */
+static const char *pid_list_sep(const gr_finding *f, const char *sep, char *buf, size_t size)
 {
         size_t o = 0;
         buf[0] = '\0';
         for (unsigned i = 0; i < f->n_pids && o < size; i++)
-                o += (size_t)snprintf(buf + o, size - o, "%s%d", i ? " " : "", (int)f->pids[i]);
+                o += (size_t)snprintf(buf + o, size - o, "%s%d", i ? sep : "", (int)f->pids[i]);
         return buf;
+}
+
+static const char *pid_list(const gr_finding *f, char *buf, size_t size)
+{
+        return pid_list_sep(f, " ", buf, size);
+}
+
+/* the next step for leftovers: reap kills them, waits for this GPU's memory and verifies it */
+static void reap_step(gr_finding *f, unsigned gpu_index)
+{
+        char pids[200];
+        snprintf(f->next_step, sizeof(f->next_step), "gpureap reap --gpu %u --pid %s", gpu_index,
+                 pid_list_sep(f, ",", pids, sizeof(pids)));
 }
 
 static gr_holder_verdict *verdict_of(gr_diagnosis *d, pid_t pid)
@@ -437,7 +450,7 @@ static int judge_gpu(struct dx *x, unsigned gi)
                          g->index, (int)ghost, mem, gp ? "a zombie" : "gone",
                          f->n_pids == 1 ? "process" : "processes", pids, how,
                          f->n_pids == 1 ? "a child" : "children");
-                snprintf(f->next_step, sizeof(f->next_step), "kill %s", pids);
+                reap_step(f, g->index);
                 dirty = true;
         }
 
@@ -459,7 +472,7 @@ static int judge_gpu(struct dx *x, unsigned gi)
                 snprintf(f->explanation, sizeof(f->explanation),
                          "GPU %u: %s holds the GPU like a CUDA process but the driver does not list it; %s used is accounted for by no listed process",
                          g->index, who, mem);
-                snprintf(f->next_step, sizeof(f->next_step), "kill %d", (int)hidden[k]);
+                reap_step(f, g->index);
                 dirty = true;
         }
 
@@ -526,7 +539,7 @@ static int judge_gpu(struct dx *x, unsigned gi)
                                  g->index, f->n_pids, f->n_pids == 1 ? "process" : "processes", (int)launcher,
                                  lp ? lp->comm : s->procs_partial ? "not recorded" : "its leader is gone",
                                  f->n_pids == 1 ? "lives" : "live", mem);
-                snprintf(f->next_step, sizeof(f->next_step), "kill %s", pids);
+                reap_step(f, g->index);
                 dirty = true;
         }
 
@@ -556,7 +569,8 @@ static int judge_gpu(struct dx *x, unsigned gi)
                                  g->index, who, f->n_pids > 1 ? " and others" : "", mem,
                                  f->n_pids > 1 ? "their" : "its");
                         snprintf(f->next_step, sizeof(f->next_step),
-                                 "none if this is expected; to stop it: kill %s", pids);
+                                 "none if this is expected; to stop it: gpureap reap --gpu %u --pid %s",
+                                 g->index, pid_list_sep(f, ",", pids, sizeof(pids)));
                         busy = true;
                 }
         }

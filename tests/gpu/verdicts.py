@@ -32,7 +32,7 @@ if mode == "ghost":
     check(states[0] == "dirty", f"GPU 0 is dirty ({states[0]})")
     check(len(ghosts) == 1 and ghosts[0]["pids"] == [child] and ghosts[0]["related_pid"] == ghost,
           f"one ghost finding: {child} holds the memory of {ghost}")
-    check(bool(ghosts) and ghosts[0]["next_step"] == f"kill {child}", "next step: kill the child")
+    check(bool(ghosts) and ghosts[0]["next_step"] == f"gpureap reap --gpu 0 --pid {child}", "next step: reap the child")
     check((verdict.get(child) or {}).get("role") == "hidden_holder", "the child's role is hidden_holder")
 elif mode == "monitor":
     mon = args[0]

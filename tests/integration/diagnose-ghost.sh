@@ -13,18 +13,18 @@ expect_rc 1 "dirty"
 jqok '.gpus[0].state == "dirty"' "state dirty"
 jqok "[.findings[] | select(.kind == \"ghost\")] | length == 1" "one ghost finding"
 jqok ".findings[] | select(.kind == \"ghost\") | .pids == [$child] and .related_pid == $owner and .confidence == \"sure\" and .memory == 2048*1048576 and .leftover" "ghost: the hidden holder, sure, 2 GiB"
-jqok ".findings[] | select(.kind == \"ghost\") | .next_step == \"kill $child\"" "next step kills the child"
+jqok ".findings[] | select(.kind == \"ghost\") | .next_step == \"gpureap reap --gpu 0 --pid $child\"" "next step reaps the child"
 jqok ".processes[] | select(.pid == $child) | .verdict | .role == \"hidden_holder\" and .ghost == $owner and (.conditions | index(\"orphan\"))" "child: hidden holder of the ghost, orphan"
 jqok '[.findings[] | select(.kind == "orphan")] == []' "not reported twice as an orphan"
 gr status
 has out "hidden holder of $owner" "table names the ghost"
-has out "^         next: kill $child$" "table shows the next step"
+has out "^         next: gpureap reap --gpu 0 --pid $child$" "table shows the next step"
 
 # the next step, pasted as it is
 gr status --json
 next=$(jq -r '.findings[] | select(.kind == "ghost") | .next_step' "$T/out")
-[[ $next =~ ^kill\ [0-9\ ]+$ ]] || fail "next step is not a plain kill: $next"
-eval "$next"
+[[ $next =~ ^gpureap\ reap\ --gpu\ 0\ --pid\ [0-9,]+$ ]] || fail "next step is not a reap of PIDs: $next"
+eval "$next --yes" >/dev/null # on a terminal it would ask; here the test consents
 wait_state "$child" gone
 gr status --json
 expect_rc 0 "clean after the next step"

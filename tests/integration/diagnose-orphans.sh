@@ -33,7 +33,7 @@ has out "orphan  GPU 0: 2 processes of process group $l" "orphan finding for GPU
 # the next steps, pasted
 gr status --json
 for cmd in $(jq -r '.findings[] | select(.kind == "orphan") | .next_step | @base64' "$T/out"); do
-        eval "$(echo "$cmd" | base64 -d)"
+        eval "$(echo "$cmd" | base64 -d) --yes" >/dev/null # the test consents
 done
 for w in $ws; do wait_state "$w" gone; done
 gr status --json

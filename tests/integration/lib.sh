@@ -11,6 +11,10 @@ mkdir -p "$T/dev" "$T/ctx"
 for f in nvidiactl nvidia-uvm nvidia-uvm-tools nvidia0 nvidia1 nvidia2 nvidia3; do
         truncate -s 4096 "$T/dev/$f"
 done
+# a pasted next step says 'gpureap ...': find the one under test first on PATH
+mkdir -p "$T/bin"
+ln -s "$GPUREAP" "$T/bin/gpureap"
+export PATH="$T/bin:$PATH"
 export GPUREAP_DEV_DIR=$T/dev
 export GPUREAP_FAKE_CTX_DIR=$T/ctx
 export GPUREAP_NVML_LIBRARY=$FAKE_NVML

@@ -194,7 +194,7 @@ static void ghost_with_hidden_holder(void **state)
         assert_true(has_pid(f, 31));
         assert_int_equal(f->confidence, GR_SURE);
         assert_int_equal(f->memory, 2 * GIB);
-        assert_string_equal(f->next_step, "kill 31");
+        assert_string_equal(f->next_step, "gpureap reap --gpu 0 --pid 31");
         assert_non_null(strstr(f->explanation, "PID 30"));
         const gr_holder_verdict *v = gr_diagnosis_holder(d, 31);
         assert_int_equal(v->role, GR_ROLE_HIDDEN_HOLDER);
@@ -298,7 +298,7 @@ static void orphaned_workers(void **state)
         assert_int_equal(f->n_pids, 4);
         assert_int_equal(f->related, 80);
         assert_int_equal(f->memory, 64 * GIB);
-        assert_string_equal(f->next_step, "kill 81 82 83 84");
+        assert_string_equal(f->next_step, "gpureap reap --gpu 0 --pid 81,82,83,84");
         assert_null(finding(d, GR_FIND_BUSY));
         for (pid_t w = 81; w <= 84; w++) {
                 assert_int_equal(gr_diagnosis_holder(d, w)->launcher, 80);
