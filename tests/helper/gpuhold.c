@@ -196,8 +196,6 @@ int main(int argc, char **argv)
                         if (sfd < 0 || bind(sfd, (struct sockaddr *)&a, sizeof(a)) < 0 || listen(sfd, 8) < 0 ||
                             getsockname(sfd, (struct sockaddr *)&a, &len) < 0)
                                 die("listen");
-                        char port[16];
-                        snprintf(port, sizeof(port), "%u", ntohs(a.sin_port));
                         record(argv[++i], "port", (pid_t)ntohs(a.sin_port));
                 } else if (strcmp(v, "monitor") == 0 && left >= 1) {
                         char name[32];
