@@ -41,5 +41,9 @@ unsigned gr_process_fds_on_minor(const gr_process *p, int minor);
 
 /* Does the GPU (by its index in the report) pass a filter of indices, minors or UUIDs? */
 bool gr_gpu_matches(const gr_gpu *g, const char *selector);
+/* Call cb for each item of a comma-separated selector list until it returns true; true then */
+bool gr_gpu_list_each(const char *list, bool (*cb)(const char *selector, void *userdata), void *userdata);
+/* Does the GPU match any selector of the list? (a NULL list matches every GPU) */
+bool gr_gpu_matches_list(const gr_gpu *g, const char *list);
 
 #endif

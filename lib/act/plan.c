@@ -109,28 +109,6 @@ static int add(struct builder *b, pid_t pid, gr_plan_why why)
         return 0;
 }
 
-static bool gpu_chosen(const gr_plan_options *o, const gr_gpu *g)
-{
-        if (!o->gpus)
-                return true;
-        char item[128];
-        const char *p = o->gpus;
-        while (*p) {
-                const char *e = strchr(p, ',');
-                size_t n = e ? (size_t)(e - p) : strlen(p);
-                if (n < sizeof(item)) {
-                        memcpy(item, p, n);
-                        item[n] = '\0';
-                        if (n > 0 && gr_gpu_matches(g, item))
-                                return true;
-                }
-                if (!e)
-                        break;
-                p = e + 1;
-        }
-        return false;
-}
-
 static int cmp_target(const void *a, const void *b)
 {
         pid_t x = ((const gr_target *)a)->pid, y = ((const gr_target *)b)->pid;
@@ -146,7 +124,7 @@ int gr_plan_make(const gr_snapshot *s, const gr_diagnosis *d, const gr_plan_opti
         struct builder b = { s, d, o, p, 0 };
         uint64_t chosen = 0;
         for (unsigned i = 0; i < s->gpu->n_gpus && i < 64; i++)
-                if (gpu_chosen(o, &s->gpu->gpus[i]))
+                if (gr_gpu_matches_list(&s->gpu->gpus[i], o->gpus))
                         chosen |= 1ULL << i;
         int r = 0;
         if (o->n_pids > 0) {

@@ -109,3 +109,33 @@ bool gr_gpu_matches(const gr_gpu *g, const char *sel)
                 return true;
         return false;
 }
+
+bool gr_gpu_list_each(const char *list, bool (*cb)(const char *selector, void *userdata), void *userdata)
+{
+        char item[128];
+        const char *p = list;
+        while (p && *p) {
+                const char *e = strchr(p, ',');
+                size_t n = e ? (size_t)(e - p) : strlen(p);
+                if (n >= sizeof(item))
+                        n = sizeof(item) - 1;
+                memcpy(item, p, n);
+                item[n] = '\0';
+                if (n > 0 && cb(item, userdata))
+                        return true;
+                if (!e)
+                        break;
+                p = e + 1;
+        }
+        return false;
+}
+
+static bool matches_cb(const char *selector, void *userdata)
+{
+        return gr_gpu_matches(userdata, selector);
+}
+
+bool gr_gpu_matches_list(const gr_gpu *g, const char *list)
+{
+        return !list || gr_gpu_list_each(list, matches_cb, (void *)g);
+}
