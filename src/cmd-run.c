@@ -3,7 +3,6 @@
  * is its child subreaper (orphans come back to it) and, where cgroup v2 is writable, puts it in
  * a leaf cgroup of its own that even setsid/double-fork escapees cannot leave. */
 #include <arpa/inet.h>
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -90,29 +89,14 @@ static void sample_gpus(struct run *r)
         size_t n = 0;
         if (gr_tree_list(NULL, getpid(), r->cgroup, NULL, 0, &t, &n) < 0)
                 return;
-        const char *dev = gr_dev_dir_default();
-        size_t dlen = strlen(dev);
         for (size_t i = 0; i < n; i++) {
-                char path[64], target[512];
-                snprintf(path, sizeof(path), "/proc/%d/fd", (int)t[i].pid);
-                int dfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-                if (dfd < 0)
+                gr_holding *h = NULL;
+                if (gr_proc_holding(NULL, NULL, t[i].pid, &h) < 0 || !h)
                         continue;
-                DIR *d = fdopendir(dfd);
-                struct dirent *de;
-                while (d && (de = readdir(d))) {
-                        ssize_t k = readlinkat(dfd, de->d_name, target, sizeof(target) - 1);
-                        if (k <= 0)
-                                continue;
-                        target[k] = '\0';
-                        unsigned minor;
-                        if (gr_classify_device_path(dev, dlen, target, &minor) == GR_DEV_GPU && minor < 64)
-                                r->gpu_minors |= 1ULL << minor;
-                }
-                if (d)
-                        closedir(d);
-                else
-                        close(dfd);
+                for (unsigned k = 0; k < h->n_gpus; k++)
+                        if (h->gpus[k].minor < 64)
+                                r->gpu_minors |= 1ULL << h->gpus[k].minor;
+                free(h);
         }
         free(t);
 }

@@ -136,6 +136,10 @@ int gr_proc_load_details(const gr_proc_options *opts, gr_process *p);
 gr_process *gr_proc_table_find(const gr_proc_table *t, pid_t pid);
 void gr_proc_table_free(gr_proc_table *t);
 
+/* The NVIDIA device files one process holds (fds only: no maps, no details); 0 with *ret NULL
+ * when it holds none, -errno when its fd directory cannot be read */
+int gr_proc_holding(const char *proc_root, const char *dev_dir, pid_t pid, gr_holding **ret);
+
 /* Identity check before acting: does pid still name the process that started at start_time? */
 int gr_proc_same_process(const char *proc_root, pid_t pid, uint64_t start_time);
 

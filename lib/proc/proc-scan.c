@@ -511,6 +511,24 @@ void gr_proc_table_free(gr_proc_table *t)
         free(t);
 }
 
+int gr_proc_holding(const char *proc_root, const char *dev_dir, pid_t pid, gr_holding **ret)
+{
+        const char *devdir = dev_dir ? dev_dir : gr_dev_dir_default();
+        size_t devdir_len = strlen(devdir);
+        while (devdir_len > 1 && devdir[devdir_len - 1] == '/')
+                devdir_len--;
+        int fd = open_pid_dir(proc_root ? proc_root : gr_proc_root_default(), pid);
+        if (fd < 0)
+                return fd;
+        gr_holding *h = NULL;
+        int r = scan_fds(fd, devdir, devdir_len, &h);
+        close(fd);
+        if (r < 0)
+                return r;
+        *ret = h;
+        return 0;
+}
+
 int gr_proc_same_process(const char *proc_root, pid_t pid, uint64_t start_time)
 {
         int fd = open_pid_dir(proc_root ? proc_root : gr_proc_root_default(), pid);
