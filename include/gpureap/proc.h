@@ -24,6 +24,8 @@ typedef struct gr_stat {
         char comm[GR_COMM_MAX];
         char state;
         pid_t ppid, pgrp, session;
+        int tty_nr;          /* controlling terminal (field 7), 0 none */
+        pid_t tpgid;         /* foreground process group of that terminal (field 8), -1 none */
         uint64_t start_time; /* clock ticks after boot (field 22) */
         uint64_t cpu_ticks;  /* utime + stime (fields 14 and 15) */
 } gr_stat;
@@ -36,6 +38,8 @@ typedef struct gr_status {
         bool has_uid;
         pid_t nspid[GR_NSPID_MAX]; /* outermost first, as the kernel lists them */
         unsigned n_nspid;
+        uint64_t sig_ignored;      /* SigIgn: bit n-1 for signal n */
+        bool has_sig_ignored;
 } gr_status;
 
 int gr_parse_status(const char *buf, size_t len, gr_status *ret);
@@ -71,8 +75,40 @@ int gr_cgroup_slurm_job(const char *cgroup, char *ret, size_t size);
 /* The PID in GPUREAP_RUN_PID=N among NUL-separated environment strings, or 0 */
 pid_t gr_parse_environ_run_pid(const char *buf, size_t len);
 
+/* The few environment variables the diagnosis reads (worker markers and supervisors); nothing
+ * else of a process's environment is ever kept */
+typedef struct gr_env_marks {
+        pid_t run_pid;                 /* GPUREAP_RUN_PID, 0 none */
+        char torchelastic_run_id[64];  /* TORCHELASTIC_RUN_ID, "" none */
+        int local_rank, rank, group_rank; /* LOCAL_RANK, RANK, GROUP_RANK; -1 none */
+        char slurm_job_id[24];         /* SLURM_JOB_ID, "" none */
+} gr_env_marks;
+
+void gr_parse_environ_marks(const char *buf, size_t len, gr_env_marks *ret);
+
 /* One line of /proc/PID/net/tcp or tcp6: true for a listening socket, with its port and inode */
 bool gr_parse_tcp_listen(const char *line, size_t len, unsigned *ret_port, uint64_t *ret_inode);
+
+#define GR_TCP_ESTABLISHED 0x01
+#define GR_TCP_LISTEN 0x0A
+/* Any socket line: its state, local port and inode */
+bool gr_parse_tcp_socket(const char *line, size_t len, unsigned *ret_state, unsigned *ret_port,
+                         uint64_t *ret_inode);
+
+/* Who manages a cgroup, from its path as the managers lay it out */
+typedef enum gr_cgroup_kind {
+        GR_CG_NONE,
+        GR_CG_SERVICE,    /* systemd service: .../NAME.service (not user@N.service) */
+        GR_CG_SLURM,      /* a Slurm job: .../job_N/... */
+        GR_CG_POD,        /* a Kubernetes pod: kubepods...pod<UID>... */
+        GR_CG_CONTAINER,  /* a container: docker-<id>.scope, /docker/<id>, cri-containerd-, crio-, libpod- */
+        GR_CG_SESSION,    /* a login session: session-N.scope */
+        GR_CG_RUN,        /* a 'gpureap run' leaf: gpureap-run-PID */
+} gr_cgroup_kind;
+
+/* The manager of a cgroup path and its name (unit, job id, pod UID, container id, run PID) */
+gr_cgroup_kind gr_cgroup_manager(const char *cgroup, char *ret_name, size_t size);
+const char *gr_cgroup_kind_name(gr_cgroup_kind k);
 
 /* ---- the scan ---- */
 
@@ -88,13 +124,24 @@ typedef struct gr_holding {
                 unsigned n_fds;
         } gpus[GR_HOLD_GPUS_MAX];
         bool gpus_truncated;
-        unsigned n_listen;       /* TCP ports it listens on (a leftover still holding :8000) */
-        uint16_t listen_ports[8];
 } gr_holding;
+
+/* Its TCP sockets, as its network namespace's tables show them */
+#define GR_LISTEN_MAX 8
+typedef struct gr_net {
+        unsigned n_listen;       /* ports it listens on (a leftover may still hold :8000) */
+        uint16_t listen_ports[GR_LISTEN_MAX];
+        uint64_t listen_inodes[GR_LISTEN_MAX]; /* shared by processes that inherited the socket */
+        unsigned n_serving;      /* established connections on one of its listening ports */
+        unsigned n_established;  /* all established connections */
+        bool truncated;          /* more sockets than were matched */
+} gr_net;
 
 typedef struct gr_process {
         pid_t pid, ppid, pgrp, session;
         char state;              /* R S D T t Z X I ... as in stat */
+        int tty_nr;              /* controlling terminal, 0 none */
+        pid_t tpgid;             /* its terminal's foreground process group, -1 none */
         uint64_t start_time;     /* clock ticks after boot: PID + start time names a process */
         char comm[GR_COMM_MAX];
         /* details: read for holders and for PIDs asked for (context owners) */
@@ -106,7 +153,11 @@ typedef struct gr_process {
         char *cmdline;           /* NULL when unreadable (kernel thread, gone) */
         char *cgroup;
         pid_t run_pid;           /* the 'gpureap run' that started it (GPUREAP_RUN_PID), 0 none */
+        uint64_t sig_ignored;    /* signals it ignores (bit n-1: signal n), from status */
+        bool env_read;           /* its environment could be read (own process, or root) */
+        gr_env_marks env;
         gr_holding *hold;        /* NULL unless it holds an NVIDIA device file */
+        gr_net *net;             /* read for holders and the roots of their lineage; NULL unread */
 } gr_process;
 
 typedef struct gr_proc_table {
@@ -131,8 +182,11 @@ const char *gr_proc_root_default(void);
 const char *gr_dev_dir_default(void);
 
 int gr_proc_scan(const gr_proc_options *opts, gr_proc_table **ret);
-/* Read status, cmdline and cgroup of one process of the table (no-op when already read). */
+/* Read status, cmdline, cgroup and environment marks of one process of the table (no-op when
+ * already read). */
 int gr_proc_load_details(const gr_proc_options *opts, gr_process *p);
+/* Read its TCP sockets (no-op when already read) */
+int gr_proc_load_net(const gr_proc_options *opts, gr_process *p);
 gr_process *gr_proc_table_find(const gr_proc_table *t, pid_t pid);
 void gr_proc_table_free(gr_proc_table *t);
 
@@ -140,7 +194,30 @@ void gr_proc_table_free(gr_proc_table *t);
  * when it holds none, -errno when its fd directory cannot be read */
 int gr_proc_holding(const char *proc_root, const char *dev_dir, pid_t pid, gr_holding **ret);
 
-/* Identity check before acting: does pid still name the process that started at start_time? */
+/* Identity check before acting: does pid still name the process that started at start_time?
+ * 1 yes, 0 no (another process, or none), -errno when it could not be read */
 int gr_proc_same_process(const char *proc_root, pid_t pid, uint64_t start_time);
+
+/* ---- one process, pinned (lib/proc/pidref.c) ---- */
+
+typedef struct gr_pidref {
+        pid_t pid;
+        uint64_t start_time;
+        int fd;                  /* pidfd; -1 without one: /proc is checked before each signal */
+        bool check_uid;
+        uid_t want_uid;
+} gr_pidref;
+
+/* Pin the process that has this PID and check that it is still the one planned (its start
+ * time, and its owner when want_uid is given). 0: pinned; -ESRCH: gone; -ESTALE: the PID names
+ * another process now, or its owner changed; -EMFILE and other -errno: an error, nothing pinned.
+ * use_fd false: no pidfd is taken (to spare file descriptors). */
+int gr_pidref_pin(gr_pidref *ret, const char *proc_root, pid_t pid, uint64_t start_time,
+                  const uid_t *want_uid, bool use_fd);
+/* 0, or -ESRCH when it is gone (or its PID names another process), -EPERM, ... */
+int gr_pidref_kill(gr_pidref *r, const char *proc_root, int sig);
+/* Has it ended (a zombie counts), or does its PID name another process? */
+bool gr_pidref_gone(const gr_pidref *r, const char *proc_root);
+void gr_pidref_done(gr_pidref *r);
 
 #endif

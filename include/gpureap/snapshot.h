@@ -6,6 +6,16 @@
 #include "gpureap/gpu.h"
 #include "gpureap/proc.h"
 
+/* Whose PIDs the /proc of the snapshot shows. The driver reports host PIDs: in a container's
+ * PID namespace (no hostPID) they name nothing local, so a missing PID is not a dead one. */
+typedef enum gr_pidns {
+        GR_PIDNS_UNKNOWN,         /* could not tell (a recorded tree, or not allowed to look) */
+        GR_PIDNS_HOST,            /* the initial PID namespace */
+        GR_PIDNS_OTHER,           /* a container's */
+} gr_pidns;
+
+#define GR_PIDNS_INIT_INO 0xEFFFFFFCULL /* PROC_PID_INIT_INO: fixed since Linux 3.8 */
+
 typedef struct gr_snapshot {
         uint64_t taken_at_ms;     /* wall clock, ms since the epoch */
         char hostname[256];
@@ -17,6 +27,10 @@ typedef struct gr_snapshot {
         int proc_error;           /* -errno */
         bool procs_partial;       /* a recorded table without lineage (schema 1): a PID that is
                                      missing may have been alive, so it is not taken as dead */
+        uid_t uid;                /* who took it: root sees every process's files */
+        gr_pidns pidns;
+        bool hidepid;             /* /proc hides other users' processes from this (non-root) view */
+        bool replayed;            /* loaded from a recording, not taken here */
 } gr_snapshot;
 
 typedef struct gr_snapshot_options {
@@ -30,10 +44,12 @@ void gr_snapshot_free(gr_snapshot *s);
 typedef enum gr_owner_state {
         GR_OWNER_ALIVE,
         GR_OWNER_ZOMBIE,          /* state Z or X: it has already released what it held */
-        GR_OWNER_NOT_FOUND,       /* dead, or in a PID namespace this /proc does not show */
+        GR_OWNER_NOT_FOUND,       /* dead */
+        GR_OWNER_UNMAPPED,        /* not visible here (a container's PID namespace, hidepid): maybe alive */
 } gr_owner_state;
 
 const char *gr_owner_state_name(gr_owner_state s);
+const char *gr_pidns_name(gr_pidns ns);
 gr_owner_state gr_snapshot_owner_state(const gr_snapshot *s, pid_t pid);
 
 /* Number of fds the process holds on the GPU with this minor number (0 when none). */

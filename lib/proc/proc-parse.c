@@ -90,11 +90,20 @@ int gr_parse_stat(const char *buf, size_t len, gr_stat *ret)
         st.ppid = (pid_t)fields[0];
         st.pgrp = (pid_t)fields[1];
         st.session = (pid_t)fields[2];
+        st.tty_nr = fields[3] >= INT32_MIN && fields[3] <= INT32_MAX ? (int)fields[3] : 0;
+        st.tpgid = fields[4] > 0 && fields[4] <= INT32_MAX ? (pid_t)fields[4] : -1;
         st.start_time = (uint64_t)fields[18];
         if (fields[10] >= 0 && fields[11] >= 0)
                 st.cpu_ticks = (uint64_t)fields[10] + (uint64_t)fields[11];
         *ret = st;
         return 0;
+}
+
+static unsigned hex_digit(char c)
+{
+        return (c >= '0' && c <= '9') ? (unsigned)(c - '0') :
+               (c >= 'A' && c <= 'F') ? (unsigned)(c - 'A' + 10) :
+               (c >= 'a' && c <= 'f') ? (unsigned)(c - 'a' + 10) : 99;
 }
 
 static bool line_has_key(const char *line, size_t len, const char *key, const char **ret_value)
@@ -127,6 +136,18 @@ int gr_parse_status(const char *buf, size_t len, gr_status *ret)
                         if (c > s && field_to_i64(s, (size_t)(c - s), &x) == 0 && x <= UINT32_MAX) {
                                 st.uid = (uid_t)x;
                                 st.has_uid = true;
+                        }
+                } else if (line_has_key(p, llen, "SigIgn:", &v)) {
+                        const char *c = v;
+                        while (c < le && (*c == ' ' || *c == '\t'))
+                                c++;
+                        uint64_t mask = 0;
+                        unsigned digits = 0;
+                        for (; c < le && hex_digit(*c) <= 15 && digits < 16; c++, digits++)
+                                mask = mask << 4 | hex_digit(*c);
+                        if (digits > 0) {
+                                st.sig_ignored = mask;
+                                st.has_sig_ignored = true;
                         }
                 } else if (line_has_key(p, llen, "NSpid:", &v)) {
                         const char *c = v;
@@ -295,7 +316,8 @@ int gr_cgroup_slurm_job(const char *cgroup, char *ret, size_t size)
         return 0;
 }
 
-bool gr_parse_tcp_listen(const char *line, size_t len, unsigned *ret_port, uint64_t *ret_inode)
+bool gr_parse_tcp_socket(const char *line, size_t len, unsigned *ret_state, unsigned *ret_port,
+                         uint64_t *ret_inode)
 {
         const char *p = line, *end = line + len;
         size_t flen;
@@ -307,17 +329,15 @@ bool gr_parse_tcp_listen(const char *line, size_t len, unsigned *ret_port, uint6
                         return false;
                 fl[i] = flen;
         }
-        /* f[1] local address "IP:PORT" in hex, f[3] state (0A = LISTEN), f[9] inode */
-        if (fl[3] != 2 || f[3][0] != '0' || f[3][1] != 'A')
+        /* f[1] local address "IP:PORT" in hex, f[3] state, f[9] inode */
+        if (fl[3] != 2 || hex_digit(f[3][0]) > 15 || hex_digit(f[3][1]) > 15)
                 return false;
         const char *colon = memchr(f[1], ':', fl[1]);
         if (!colon || (size_t)(f[1] + fl[1] - colon - 1) != 4)
                 return false;
         unsigned port = 0;
         for (const char *c = colon + 1; c < f[1] + fl[1]; c++) {
-                unsigned v = (*c >= '0' && *c <= '9') ? (unsigned)(*c - '0') :
-                             (*c >= 'A' && *c <= 'F') ? (unsigned)(*c - 'A' + 10) :
-                             (*c >= 'a' && *c <= 'f') ? (unsigned)(*c - 'a' + 10) : 99;
+                unsigned v = hex_digit(*c);
                 if (v > 15)
                         return false;
                 port = port * 16 + v;
@@ -325,8 +345,20 @@ bool gr_parse_tcp_listen(const char *line, size_t len, unsigned *ret_port, uint6
         int64_t inode;
         if (field_to_i64(f[9], fl[9], &inode) < 0 || inode <= 0)
                 return false;
+        *ret_state = hex_digit(f[3][0]) * 16 + hex_digit(f[3][1]);
         *ret_port = port;
         *ret_inode = (uint64_t)inode;
+        return true;
+}
+
+bool gr_parse_tcp_listen(const char *line, size_t len, unsigned *ret_port, uint64_t *ret_inode)
+{
+        unsigned state, port;
+        uint64_t inode;
+        if (!gr_parse_tcp_socket(line, len, &state, &port, &inode) || state != GR_TCP_LISTEN)
+                return false;
+        *ret_port = port;
+        *ret_inode = inode;
         return true;
 }
 
@@ -347,4 +379,169 @@ pid_t gr_parse_environ_run_pid(const char *buf, size_t len)
                 p = e + 1;
         }
         return 0;
+}
+
+/* value of KEY=VALUE if the NUL-terminated string [p, e) starts with key, else NULL */
+static const char *env_value(const char *p, const char *e, const char *key, size_t *ret_len)
+{
+        size_t k = strlen(key);
+        if ((size_t)(e - p) <= k || memcmp(p, key, k) != 0 || p[k] != '=')
+                return NULL;
+        *ret_len = (size_t)(e - p) - k - 1;
+        return p + k + 1;
+}
+
+static void env_copy(const char *v, size_t n, char *dst, size_t size)
+{
+        /* only printable ASCII is kept: these are ids, never prose */
+        size_t o = 0;
+        for (size_t i = 0; i < n && o + 1 < size; i++)
+                dst[o++] = v[i] > 0x20 && v[i] < 0x7f ? v[i] : '?';
+        dst[o] = '\0';
+}
+
+static int env_int(const char *v, size_t n)
+{
+        int64_t x;
+        return field_to_i64(v, n, &x) == 0 && x >= 0 && x < INT32_MAX ? (int)x : -1;
+}
+
+void gr_parse_environ_marks(const char *buf, size_t len, gr_env_marks *ret)
+{
+        gr_env_marks m = { .local_rank = -1, .rank = -1, .group_rank = -1 };
+        const char *p = buf, *end = buf + len;
+        while (p < end) {
+                const char *z = memchr(p, '\0', (size_t)(end - p));
+                const char *e = z ? z : end;
+                const char *v;
+                size_t n;
+                int64_t x;
+                if ((v = env_value(p, e, "GPUREAP_RUN_PID", &n))) {
+                        if (field_to_i64(v, n, &x) == 0 && x > 0 && x <= GR_PROC_PID_MAX)
+                                m.run_pid = (pid_t)x;
+                } else if ((v = env_value(p, e, "TORCHELASTIC_RUN_ID", &n))) {
+                        env_copy(v, n, m.torchelastic_run_id, sizeof(m.torchelastic_run_id));
+                        if (!m.torchelastic_run_id[0]) /* set but empty: still a marker */
+                                gr_strlcpy(m.torchelastic_run_id, "?", sizeof(m.torchelastic_run_id));
+                } else if ((v = env_value(p, e, "LOCAL_RANK", &n))) {
+                        m.local_rank = env_int(v, n);
+                } else if ((v = env_value(p, e, "RANK", &n))) {
+                        m.rank = env_int(v, n);
+                } else if ((v = env_value(p, e, "GROUP_RANK", &n))) {
+                        m.group_rank = env_int(v, n);
+                } else if ((v = env_value(p, e, "SLURM_JOB_ID", &n))) {
+                        env_copy(v, n, m.slurm_job_id, sizeof(m.slurm_job_id));
+                }
+                p = e + 1;
+        }
+        *ret = m;
+}
+
+const char *gr_cgroup_kind_name(gr_cgroup_kind k)
+{
+        static const char *const n[] = { "none", "systemd_service", "slurm_job", "kubernetes_pod",
+                                         "container", "session", "gpureap_run" };
+        return (unsigned)k < GR_ELEMENTSOF(n) ? n[k] : "none";
+}
+
+static bool has_suffix(const char *s, size_t n, const char *suffix)
+{
+        size_t k = strlen(suffix);
+        return n >= k && memcmp(s + n - k, suffix, k) == 0;
+}
+
+static bool has_prefix(const char *s, size_t n, const char *prefix)
+{
+        size_t k = strlen(prefix);
+        return n >= k && memcmp(s, prefix, k) == 0;
+}
+
+static void name_copy(const char *s, size_t n, char *ret, size_t size)
+{
+        if (size == 0)
+                return;
+        if (n >= size)
+                n = size - 1;
+        memcpy(ret, s, n);
+        ret[n] = '\0';
+}
+
+/* A pod's UID in one path component: "kubepods-besteffort-pod<uid>.slice" (systemd driver,
+ * '-' written as '_') or "pod<uid>" (cgroupfs driver) */
+static bool pod_uid(const char *c, size_t n, char *ret, size_t size)
+{
+        const char *k = NULL;
+        for (size_t i = 0; i + 3 <= n; i++)
+                if (memcmp(c + i, "pod", 3) == 0 && (i == 0 || c[i - 1] == '-')) {
+                        k = c + i + 3;
+                        break;
+                }
+        if (!k)
+                return false;
+        size_t m = (size_t)(c + n - k);
+        if (has_suffix(k, m, ".slice"))
+                m -= 6;
+        if (m < 8)
+                return false;
+        for (size_t i = 0; i < m; i++)
+                if (!is_hex(k[i]) && k[i] != '-' && k[i] != '_')
+                        return false;
+        name_copy(k, m, ret, size);
+        for (char *x = ret; *x; x++)
+                if (*x == '_')
+                        *x = '-';
+        return true;
+}
+
+gr_cgroup_kind gr_cgroup_manager(const char *cgroup, char *ret_name, size_t size)
+{
+        gr_cgroup_kind kind = GR_CG_NONE;
+        char name[128] = "";
+        bool in_kubepods = false;
+        const char *p = cgroup;
+        /* components from the top: the innermost manager that is not a session wins, except
+         * that a pod wins over the container scopes inside it */
+        while (p && *p) {
+                while (*p == '/')
+                        p++;
+                const char *e = strchr(p, '/');
+                size_t n = e ? (size_t)(e - p) : strlen(p);
+                if (n == 0)
+                        break;
+                char tmp[128];
+                if (has_prefix(p, n, "kubepods"))
+                        in_kubepods = true;
+                if (in_kubepods && kind != GR_CG_POD && pod_uid(p, n, tmp, sizeof(tmp))) {
+                        kind = GR_CG_POD;
+                        gr_strlcpy(name, tmp, sizeof(name));
+                } else if (has_prefix(p, n, "gpureap-run-")) {
+                        kind = GR_CG_RUN;
+                        name_copy(p + 12, n - 12, name, sizeof(name));
+                } else if (has_prefix(p, n, "job_") && n > 4 && kind != GR_CG_POD) {
+                        size_t d = 4;
+                        while (d < n && p[d] >= '0' && p[d] <= '9')
+                                d++;
+                        if (d == n) {
+                                kind = GR_CG_SLURM;
+                                name_copy(p + 4, n - 4, name, sizeof(name));
+                        }
+                } else if (has_suffix(p, n, ".service") && !has_prefix(p, n, "user@") &&
+                           kind != GR_CG_POD && kind != GR_CG_SLURM) {
+                        kind = GR_CG_SERVICE;
+                        name_copy(p, n, name, sizeof(name));
+                } else if (has_prefix(p, n, "session-") && has_suffix(p, n, ".scope") && kind == GR_CG_NONE) {
+                        kind = GR_CG_SESSION;
+                        name_copy(p, n, name, sizeof(name));
+                }
+                if (!e)
+                        break;
+                p = e;
+        }
+        if (kind != GR_CG_POD && gr_cgroup_container_id(cgroup, name, sizeof(name)) == 0)
+                kind = GR_CG_CONTAINER;
+        if (kind == GR_CG_CONTAINER && in_kubepods)
+                kind = GR_CG_POD; /* a pod whose UID component was not recognised */
+        if (ret_name && size > 0)
+                gr_strlcpy(ret_name, kind == GR_CG_NONE ? "" : name, size);
+        return kind;
 }

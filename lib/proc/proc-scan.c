@@ -66,43 +66,94 @@ static void holding_add_gpu(gr_holding *h, unsigned minor)
         h->n_gpus++;
 }
 
-struct listen_scan {
-        const uint64_t *socks;
-        unsigned n_socks;
-        gr_holding *h;
+#define SOCKS_MAX 256 /* sockets matched per process; a server with more is marked truncated */
+
+struct sock_list {
+        uint64_t inodes[SOCKS_MAX];
+        unsigned n;
+        bool truncated;
 };
 
-static int listen_line(const char *line, size_t len, void *userdata)
+static int cmp_u64(const void *a, const void *b)
 {
-        struct listen_scan *ls = userdata;
-        unsigned port;
+        uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+        return (x > y) - (x < y);
+}
+
+struct net_scan {
+        const struct sock_list *socks;
+        gr_net *net;
+        uint16_t established_ports[64];  /* local ports of its established sockets */
+        unsigned n_established_ports;
+};
+
+static int net_line(const char *line, size_t len, void *userdata)
+{
+        struct net_scan *ns = userdata;
+        unsigned state, port;
         uint64_t inode;
-        if (!gr_parse_tcp_listen(line, len, &port, &inode))
+        if (!gr_parse_tcp_socket(line, len, &state, &port, &inode))
                 return 0;
-        for (unsigned i = 0; i < ls->n_socks; i++) {
-                if (ls->socks[i] != inode)
-                        continue;
-                gr_holding *h = ls->h;
-                for (unsigned k = 0; k < h->n_listen; k++)
-                        if (h->listen_ports[k] == port)
-                                return 0;
-                if (h->n_listen < GR_ELEMENTSOF(h->listen_ports))
-                        h->listen_ports[h->n_listen++] = (uint16_t)port;
+        if (!bsearch(&inode, ns->socks->inodes, ns->socks->n, sizeof(uint64_t), cmp_u64))
+                return 0;
+        gr_net *n = ns->net;
+        if (state == GR_TCP_LISTEN) {
+                for (unsigned k = 0; k < n->n_listen; k++)
+                        if (n->listen_ports[k] == port)
+                                return 0; /* the same port on IPv4 and IPv6 */
+                if (n->n_listen < GR_LISTEN_MAX) {
+                        n->listen_inodes[n->n_listen] = inode;
+                        n->listen_ports[n->n_listen++] = (uint16_t)port;
+                } else {
+                        n->truncated = true;
+                }
+        } else if (state == GR_TCP_ESTABLISHED) {
+                n->n_established++;
+                if (ns->n_established_ports < GR_ELEMENTSOF(ns->established_ports))
+                        ns->established_ports[ns->n_established_ports++] = (uint16_t)port;
         }
         return 0;
 }
 
-/* The TCP ports a holder listens on, from its own network namespace's tables */
-static void read_listen_ports(int piddir, const uint64_t *socks, unsigned n_socks, gr_holding *h)
+/* The TCP sockets of a process, from its own network namespace's tables */
+static gr_net *read_net(int piddir, struct sock_list *socks)
 {
-        struct listen_scan ls = { socks, n_socks, h };
-        gr_read_lines_at(piddir, "net/tcp", listen_line, &ls);
-        gr_read_lines_at(piddir, "net/tcp6", listen_line, &ls);
+        gr_net *n = calloc(1, sizeof(*n));
+        if (!n)
+                return NULL;
+        n->truncated = socks->truncated;
+        if (socks->n == 0)
+                return n;
+        qsort(socks->inodes, socks->n, sizeof(uint64_t), cmp_u64);
+        struct net_scan ns = { .socks = socks, .net = n };
+        gr_read_lines_at(piddir, "net/tcp", net_line, &ns);
+        gr_read_lines_at(piddir, "net/tcp6", net_line, &ns);
+        /* connections accepted on a port it listens on: it is serving someone */
+        for (unsigned i = 0; i < ns.n_established_ports; i++)
+                for (unsigned k = 0; k < n->n_listen; k++)
+                        if (ns.established_ports[i] == n->listen_ports[k]) {
+                                n->n_serving++;
+                                break;
+                        }
+        return n;
+}
+
+static void note_socket(struct sock_list *socks, const char *target)
+{
+        uint64_t ino = 0;
+        for (const char *c = target + 8; *c >= '0' && *c <= '9'; c++)
+                ino = ino * 10 + (uint64_t)(*c - '0');
+        if (socks->n < SOCKS_MAX)
+                socks->inodes[socks->n++] = ino;
+        else
+                socks->truncated = true;
 }
 
 /* Walk /proc/PID/fd; returns 1 and a new holding when any NVIDIA device file is open, 0 when
- * none, -errno when the directory could not be read. */
-static int scan_fds(int piddir, const char *devdir, size_t devdir_len, gr_holding **ret)
+ * none, -errno when the directory could not be read. Socket inodes go to socks. With
+ * sockets_only, device files are not classified (a lineage root's sockets). */
+static int scan_fds(int piddir, const char *devdir, size_t devdir_len, gr_holding **ret,
+                    struct sock_list *socks)
 {
         int fdd = openat(piddir, "fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
         if (fdd < 0)
@@ -116,8 +167,6 @@ static int scan_fds(int piddir, const char *devdir, size_t devdir_len, gr_holdin
         gr_holding *h = NULL;
         struct dirent *de;
         char target[512];
-        uint64_t socks[32];
-        unsigned n_socks = 0;
         while ((de = readdir(d))) {
                 if (de->d_name[0] == '.')
                         continue;
@@ -125,13 +174,12 @@ static int scan_fds(int piddir, const char *devdir, size_t devdir_len, gr_holdin
                 if (n <= 0)
                         continue; /* closed between readdir and readlink */
                 target[n] = '\0';
-                if (n_socks < GR_ELEMENTSOF(socks) && strncmp(target, "socket:[", 8) == 0) {
-                        uint64_t ino = 0;
-                        for (const char *c = target + 8; *c >= '0' && *c <= '9'; c++)
-                                ino = ino * 10 + (uint64_t)(*c - '0');
-                        socks[n_socks++] = ino;
+                if (strncmp(target, "socket:[", 8) == 0) {
+                        note_socket(socks, target);
                         continue;
                 }
+                if (!ret)
+                        continue;
                 unsigned minor = 0;
                 gr_dev_kind k = gr_classify_device_path(devdir, devdir_len, target, &minor);
                 if (k == GR_DEV_NONE)
@@ -153,8 +201,6 @@ static int scan_fds(int piddir, const char *devdir, size_t devdir_len, gr_holdin
                 }
         }
         closedir(d);
-        if (h && n_socks > 0)
-                read_listen_ports(piddir, socks, n_socks, h);
         /* GPUs in minor order, whatever order readdir gave the fds in */
         for (unsigned i = 1; h && i < h->n_gpus; i++)
                 for (unsigned j = i; j > 0 && h->gpus[j - 1].minor > h->gpus[j].minor; j--) {
@@ -162,7 +208,8 @@ static int scan_fds(int piddir, const char *devdir, size_t devdir_len, gr_holdin
                         h->gpus[j] = h->gpus[j - 1];
                         h->gpus[j - 1] = tmp;
                 }
-        *ret = h;
+        if (ret)
+                *ret = h;
         return h ? 1 : 0;
 }
 
@@ -191,6 +238,7 @@ static int load_details_at(int piddir, gr_process *p)
         gr_parse_status(buf, len, &st);
         p->has_uid = st.has_uid;
         p->uid = st.uid;
+        p->sig_ignored = st.sig_ignored;
         memcpy(p->nspid, st.nspid, sizeof(p->nspid));
         p->n_nspid = st.n_nspid;
 
@@ -217,8 +265,13 @@ static int load_details_at(int piddir, gr_process *p)
          * whatever it left is a leftover even when it looks like a daemon */
         char env[32768];
         r = gr_read_file_at(piddir, "environ", env, sizeof(env), &len);
-        if (r == 0 || r == -EFBIG)
-                p->run_pid = gr_parse_environ_run_pid(env, len);
+        p->env_read = r == 0 || r == -EFBIG;
+        if (p->env_read) {
+                gr_parse_environ_marks(env, len, &p->env);
+                p->run_pid = p->env.run_pid;
+        } else {
+                p->env = (gr_env_marks){ .local_rank = -1, .rank = -1, .group_rank = -1 };
+        }
         p->has_details = true;
         return 0;
 }
@@ -243,6 +296,28 @@ int gr_proc_load_details(const gr_proc_options *opts, gr_process *p)
         if (fd < 0)
                 return fd;
         int r = load_details_at(fd, p);
+        close(fd);
+        return r;
+}
+
+int gr_proc_load_net(const gr_proc_options *opts, gr_process *p)
+{
+        if (p->net)
+                return 0;
+        int fd = open_pid_dir(opt_proc_root(opts), p->pid);
+        if (fd < 0)
+                return fd;
+        struct sock_list *socks = calloc(1, sizeof(*socks));
+        if (!socks) {
+                close(fd);
+                return -ENOMEM;
+        }
+        int r = scan_fds(fd, "", 0, NULL, socks);
+        if (r >= 0) {
+                p->net = read_net(fd, socks);
+                r = p->net ? 0 : -ENOMEM;
+        }
+        free(socks);
         close(fd);
         return r;
 }
@@ -297,7 +372,10 @@ static int scan_one(struct scan *sc, pid_t pid, gr_process *p, unsigned *unreada
                 return 1;
         }
         gr_holding *h = NULL;
-        q = scan_fds(piddir, sc->devdir, sc->devdir_len, &h);
+        struct sock_list socks;
+        socks.n = 0;
+        socks.truncated = false;
+        q = scan_fds(piddir, sc->devdir, sc->devdir_len, &h, &socks);
         if (q == -EACCES || q == -EPERM)
                 (*unreadable)++;
         else if (q == -ENOMEM) {
@@ -309,6 +387,8 @@ static int scan_one(struct scan *sc, pid_t pid, gr_process *p, unsigned *unreada
         p->pgrp = st.pgrp;
         p->session = st.session;
         p->state = st.state;
+        p->tty_nr = st.tty_nr;
+        p->tpgid = st.tpgid;
         p->start_time = st.start_time;
         memcpy(p->comm, st.comm, sizeof(p->comm));
         if (h) {
@@ -322,7 +402,8 @@ static int scan_one(struct scan *sc, pid_t pid, gr_process *p, unsigned *unreada
                         h->maps_read = true;
                 }
                 p->hold = h;
-                q = load_details_at(piddir, p);
+                p->net = read_net(piddir, &socks);
+                q = p->net ? load_details_at(piddir, p) : -ENOMEM;
                 if (q == -ENOMEM) {
                         close(piddir);
                         return q;
@@ -506,6 +587,7 @@ void gr_proc_table_free(gr_proc_table *t)
                 free(t->procs[i].cmdline);
                 free(t->procs[i].cgroup);
                 free(t->procs[i].hold);
+                free(t->procs[i].net);
         }
         free(t->procs);
         free(t);
@@ -521,7 +603,13 @@ int gr_proc_holding(const char *proc_root, const char *dev_dir, pid_t pid, gr_ho
         if (fd < 0)
                 return fd;
         gr_holding *h = NULL;
-        int r = scan_fds(fd, devdir, devdir_len, &h);
+        struct sock_list *socks = calloc(1, sizeof(*socks));
+        if (!socks) {
+                close(fd);
+                return -ENOMEM;
+        }
+        int r = scan_fds(fd, devdir, devdir_len, &h, socks);
+        free(socks);
         close(fd);
         if (r < 0)
                 return r;
@@ -532,6 +620,8 @@ int gr_proc_holding(const char *proc_root, const char *dev_dir, pid_t pid, gr_ho
 int gr_proc_same_process(const char *proc_root, pid_t pid, uint64_t start_time)
 {
         int fd = open_pid_dir(proc_root ? proc_root : gr_proc_root_default(), pid);
+        if (fd == -ESRCH)
+                return 0;
         if (fd < 0)
                 return fd;
         char buf[1024];
@@ -539,6 +629,8 @@ int gr_proc_same_process(const char *proc_root, pid_t pid, uint64_t start_time)
         gr_stat st;
         int r = gr_read_file_at(fd, "stat", buf, sizeof(buf), &len);
         close(fd);
+        if (r == -ESRCH)
+                return 0;
         if (r < 0)
                 return r;
         if (gr_parse_stat(buf, len, &st) < 0)

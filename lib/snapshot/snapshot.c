@@ -1,4 +1,6 @@
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/time.h>
@@ -6,6 +8,101 @@
 
 #include "gpureap/basic.h"
 #include "gpureap/snapshot.h"
+
+/* inode of a "pid:[N]" namespace link, 0 when unreadable */
+static uint64_t ns_inode(const char *proc_root, const char *pid)
+{
+        char path[1100], link[64];
+        snprintf(path, sizeof(path), "%s/%s/ns/pid", proc_root, pid);
+        ssize_t n = readlink(path, link, sizeof(link) - 1);
+        if (n <= 0)
+                return 0;
+        link[n] = '\0';
+        unsigned long long ino;
+        return sscanf(link, "pid:[%llu]", &ino) == 1 ? ino : 0;
+}
+
+/* The PID namespace the /proc mount shows (not ours: 'unshare --pid' without --mount-proc keeps
+ * the host's /proc). Its PID 1 names it; without the right to look at PID 1, our own namespace
+ * does when this /proc shows us with one PID only (the mount is of our namespace). */
+static gr_pidns detect_pidns(const char *proc_root)
+{
+        uint64_t ino = ns_inode(proc_root, "1");
+        if (ino)
+                return ino == GR_PIDNS_INIT_INO ? GR_PIDNS_HOST : GR_PIDNS_OTHER;
+        ino = ns_inode(proc_root, "self");
+        if (!ino)
+                return GR_PIDNS_UNKNOWN;
+        if (ino == GR_PIDNS_INIT_INO)
+                return GR_PIDNS_HOST;
+        char path[1100], buf[4096];
+        snprintf(path, sizeof(path), "%s/self", proc_root);
+        int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        size_t len = 0;
+        gr_status st;
+        int r = fd < 0 ? -errno : gr_read_file_at(fd, "status", buf, sizeof(buf), &len);
+        if (fd >= 0)
+                close(fd);
+        if ((r < 0 && r != -EFBIG) || gr_parse_status(buf, len, &st) < 0)
+                return GR_PIDNS_UNKNOWN;
+        return st.n_nspid == 1 ? GR_PIDNS_OTHER : GR_PIDNS_UNKNOWN;
+}
+
+/* Does this /proc hide other users' processes (hidepid=1/2, subset=pid) from a non-root view? */
+static bool detect_hidepid(const char *proc_root)
+{
+        if (geteuid() == 0)
+                return false;
+        char want[4096];
+        if (!realpath(proc_root, want))
+                return false;
+        FILE *f = fopen("/proc/self/mountinfo", "re");
+        if (!f)
+                return false;
+        char line[4096];
+        bool hidden = false;
+        while (fgets(line, sizeof(line), f)) {
+                /* ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTS [OPTIONAL...] - FSTYPE SOURCE SUPER */
+                char *dash = strstr(line, " - proc ");
+                char mp[4096];
+                if (!dash || sscanf(line, "%*s %*s %*s %*s %4095s", mp) != 1 || strcmp(mp, want) != 0)
+                        continue;
+                hidden = strstr(dash, "hidepid=1") || strstr(dash, "hidepid=2") ||
+                         strstr(dash, "hidepid=noaccess") || strstr(dash, "hidepid=invisible") ||
+                         strstr(dash, "subset=pid");
+        }
+        fclose(f);
+        return hidden;
+}
+
+/* The details of every holder's ancestors and of its group and session leaders: the diagnosis
+ * judges a holder by its lineage (docs/verdicts.md), and a recording must carry it */
+static void load_lineage(const gr_proc_options *po, gr_proc_table *t)
+{
+        for (size_t i = 0; i < t->n; i++) {
+                gr_process *p = &t->procs[i];
+                if (!p->hold)
+                        continue;
+                gr_process *q = p;
+                for (int depth = 0; q && q->pid > 1 && depth < 32; depth++) {
+                        gr_proc_load_details(po, q);
+                        if (q != p)
+                                gr_proc_load_net(po, q);
+                        q = gr_proc_table_find(t, q->ppid);
+                }
+                if (q && q->pid == 1)
+                        gr_proc_load_details(po, q); /* its comm and namespace: is it an init? */
+                gr_process *l = gr_proc_table_find(t, p->pgrp);
+                if (l)
+                        gr_proc_load_details(po, l);
+                l = gr_proc_table_find(t, p->session);
+                if (l)
+                        gr_proc_load_details(po, l);
+                l = p->run_pid > 0 ? gr_proc_table_find(t, p->run_pid) : NULL;
+                if (l)
+                        gr_proc_load_details(po, l);
+        }
+}
 
 int gr_snapshot_take(const gr_snapshot_options *opts, gr_snapshot **ret)
 {
@@ -18,6 +115,7 @@ int gr_snapshot_take(const gr_snapshot_options *opts, gr_snapshot **ret)
         if (gethostname(s->hostname, sizeof(s->hostname) - 1) < 0)
                 s->hostname[0] = '\0';
         s->self = getpid();
+        s->uid = getuid();
 
         gr_proc_options po = opts ? opts->proc : (gr_proc_options){ 0 };
         if (!po.proc_root)
@@ -45,6 +143,10 @@ int gr_snapshot_take(const gr_snapshot_options *opts, gr_snapshot **ret)
                 gr_snapshot_free(s);
                 return r;
         }
+        s->pidns = detect_pidns(po.proc_root);
+        s->hidepid = detect_hidepid(po.proc_root);
+        if (s->procs)
+                load_lineage(&po, s->procs);
         /* context owners that hold no device file themselves (ghosts' zombies, other
          * namespaces) still get their details read */
         for (unsigned i = 0; s->procs && i < s->gpu->n_gpus; i++) {
@@ -68,12 +170,23 @@ void gr_snapshot_free(gr_snapshot *s)
         free(s);
 }
 
+const char *gr_pidns_name(gr_pidns ns)
+{
+        switch (ns) {
+        case GR_PIDNS_HOST: return "host";
+        case GR_PIDNS_OTHER: return "other";
+        case GR_PIDNS_UNKNOWN: break;
+        }
+        return "unknown";
+}
+
 const char *gr_owner_state_name(gr_owner_state st)
 {
         switch (st) {
         case GR_OWNER_ALIVE: return "alive";
         case GR_OWNER_ZOMBIE: return "zombie";
         case GR_OWNER_NOT_FOUND: return "not_found";
+        case GR_OWNER_UNMAPPED: return "unmapped";
         }
         return "unknown";
 }
