@@ -10,13 +10,15 @@
 static void status_usage(FILE *f)
 {
         fprintf(f,
-                "usage: gpureap status [--json] [--gpu SEL[,SEL...]] [--nvml-timeout DURATION]\n"
+                "usage: gpureap status [--json] [--why] [--gpu SEL[,SEL...]] [--nvml-timeout DURATION]\n"
                 "                      [--replay FILE]\n"
                 "\n"
                 "For every GPU: is it clean, and if not, who holds it, why, and what to do next.\n"
                 "\n"
-                "  --json                 write facts, verdicts and findings as JSON\n"
+                "  --json                 write facts, verdicts, evidence and findings as JSON\n"
                 "                         (schema: docs/json-schema.md)\n"
+                "  --why, -v              every piece of evidence behind each holder's verdict\n"
+                "                         (docs/verdicts.md)\n"
                 "  --replay FILE          diagnose a snapshot recorded with --json instead of\n"
                 "                         this machine (for bug reports and tests)\n"
                 "  --gpu SEL              only these GPUs: index, UUID (or its first 8+ characters)\n"
@@ -42,8 +44,24 @@ int parse_duration_option(const char *v, uint64_t *ret, bool zero_ok)
         return 0;
 }
 
+/* Is every item of a comma-separated list non-empty? An empty selection must never mean "all"
+ * (a script's empty "$GPUS"). */
+bool list_items_ok(const char *value)
+{
+        if (!value[0])
+                return false;
+        for (const char *p = value; *p; p++)
+                if (*p == ',' && (p == value || p[1] == ',' || p[1] == '\0'))
+                        return false;
+        return true;
+}
+
 int gpu_option_append(char *list, size_t size, const char *value)
 {
+        if (!list_items_ok(value)) {
+                error_msg("invalid --gpu '%s': an empty GPU selector (give an index, a UUID prefix or a bus id)", value);
+                return -1;
+        }
         if (strlen(list) + strlen(value) + 2 >= size) {
                 error_msg("--gpu list is too long");
                 return -1;
@@ -77,13 +95,14 @@ int cmd_status(int argc, char **argv)
 {
         static const struct option opts[] = {
                 { "json", no_argument, NULL, 'j' },
+                { "why", no_argument, NULL, 'v' },
                 { "gpu", required_argument, NULL, 'g' },
                 { "nvml-timeout", required_argument, NULL, 't' },
                 { "replay", required_argument, NULL, 'r' },
                 { "help", no_argument, NULL, 'h' },
                 {},
         };
-        bool json = false;
+        bool json = false, why = false;
         const char *replay = NULL;
         char gpus[1024] = "";
         gr_snapshot_options so = { 0 };
@@ -92,10 +111,13 @@ int cmd_status(int argc, char **argv)
 
         optind = 1;
         int c;
-        while ((c = getopt_long(argc, argv, "+jg:t:r:h", opts, NULL)) != -1) {
+        while ((c = getopt_long(argc, argv, "+jvg:t:r:h", opts, NULL)) != -1) {
                 switch (c) {
                 case 'j':
                         json = true;
+                        break;
+                case 'v':
+                        why = true;
                         break;
                 case 'g':
                         if (gpu_option_append(gpus, sizeof(gpus), optarg) < 0)
@@ -137,7 +159,7 @@ int cmd_status(int argc, char **argv)
         if (s->gpu->status == GR_GPU_OK) {
                 char bad[128];
                 if (gpu_selection_unmatched(&sel, s->gpu, bad, sizeof(bad))) {
-                        error_msg("no GPU matches '%s' (this machine has %u)", bad, s->gpu->n_gpus);
+                        gpu_selection_error(&sel, s->gpu);
                         gr_snapshot_free(s);
                         return EXIT_USAGE;
                 }
@@ -155,7 +177,7 @@ int cmd_status(int argc, char **argv)
         } else {
                 const char *nc = getenv("NO_COLOR");
                 bool color = isatty(STDOUT_FILENO) && !(nc && *nc);
-                render_status_table(stdout, s, d, &sel, color);
+                render_status_table(stdout, s, d, &sel, (color ? RENDER_COLOR : 0) | (why ? RENDER_WHY : 0));
         }
         fflush(stdout);
 

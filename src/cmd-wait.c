@@ -160,7 +160,7 @@ int cmd_wait(int argc, char **argv)
                 error_msg("%s", s->gpu->error);
                 code = EXIT_DRIVER;
         } else if (gpu_selection_unmatched(&a.sel, s->gpu, bad, sizeof(bad))) {
-                error_msg("no GPU matches '%s' (this machine has %u)", bad, s->gpu->n_gpus);
+                gpu_selection_error(&a.sel, s->gpu);
                 code = EXIT_USAGE;
         } else if (met) {
                 code = EXIT_CLEAN;

@@ -16,19 +16,26 @@ enum {
         EXIT_DRIVER = 3,      /* GPU or driver failure, or the driver did not answer in time */
 };
 
-#define JSON_SCHEMA_VERSION 2
+#define JSON_SCHEMA_VERSION 3
 
 struct gpu_selection {
         const char *list;     /* --gpu value, comma separated; NULL for all */
 };
 
 bool gpu_selected(const struct gpu_selection *sel, const gr_gpu *g);
-/* An unknown selector: returns it, or NULL when every selector names a GPU */
+/* An unknown or ambiguous selector: returns it (why in *ret_ambiguous), or NULL when every
+ * selector names exactly one GPU */
 const char *gpu_selection_unmatched(const struct gpu_selection *sel, const gr_gpu_report *rep,
                                     char *buf, size_t size);
+/* The one-line error for it (exit 2) */
+void gpu_selection_error(const struct gpu_selection *sel, const gr_gpu_report *rep);
 
+enum {
+        RENDER_COLOR = 1 << 0, /* ANSI colours (a terminal, no NO_COLOR) */
+        RENDER_WHY = 1 << 1,   /* every piece of evidence under each holder */
+};
 int render_status_table(FILE *f, const gr_snapshot *s, const gr_diagnosis *d,
-                        const struct gpu_selection *sel, bool color);
+                        const struct gpu_selection *sel, unsigned flags);
 int render_status_json(FILE *f, const gr_snapshot *s, const gr_diagnosis *d,
                        const struct gpu_selection *sel);
 /* A snapshot recorded with 'gpureap status --json' (schema 1 or 2), for --replay */
@@ -55,9 +62,15 @@ int wait_until(const struct wait_spec *w, wait_cond_fn cond, void *userdata, gr_
 /* options shared by the commands (src/cmd-status.c) */
 int parse_duration_option(const char *v, uint64_t *ret, bool zero_ok);
 int gpu_option_append(char *list, size_t size, const char *value); /* --gpu, repeatable */
+bool list_items_ok(const char *value);     /* no empty item in a comma-separated list */
 int nvml_timeout_from_env(uint64_t *ret);                          /* $GPUREAP_NVML_TIMEOUT */
 int no_stray_arguments(int argc, char **argv, const char *cmd);    /* after getopt */
 
 void error_msg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* src/safety.c: gpureap, its helpers and ancestors, never signalled */
+struct gr_plan_options;
+int self_plan_options(struct gr_plan_options *po);
+void self_plan_options_release(struct gr_plan_options *po);
 
 #endif

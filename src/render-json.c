@@ -34,26 +34,80 @@ static const char *driver_status_name(gr_gpu_status st)
         return "unknown";
 }
 
+static json_object *evidence_json(const gr_evidence_list *ev, pid_t pid)
+{
+        json_object *a = json_object_new_array();
+        for (unsigned i = 0; i < ev->n; i++) {
+                json_object *e = json_object_new_object();
+                if (pid > 0)
+                        add(e, "pid", json_object_new_int(pid));
+                add(e, "key", json_object_new_string(gr_evidence_key_name(ev->items[i].key)));
+                add(e, "value", json_object_new_string(ev->items[i].value));
+                add(e, "lean", json_object_new_string(gr_lean_name(ev->items[i].lean)));
+                json_object_array_add(a, e);
+        }
+        return a;
+}
+
 static json_object *verdict_json(const gr_holder_verdict *v)
 {
         if (!v)
                 return NULL;
         json_object *o = json_object_new_object();
         add(o, "role", json_object_new_string(gr_role_name(v->role)));
+        add(o, "judgement", json_object_new_string(gr_judgement_name(v->judgement)));
+        add(o, "confidence", json_object_new_string(gr_confidence_name(v->confidence)));
+        add(o, "reason", j_str(v->reason));
+        add(o, "evidence", evidence_json(&v->evidence, 0));
         json_object *c = json_object_new_array();
         static const struct { unsigned bit; const char *name; } conds[] = {
-                { GR_COND_ORPHAN, "orphan" }, { GR_COND_ZOMBIE, "zombie" },
-                { GR_COND_STOPPED, "stopped" }, { GR_COND_UNINTERRUPTIBLE, "uninterruptible" },
-                { GR_COND_OTHER_NS, "other_namespace" }, { GR_COND_OTHER_USER, "other_user" },
-                { GR_COND_LISTENING, "listening" },
+                { GR_COND_ZOMBIE, "zombie" }, { GR_COND_STOPPED, "stopped" },
+                { GR_COND_UNINTERRUPTIBLE, "uninterruptible" }, { GR_COND_OTHER_NS, "other_namespace" },
+                { GR_COND_OTHER_USER, "other_user" }, { GR_COND_LISTENING, "listening" },
         };
         for (size_t i = 0; i < GR_ELEMENTSOF(conds); i++)
                 if (v->conditions & conds[i].bit)
                         json_object_array_add(c, json_object_new_string(conds[i].name));
         add(o, "conditions", c);
-        add(o, "launcher", json_object_new_int(v->launcher));
+        char job[96];
+        add(o, "job", json_object_new_string(gr_job_text(&v->job, job, sizeof(job))));
+        add(o, "root", json_object_new_int(v->root));
+        add(o, "launcher", v->launcher > 0 ? json_object_new_int(v->launcher) : NULL);
         add(o, "launcher_alive", json_object_new_boolean(v->launcher_alive));
         add(o, "ghost", v->ghost ? json_object_new_int(v->ghost) : NULL);
+        return o;
+}
+
+static json_object *env_json(const gr_process *p)
+{
+        if (!p->has_details || !p->env_read)
+                return NULL;
+        json_object *e = json_object_new_object();
+        const gr_env_marks *m = &p->env;
+        add(e, "GPUREAP_RUN_PID", m->run_pid ? json_object_new_int(m->run_pid) : NULL);
+        add(e, "TORCHELASTIC_RUN_ID", j_str(m->torchelastic_run_id));
+        add(e, "LOCAL_RANK", m->local_rank >= 0 ? json_object_new_int(m->local_rank) : NULL);
+        add(e, "RANK", m->rank >= 0 ? json_object_new_int(m->rank) : NULL);
+        add(e, "GROUP_RANK", m->group_rank >= 0 ? json_object_new_int(m->group_rank) : NULL);
+        add(e, "SLURM_JOB_ID", j_str(m->slurm_job_id));
+        return e;
+}
+
+static json_object *net_json(const gr_net *n)
+{
+        if (!n)
+                return NULL;
+        json_object *o = json_object_new_object();
+        json_object *ports = json_object_new_array(), *inodes = json_object_new_array();
+        for (unsigned i = 0; i < n->n_listen; i++) {
+                json_object_array_add(ports, json_object_new_int(n->listen_ports[i]));
+                json_object_array_add(inodes, json_object_new_int64((int64_t)n->listen_inodes[i]));
+        }
+        add(o, "listen_ports", ports);
+        add(o, "listen_inodes", inodes);
+        add(o, "serving", json_object_new_int64(n->n_serving));
+        add(o, "established", json_object_new_int64(n->n_established));
+        add(o, "truncated", json_object_new_boolean(n->truncated));
         return o;
 }
 
@@ -70,6 +124,8 @@ static json_object *process_json(const gr_snapshot *s, const gr_diagnosis *d, co
         add(o, "ppid", json_object_new_int(p->ppid));
         add(o, "pgid", json_object_new_int(p->pgrp));
         add(o, "sid", json_object_new_int(p->session));
+        add(o, "tty_nr", json_object_new_int(p->tty_nr));
+        add(o, "tpgid", json_object_new_int(p->tpgid));
         add(o, "uid", p->has_uid ? json_object_new_int64(p->uid) : NULL);
         add(o, "comm", json_object_new_string(p->comm));
         add(o, "cmdline", j_str(p->cmdline));
@@ -79,6 +135,11 @@ static json_object *process_json(const gr_snapshot *s, const gr_diagnosis *d, co
         add(o, "nspid", ns);
         add(o, "cgroup", j_str(p->cgroup));
         add(o, "run_pid", p->run_pid ? json_object_new_int(p->run_pid) : NULL);
+        char sig[24];
+        snprintf(sig, sizeof(sig), "%016llx", (unsigned long long)p->sig_ignored);
+        add(o, "sig_ignored", p->has_details ? json_object_new_string(sig) : NULL);
+        add(o, "environ", env_json(p));
+        add(o, "net", net_json(p->net));
         json_object *dev = NULL;
         if (p->hold) {
                 const gr_holding *h = p->hold;
@@ -97,10 +158,6 @@ static json_object *process_json(const gr_snapshot *s, const gr_diagnosis *d, co
                 add(dev, "caps", json_object_new_int64(h->n_caps));
                 add(dev, "other", json_object_new_int64(h->n_other));
                 add(dev, "maps", h->maps_read ? json_object_new_int64(h->n_maps) : NULL);
-                json_object *ports = json_object_new_array();
-                for (unsigned i = 0; i < h->n_listen; i++)
-                        json_object_array_add(ports, json_object_new_int(h->listen_ports[i]));
-                add(dev, "listen_ports", ports);
         }
         add(o, "devices", dev);
         add(o, "verdict", d ? verdict_json(gr_diagnosis_holder(d, p->pid)) : NULL);
@@ -144,7 +201,7 @@ static json_object *gpu_json(const gr_snapshot *s, const gr_diagnosis *d, unsign
                         add(c, "type", json_object_new_string(gr_ctx_kind_name((gr_ctx_kind)p->kind)));
                         add(c, "used_memory", j_u64(p->used_bytes));
                         add(c, "process", json_object_new_string(
-                                gr_owner_state_name(gr_snapshot_owner_state(s, (pid_t)p->pid))));
+                                gr_owner_state_name(gr_diagnosis_owner_state(s, gi, (pid_t)p->pid))));
                         json_object_array_add(owners, c);
                 }
         }
@@ -201,7 +258,7 @@ static bool *wanted_processes(const gr_snapshot *s)
         return want;
 }
 
-static json_object *finding_json(const gr_snapshot *s, const gr_finding *f)
+static json_object *finding_json(const gr_snapshot *s, const gr_diagnosis *d, const gr_finding *f)
 {
         json_object *o = json_object_new_object();
         add(o, "kind", json_object_new_string(gr_finding_kind_name(f->kind)));
@@ -215,7 +272,20 @@ static json_object *finding_json(const gr_snapshot *s, const gr_finding *f)
         add(o, "memory", j_u64(f->memory));
         add(o, "confidence", json_object_new_string(gr_confidence_name(f->confidence)));
         add(o, "explanation", json_object_new_string(f->explanation));
-        add(o, "next_step", json_object_new_string(f->next_step));
+        add(o, "reason", j_str(f->reason));
+        add(o, "next_step", j_str(f->next_step));
+        add(o, "advice", j_str(f->advice));
+        json_object *ev = json_object_new_array();
+        for (unsigned i = 0; i < f->n_pids; i++) {
+                const gr_holder_verdict *v = gr_diagnosis_holder(d, f->pids[i]);
+                if (!v)
+                        continue;
+                json_object *one = evidence_json(&v->evidence, v->pid);
+                for (size_t k = 0; k < json_object_array_length(one); k++)
+                        json_object_array_add(ev, json_object_get(json_object_array_get_idx(one, k)));
+                json_object_put(one);
+        }
+        add(o, "evidence", ev);
         return o;
 }
 
@@ -254,6 +324,14 @@ int render_status_json(FILE *f, const gr_snapshot *s, const gr_diagnosis *d,
         add(pr, "boot_time", s->procs && s->procs->boot_time ? json_object_new_int64((int64_t)s->procs->boot_time) : NULL);
         add(root, "proc", pr);
 
+        json_object *view = json_object_new_object();
+        add(view, "uid", json_object_new_int64(s->uid));
+        add(view, "pid_namespace", json_object_new_string(gr_pidns_name(s->pidns)));
+        add(view, "hidepid", json_object_new_boolean(s->hidepid));
+        add(view, "replayed", json_object_new_boolean(s->replayed));
+        add(view, "limits", d ? j_str(d->view) : NULL);
+        add(root, "view", view);
+
         json_object *gpus = json_object_new_array();
         for (unsigned i = 0; i < rep->n_gpus; i++)
                 if (gpu_selected(sel, &rep->gpus[i]))
@@ -271,7 +349,7 @@ int render_status_json(FILE *f, const gr_snapshot *s, const gr_diagnosis *d,
         json_object *findings = json_object_new_array();
         for (size_t i = 0; d && i < d->n_findings; i++)
                 if (finding_selected(sel, s, &d->findings[i]))
-                        json_object_array_add(findings, finding_json(s, &d->findings[i]));
+                        json_object_array_add(findings, finding_json(s, d, &d->findings[i]));
         add(root, "findings", d ? findings : NULL);
         if (!d)
                 json_object_put(findings);

@@ -10,7 +10,7 @@
 
 struct out {
         FILE *f;
-        bool color;
+        bool color, why;
 };
 
 static const char *c_on(const struct out *o, const char *code)
@@ -35,8 +35,7 @@ static const char *state_color(gr_gpu_state st)
         return "";
 }
 
-static void role_text(const gr_snapshot *s, const gr_diagnosis *d, const gr_process *p, char *buf,
-                      size_t size)
+static void role_text(const gr_diagnosis *d, const gr_process *p, char *buf, size_t size)
 {
         const gr_holder_verdict *v = d ? gr_diagnosis_holder(d, p->pid) : NULL;
         if (!v) {
@@ -50,15 +49,18 @@ static void role_text(const gr_snapshot *s, const gr_diagnosis *d, const gr_proc
                 o += (size_t)snprintf(buf + o, size - o, "%s", v->role == GR_ROLE_HIDDEN_HOLDER ? "hidden holder" :
                                       v->role == GR_ROLE_OWNER ? "owner" :
                                       v->role == GR_ROLE_MONITOR ? "monitor" : "holder");
+        if (v->role != GR_ROLE_MONITOR && o < size)
+                o += (size_t)snprintf(buf + o, size - o, ", %s%s%s", gr_judgement_name(v->judgement),
+                                      v->judgement == GR_JUDGE_UNSURE ? "" : " ",
+                                      v->judgement == GR_JUDGE_UNSURE ? "" : gr_confidence_name(v->confidence));
         static const struct { unsigned bit; const char *word; } conds[] = {
-                { GR_COND_ORPHAN, "orphan" }, { GR_COND_STOPPED, "stopped" },
-                { GR_COND_UNINTERRUPTIBLE, "state D" }, { GR_COND_ZOMBIE, "zombie" },
-                { GR_COND_OTHER_NS, "container" }, { GR_COND_OTHER_USER, "other user" },
+                { GR_COND_STOPPED, "stopped" }, { GR_COND_UNINTERRUPTIBLE, "state D" },
+                { GR_COND_ZOMBIE, "zombie" }, { GR_COND_OTHER_NS, "container" },
+                { GR_COND_OTHER_USER, "other user" },
         };
         for (size_t i = 0; i < GR_ELEMENTSOF(conds) && o < size; i++)
                 if (v->conditions & conds[i].bit)
                         o += (size_t)snprintf(buf + o, size - o, ", %s", conds[i].word);
-        (void)s;
 }
 
 static void print_process_row(const struct out *o, const gr_snapshot *s, const gr_diagnosis *d,
@@ -74,11 +76,11 @@ static void print_process_row(const struct out *o, const gr_snapshot *s, const g
         if (p->has_uid)
                 snprintf(uid, sizeof(uid), "%u", (unsigned)p->uid);
         char role[128], ports[64] = "";
-        role_text(s, d, p, role, sizeof(role));
-        if (p->hold && p->hold->n_listen > 0) {
+        role_text(d, p, role, sizeof(role));
+        if (p->net && p->net->n_listen > 0) {
                 size_t n = 0;
-                for (unsigned i = 0; i < p->hold->n_listen && n < sizeof(ports); i++)
-                        n += (size_t)snprintf(ports + n, sizeof(ports) - n, " :%u", p->hold->listen_ports[i]);
+                for (unsigned i = 0; i < p->net->n_listen && n < sizeof(ports); i++)
+                        n += (size_t)snprintf(ports + n, sizeof(ports) - n, " :%u", p->net->listen_ports[i]);
         }
         const char *cmd = p->cmdline ? p->cmdline : p->comm;
         char maps[16] = "-";
@@ -213,10 +215,10 @@ static void print_gpu(const struct out *o, const gr_snapshot *s, const gr_diagno
                         const gr_gpu_proc *op = &g->procs[i];
                         char mem[32];
                         gr_format_bytes(op->used_bytes, mem, sizeof(mem));
-                        gr_owner_state st = gr_snapshot_owner_state(s, (pid_t)op->pid);
-                        const gr_process *p = gr_proc_table_find(s->procs, (pid_t)op->pid);
-                        const char *state = st == GR_OWNER_ALIVE ? "alive"
-                                            : st == GR_OWNER_ZOMBIE ? "zombie" : "not found";
+                        gr_owner_state st = gr_diagnosis_owner_state(s, gi, (pid_t)op->pid);
+                        const gr_process *p = st == GR_OWNER_UNMAPPED ? NULL : gr_proc_table_find(s->procs, (pid_t)op->pid);
+                        const char *state = st == GR_OWNER_ALIVE ? "alive" : st == GR_OWNER_ZOMBIE ? "zombie"
+                                            : st == GR_OWNER_UNMAPPED ? "not visible" : "not found";
                         const char *cmd = p ? (p->cmdline ? p->cmdline : p->comm) : "-";
                         fprintf(o->f, "    %-8u %-9s %-11s %-11s %.72s\n", op->pid,
                                 gr_ctx_kind_name((gr_ctx_kind)op->kind), mem, state, cmd);
@@ -232,6 +234,30 @@ static void print_gpu(const struct out *o, const gr_snapshot *s, const gr_diagno
         }
 }
 
+static void print_evidence(const struct out *o, const gr_snapshot *s, const gr_diagnosis *d,
+                           const struct gpu_selection *sel)
+{
+        unsigned n = 0;
+        for (size_t i = 0; i < d->n_holders; i++) {
+                const gr_holder_verdict *v = &d->holders[i];
+                bool shown = false;
+                for (unsigned j = 0; j < s->gpu->n_gpus && !shown; j++)
+                        shown = gpu_selected(sel, &s->gpu->gpus[j]) &&
+                                gr_process_fds_on_minor(v->process, s->gpu->gpus[j].minor) > 0;
+                if (!shown && sel && sel->list)
+                        continue;
+                if (n++ == 0)
+                        fprintf(o->f, "\nevidence:\n");
+                fprintf(o->f, "  %d (%s)  %s, %s: %s\n", (int)v->pid, v->process->comm,
+                        gr_judgement_name(v->judgement), gr_confidence_name(v->confidence), v->reason);
+                for (unsigned k = 0; k < v->evidence.n; k++) {
+                        const gr_evidence *e = &v->evidence.items[k];
+                        fprintf(o->f, "      %-15s %-60s %s\n", gr_evidence_key_name(e->key), e->value,
+                                e->lean == GR_LEAN_NEUTRAL ? "" : e->lean == GR_LEAN_LIVE ? "(live)" : "(leftover)");
+                }
+        }
+}
+
 static void print_findings(const struct out *o, const gr_snapshot *s, const gr_diagnosis *d,
                            const struct gpu_selection *sel)
 {
@@ -244,18 +270,24 @@ static void print_findings(const struct out *o, const gr_snapshot *s, const gr_d
                                 continue;
                         if (n++ == 0)
                                 fprintf(o->f, "\nfindings:\n");
+                        int w = (int)strlen(gr_finding_kind_name(f->kind));
                         fprintf(o->f, "  %s%s%s  %s\n", c_on(o, f->leftover ? "\033[1;31m" : "\033[1;36m"),
                                 gr_finding_kind_name(f->kind), c_off(o), f->explanation);
-                        if (strcmp(f->next_step, "none") != 0)
-                                fprintf(o->f, "  %*s  next: %s%s%s\n", (int)strlen(gr_finding_kind_name(f->kind)), "",
-                                        c_on(o, "\033[1m"), f->next_step, c_off(o));
+                        if (f->reason[0])
+                                fprintf(o->f, "  %*s  why: %s [%s]\n", w, "", f->reason, gr_confidence_name(f->confidence));
+                        if (f->next_step[0])
+                                fprintf(o->f, "  %*s  next: %s%s%s\n", w, "", c_on(o, "\033[1m"), f->next_step, c_off(o));
+                        if (f->advice[0])
+                                fprintf(o->f, "  %*s  %s\n", w, "", f->advice);
                 }
+        if (o->why)
+                print_evidence(o, s, d, sel);
 }
 
 int render_status_table(FILE *f, const gr_snapshot *s, const gr_diagnosis *d,
-                        const struct gpu_selection *sel, bool color)
+                        const struct gpu_selection *sel, unsigned flags)
 {
-        struct out o = { f, color };
+        struct out o = { f, flags & RENDER_COLOR, flags & RENDER_WHY };
         const gr_gpu_report *rep = s->gpu;
         fprintf(f, "gpureap %s  host %s", GPUREAP_VERSION, s->hostname);
         if (rep->status == GR_GPU_OK)
@@ -290,8 +322,8 @@ int render_status_table(FILE *f, const gr_snapshot *s, const gr_diagnosis *d,
                 fprintf(f, "\nno GPU found by the driver\n");
         if (d)
                 print_findings(&o, s, d, sel);
-        if (s->procs && s->procs->n_unreadable > 0)
-                fprintf(f, "\nnote: %u processes could not be inspected (run as root to see all holders)\n",
-                        s->procs->n_unreadable);
+        if (d && d->view[0])
+                fprintf(f, "\nnote: this view is limited (%s): verdicts that depend on what it cannot see are capped%s\n",
+                        d->view, s->uid != 0 ? "; run as root to see all holders" : "");
         return 0;
 }

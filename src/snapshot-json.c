@@ -131,6 +131,8 @@ static int load_process(json_object *jp, gr_process *p)
         p->ppid = (pid_t)get_int(jp, "ppid", 0);
         p->pgrp = (pid_t)get_int(jp, "pgid", 0);
         p->session = (pid_t)get_int(jp, "sid", 0);
+        p->tty_nr = (int)get_int(jp, "tty_nr", 0);
+        p->tpgid = (pid_t)get_int(jp, "tpgid", -1);
         p->start_time = (uint64_t)get_int(jp, "start_time_ticks", 0);
         char st[4];
         get_str(jp, "state", st, sizeof(st));
@@ -146,7 +148,40 @@ static int load_process(json_object *jp, gr_process *p)
         p->cmdline = dup_str(jp, "cmdline");
         p->cgroup = dup_str(jp, "cgroup");
         p->run_pid = (pid_t)get_int(jp, "run_pid", 0);
+        char sig[24];
+        get_str(jp, "sig_ignored", sig, sizeof(sig));
+        p->sig_ignored = strtoull(sig, NULL, 16);
         p->has_details = true;
+        p->env = (gr_env_marks){ .run_pid = p->run_pid, .local_rank = -1, .rank = -1, .group_rank = -1 };
+        json_object *env = get(jp, "environ");
+        if (env && json_object_get_type(env) == json_type_object) {
+                p->env_read = true;
+                get_str(env, "TORCHELASTIC_RUN_ID", p->env.torchelastic_run_id, sizeof(p->env.torchelastic_run_id));
+                get_str(env, "SLURM_JOB_ID", p->env.slurm_job_id, sizeof(p->env.slurm_job_id));
+                p->env.local_rank = (int)get_int(env, "LOCAL_RANK", -1);
+                p->env.rank = (int)get_int(env, "RANK", -1);
+                p->env.group_rank = (int)get_int(env, "GROUP_RANK", -1);
+        }
+        /* sockets: "net" since schema 3, the holder's "devices.listen_ports" before */
+        json_object *net = get(jp, "net");
+        json_object *dev0 = get(jp, "devices");
+        json_object *ports = net ? get(net, "listen_ports") : dev0 ? get(dev0, "listen_ports") : NULL;
+        if (net || (ports && json_object_get_type(ports) == json_type_array)) {
+                gr_net *n = calloc(1, sizeof(*n));
+                if (!n)
+                        return -ENOMEM;
+                json_object *inodes = net ? get(net, "listen_inodes") : NULL;
+                for (size_t i = 0; ports && json_object_get_type(ports) == json_type_array &&
+                                   i < json_object_array_length(ports) && n->n_listen < GR_LISTEN_MAX; i++) {
+                        json_object *ino = inodes && json_object_get_type(inodes) == json_type_array
+                                           ? json_object_array_get_idx(inodes, i) : NULL;
+                        n->listen_inodes[n->n_listen] = ino ? (uint64_t)json_object_get_int64(ino) : 0;
+                        n->listen_ports[n->n_listen++] = (uint16_t)json_object_get_int(json_object_array_get_idx(ports, i));
+                }
+                n->n_serving = net ? (unsigned)get_int(net, "serving", 0) : 0;
+                n->n_established = net ? (unsigned)get_int(net, "established", 0) : 0;
+                p->net = n;
+        }
         json_object *dev = get(jp, "devices");
         if (dev && json_object_get_type(dev) == json_type_object) {
                 gr_holding *h = calloc(1, sizeof(*h));
@@ -167,10 +202,6 @@ static int load_process(json_object *jp, gr_process *p)
                         h->gpus[h->n_gpus].n_fds = (unsigned)get_int(jg, "fds", 0);
                         h->n_gpus++;
                 }
-                json_object *ports = get(dev, "listen_ports");
-                for (size_t i = 0; ports && json_object_get_type(ports) == json_type_array &&
-                                   i < json_object_array_length(ports) && h->n_listen < GR_ELEMENTSOF(h->listen_ports); i++)
-                        h->listen_ports[h->n_listen++] = (uint16_t)json_object_get_int(json_object_array_get_idx(ports, i));
                 p->hold = h;
         }
         return 0;
@@ -221,6 +252,16 @@ int snapshot_from_json(const char *path, gr_snapshot **ret, char *err, size_t er
                 get_str(d, "nvml_version", rep->nvml_version, sizeof(rep->nvml_version));
                 t->clock_ticks = 100;
                 s->procs_partial = version < 2;
+                s->replayed = true;
+                json_object *view = get(root, "view");
+                int64_t uid = get_int(view, "uid", 0);
+                s->uid = (uid_t)(uid >= 0 && uid <= UINT32_MAX ? uid : 0);
+                char ns[16];
+                get_str(view, "pid_namespace", ns, sizeof(ns));
+                s->pidns = strcmp(ns, "host") == 0 ? GR_PIDNS_HOST : strcmp(ns, "other") == 0 ? GR_PIDNS_OTHER : GR_PIDNS_UNKNOWN;
+                json_object *hp = get(view, "hidepid");
+                s->hidepid = hp && json_object_get_type(hp) == json_type_boolean && json_object_get_boolean(hp);
+                t->n_unreadable = (unsigned)get_int(pr, "unreadable", 0);
                 t->boot_time = get_u64(pr, "boot_time") == GR_UNKNOWN_U64 ? 0 : get_u64(pr, "boot_time");
                 r = load_gpus(root, rep);
         }
@@ -238,6 +279,8 @@ int snapshot_from_json(const char *path, gr_snapshot **ret, char *err, size_t er
                 if (r == -EINVAL) {
                         free(p->cmdline);
                         free(p->cgroup);
+                        free(p->net);
+                        free(p->hold);
                         memset(p, 0, sizeof(*p));
                         r = 0;
                         continue;

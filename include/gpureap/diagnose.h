@@ -30,33 +30,81 @@ typedef enum gr_role {
         GR_ROLE_HOLDER,         /* holds only control files (nvidiactl, nvidia-uvm) */
 } gr_role;
 
+/* Facts about a holder; none of them is a verdict (docs/verdicts.md) */
 enum {
-        GR_COND_ORPHAN = 1 << 0,          /* its launcher is gone */
         GR_COND_ZOMBIE = 1 << 1,
         GR_COND_STOPPED = 1 << 2,         /* state T/t: ignores SIGTERM until SIGCONT */
-        GR_COND_UNINTERRUPTIBLE = 1 << 3, /* state D: cannot be killed */
+        GR_COND_UNINTERRUPTIBLE = 1 << 3, /* state D: a signal waits until the kernel call returns */
         GR_COND_OTHER_NS = 1 << 4,        /* in another PID namespace (container) */
         GR_COND_OTHER_USER = 1 << 5,      /* not the user running gpureap */
         GR_COND_LISTENING = 1 << 6,       /* listens on a TCP port */
 };
 
+typedef enum gr_judgement {
+        GR_JUDGE_LIVE,      /* a job in use: leave it */
+        GR_JUDGE_UNSURE,    /* the evidence conflicts or is missing */
+        GR_JUDGE_LEFTOVER,  /* nothing will use it again */
+} gr_judgement;
+
 typedef enum gr_confidence {
-        GR_SURE,      /* one ghost, one candidate, and the memory adds up */
-        GR_LIKELY,    /* lineage ties the holder to the ghost */
-        GR_AMBIGUOUS, /* several ghosts or candidates, nothing to tell them apart */
+        GR_SURE,      /* the evidence leaves one reading */
+        GR_LIKELY,    /* it leans one way */
+        GR_UNSURE,    /* it conflicts */
 } gr_confidence;
+
+typedef enum gr_lean {
+        GR_LEAN_NEUTRAL,
+        GR_LEAN_LIVE,
+        GR_LEAN_LEFTOVER,
+} gr_lean;
+
+/* Stable keys of the evidence (names in gr_evidence_key_name, documented in docs/verdicts.md) */
+typedef enum gr_evidence_key {
+        GR_EV_RUN_SUPERVISOR,
+        GR_EV_GHOST,
+        GR_EV_PARENT,
+        GR_EV_REPARENTED,
+        GR_EV_ANCESTOR,
+        GR_EV_WORKER,
+        GR_EV_GROUP_LEADER,
+        GR_EV_SESSION_LEADER,
+        GR_EV_LISTENING,
+        GR_EV_SERVING,
+        GR_EV_TERMINAL,
+        GR_EV_CGROUP,
+        GR_EV_SIGNALS,
+        GR_EV_STATE,
+        GR_EV_VIEW,
+        GR_EV_KEY_COUNT,
+} gr_evidence_key;
+
+#define GR_EVIDENCE_MAX 16
+#define GR_EVIDENCE_TEXT 112
+
+typedef struct gr_evidence {
+        gr_evidence_key key;
+        gr_lean lean;
+        char value[GR_EVIDENCE_TEXT];
+} gr_evidence;
+
+typedef struct gr_evidence_list {
+        gr_evidence items[GR_EVIDENCE_MAX];
+        unsigned n;
+} gr_evidence_list;
 
 typedef enum gr_finding_kind {
         GR_FIND_GHOST,           /* NVML lists a dead or zombie PID; its hidden holders keep the memory */
         GR_FIND_TEARDOWN,        /* a ghost with no holder: memory being torn down */
-        GR_FIND_ORPHAN,          /* holders whose launcher is gone */
+        GR_FIND_ORPHAN,          /* holders judged leftovers: their launcher is gone */
         GR_FIND_ZOMBIE,          /* a zombie context owner; its parent does not reap it */
         GR_FIND_STOPPED,
         GR_FIND_UNINTERRUPTIBLE,
         GR_FIND_STALE,           /* memory above baseline with no holder at all */
-        GR_FIND_BUSY,            /* live owners with a live launcher: in use, not a leftover */
+        GR_FIND_BUSY,            /* live owners: in use, not a leftover */
         GR_FIND_MONITOR,         /* NVML-only clients: information */
         GR_FIND_FOREIGN,         /* holders in another container or of another user: information */
+        GR_FIND_SUSPECT,         /* holders judged unsure: the evidence conflicts */
+        GR_FIND_UNMAPPED,        /* the driver lists PIDs this PID namespace cannot see */
         GR_FIND_KIND_COUNT,
 } gr_finding_kind;
 
@@ -70,8 +118,25 @@ typedef struct gr_finding {
         uint64_t memory;          /* bytes involved, GR_UNKNOWN_U64 unknown */
         gr_confidence confidence;
         char explanation[320];
-        char next_step[320];
+        char reason[240];         /* the decisive evidence, one line; "" none */
+        char next_step[320];      /* a command to paste; "" none */
+        char advice[320];         /* prose; "" none */
 } gr_finding;
+
+/* The launcher a holder belongs to, for grouping: a process group, a torchelastic run, a
+ * 'gpureap run' supervisor, or the process itself */
+typedef enum gr_job_kind {
+        GR_JOB_GROUP,
+        GR_JOB_TORCHELASTIC,
+        GR_JOB_RUN,
+        GR_JOB_PROCESS,
+} gr_job_kind;
+
+typedef struct gr_job {
+        gr_job_kind kind;
+        pid_t pid;                /* process group, supervisor or process */
+        char id[64];              /* torchelastic run id */
+} gr_job;
 
 typedef struct gr_holder_verdict {
         pid_t pid;
@@ -79,9 +144,16 @@ typedef struct gr_holder_verdict {
         uint64_t minors;          /* bit m: holds /dev/nvidia<m> (m < 64) */
         gr_role role;
         unsigned conditions;      /* GR_COND_* */
-        pid_t launcher;           /* grouping key: the process group, or the session */
+        gr_judgement judgement;
+        gr_confidence confidence;
+        char reason[240];
+        gr_evidence_list evidence;
+        pid_t root;               /* the top of its chain of live parents (docs/verdicts.md) */
+        gr_job job;
+        pid_t launcher;           /* the job's launcher: group leader, supervisor; 0 unknown */
         bool launcher_alive;
         pid_t ghost;              /* for hidden holders: the ghost it is attributed to */
+        gr_confidence ghost_confidence;
 } gr_holder_verdict;
 
 typedef struct gr_gpu_verdict {
@@ -97,6 +169,7 @@ typedef struct gr_diagnosis {
         gr_finding *findings;
         size_t n_findings;
         uid_t uid;                /* whose view "another user" is relative to */
+        char view[160];           /* what this view cannot see ("" all of it): caps confidences */
 } gr_diagnosis;
 
 /* uid: the user gpureap runs as. Returns -ENOMEM or 0. */
@@ -108,6 +181,14 @@ const char *gr_gpu_state_name(gr_gpu_state s);
 const char *gr_role_name(gr_role r);
 const char *gr_finding_kind_name(gr_finding_kind k);
 const char *gr_confidence_name(gr_confidence c);
+const char *gr_judgement_name(gr_judgement j);
+const char *gr_lean_name(gr_lean l);
+const char *gr_evidence_key_name(gr_evidence_key k);
+/* "process group 700", "torchelastic run r1", "gpureap run 900", "process 812" */
+const char *gr_job_text(const gr_job *j, char *buf, size_t size);
+/* Is the owner state of a listed PID on GPU gi known to this view? (a container's PID namespace
+ * or hidepid hide the driver's PIDs) */
+gr_owner_state gr_diagnosis_owner_state(const gr_snapshot *s, unsigned gi, pid_t pid);
 bool gr_holding_has_cuda_footprint(const gr_holding *h);
 
 #endif

@@ -1,17 +1,19 @@
 /* Diagnosis: a pure function of a snapshot. It decides, for every GPU, whether it is clean,
- * busy, dirty, stale or unknown, and for every holder its role and condition, and writes the
- * findings a person needs: what, who, how much memory, and the next command to type.
+ * busy, dirty, stale or unknown, and for every holder its role, its facts and its judgement
+ * (lineage.c), and writes the findings a person needs: what, who, how much memory, why, and the
+ * next command to type.
  *
- * The sure sign of a leftover is memory: unlisted holders hold memory only when the GPU's used
- * memory exceeds what the live listed contexts account for (measured on an H200, DESIGN.md).
- * Lineage (parent, process group, session) and the device-file footprint say who is who. A name
- * is never evidence: a process called nvidia-smi with a CUDA footprint is not a monitor. */
+ * The sure sign of a leftover's memory is the driver's own list: memory the driver lists for a
+ * dead PID (a ghost) is kept by whoever inherited its files. Unlisted holders hold memory only
+ * when the GPU's used memory exceeds what the live listed contexts account for (measured on an
+ * H200, DESIGN.md). A name is never evidence: a process called nvidia-smi with a CUDA footprint
+ * is not a monitor. */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "diagnose/dx.h"
 #include "gpureap/basic.h"
-#include "gpureap/diagnose.h"
 
 bool gr_holding_has_cuda_footprint(const gr_holding *h)
 {
@@ -22,6 +24,8 @@ bool gr_holding_has_cuda_footprint(const gr_holding *h)
                 gpu_fds += h->gpus[i].n_fds;
         return (h->maps_read && h->n_maps >= GR_CUDA_MAPS_MIN) || gpu_fds >= GR_CUDA_GPU_FDS_MIN;
 }
+
+/* ---- names: one table beside each enum ---- */
 
 const char *gr_gpu_state_name(gr_gpu_state s)
 {
@@ -38,33 +42,57 @@ const char *gr_role_name(gr_role r)
 const char *gr_finding_kind_name(gr_finding_kind k)
 {
         static const char *const n[] = { "ghost", "teardown", "orphan", "zombie", "stopped",
-                                         "uninterruptible", "stale", "busy", "monitor", "foreign" };
+                                         "uninterruptible", "stale", "busy", "monitor", "foreign",
+                                         "suspect", "unmapped" };
+        _Static_assert(GR_ELEMENTSOF(n) == GR_FIND_KIND_COUNT, "a name for every finding kind");
         return (unsigned)k < GR_ELEMENTSOF(n) ? n[k] : "unknown";
 }
 
 const char *gr_confidence_name(gr_confidence c)
 {
-        static const char *const n[] = { "sure", "likely", "ambiguous" };
-        return (unsigned)c < GR_ELEMENTSOF(n) ? n[c] : "ambiguous";
+        static const char *const n[] = { "sure", "likely", "unsure" };
+        return (unsigned)c < GR_ELEMENTSOF(n) ? n[c] : "unsure";
 }
 
-struct owner_ix {
-        pid_t pid;
-        unsigned gpu, idx;
-};
+const char *gr_judgement_name(gr_judgement j)
+{
+        static const char *const n[] = { "live", "unsure", "leftover" };
+        return (unsigned)j < GR_ELEMENTSOF(n) ? n[j] : "unsure";
+}
 
-struct dx {
-        const gr_snapshot *s;
-        gr_diagnosis *d;
-        size_t cap_findings;
-        struct owner_ix *owners;  /* every NVML-listed PID, sorted: lookups stay O(log n) */
-        size_t n_owners;
-        const gr_holder_verdict **scratch; /* room for every holder */
-        int32_t *slots;           /* open-addressing index pid -> table position, -1 empty */
-        size_t slot_mask;
-};
+const char *gr_lean_name(gr_lean l)
+{
+        static const char *const n[] = { "neutral", "live", "leftover" };
+        return (unsigned)l < GR_ELEMENTSOF(n) ? n[l] : "neutral";
+}
 
-/* An O(1) index of the process table, so the diagnosis stays linear in its size */
+const char *gr_evidence_key_name(gr_evidence_key k)
+{
+        static const char *const n[] = { "run_supervisor", "ghost", "parent", "reparented", "ancestor",
+                                         "worker", "group_leader", "session_leader", "listening",
+                                         "serving", "terminal", "cgroup", "signals", "state", "view" };
+        _Static_assert(GR_ELEMENTSOF(n) == GR_EV_KEY_COUNT, "a name for every evidence key");
+        return (unsigned)k < GR_ELEMENTSOF(n) ? n[k] : "unknown";
+}
+
+const char *gr_job_text(const gr_job *j, char *buf, size_t size)
+{
+        switch (j->kind) {
+        case GR_JOB_GROUP: snprintf(buf, size, "process group %d", (int)j->pid); break;
+        case GR_JOB_TORCHELASTIC: snprintf(buf, size, "torchelastic run %s", j->id); break;
+        case GR_JOB_RUN: snprintf(buf, size, "gpureap run %d", (int)j->pid); break;
+        case GR_JOB_PROCESS: snprintf(buf, size, "process %d", (int)j->pid); break;
+        }
+        return buf;
+}
+
+static bool job_equal(const gr_job *a, const gr_job *b)
+{
+        return a->kind == b->kind && a->pid == b->pid && strcmp(a->id, b->id) == 0;
+}
+
+/* ---- indexes: the diagnosis stays linear in the size of the snapshot ---- */
+
 static int index_procs(struct dx *x)
 {
         size_t n = x->s->procs ? x->s->procs->n : 0, cap = 16;
@@ -84,7 +112,7 @@ static int index_procs(struct dx *x)
         return 0;
 }
 
-static const gr_process *find(const struct dx *x, pid_t pid)
+const gr_process *dx_find(const struct dx *x, pid_t pid)
 {
         if (pid <= 0 || !x->slots)
                 return NULL;
@@ -97,47 +125,22 @@ static const gr_process *find(const struct dx *x, pid_t pid)
         return NULL;
 }
 
-static bool alive(const gr_process *p)
+bool dx_alive(const gr_process *p)
 {
         return p && p->state != 'Z' && p->state != 'X';
 }
 
-/* Is the leader or parent pid alive? In a partial table a missing PID is not evidence. */
-static bool leader_alive(const struct dx *x, pid_t pid)
+bool dx_leader_alive(const struct dx *x, pid_t pid)
 {
-        const gr_snapshot *s = x->s;
-        const gr_process *p = find(x, pid);
-        return p ? alive(p) : s->procs_partial;
+        return dx_leader_state(x, pid) != 0;
 }
 
-/* Was the process handed to an init or a subreaper? PID 1, the init of a PID namespace, and
- * systemd (user managers are subreapers) take in orphans. */
-static bool reparented(const struct dx *x, const gr_process *p)
+int dx_leader_state(const struct dx *x, pid_t pid)
 {
-        const gr_snapshot *s = x->s;
-        if (p->ppid == 1)
-                return true;
-        const gr_process *parent = find(x, p->ppid);
-        if (!parent)
-                return p->ppid != 0 && !s->procs_partial; /* its parent is gone from this /proc */
-        if (parent->n_nspid > 1 && parent->nspid[parent->n_nspid - 1] == 1 &&
-            !(p->n_nspid > 1 && p->nspid[p->n_nspid - 1] == 1))
-                return false; /* children of a container's init are the container's own */
-        return strcmp(parent->comm, "systemd") == 0;
-}
-
-static bool is_orphan(const struct dx *x, const gr_process *p)
-{
-        if (p->run_pid > 0 && !leader_alive(x, p->run_pid))
-                return true; /* its 'gpureap run' supervisor was killed */
-        bool own_session = p->session == p->pid;
-        if (reparented(x, p) && !own_session)
-                return true; /* a daemon makes itself a session leader; a leftover worker does not */
-        if (p->pgrp != p->pid && p->pgrp > 0 && !leader_alive(x, p->pgrp))
-                return true; /* the launcher led the group and is gone */
-        if (!own_session && p->session > 0 && !leader_alive(x, p->session) && reparented(x, p))
-                return true;
-        return false;
+        const gr_process *p = dx_find(x, pid);
+        if (p)
+                return dx_alive(p) ? 1 : 0;
+        return x->s->procs_partial || x->hidden ? -1 : 0;
 }
 
 static int cmp_owner(const void *a, const void *b)
@@ -160,11 +163,11 @@ static int index_owners(struct dx *x)
         for (unsigned i = 0; rep && i < rep->n_gpus; i++)
                 for (unsigned j = 0; j < rep->gpus[i].n_procs; j++)
                         x->owners[x->n_owners++] = (struct owner_ix){ (pid_t)rep->gpus[i].procs[j].pid, i, j };
-        qsort(x->owners, x->n_owners, sizeof(*x->owners), cmp_owner);
+        if (x->n_owners > 0)
+                qsort(x->owners, x->n_owners, sizeof(*x->owners), cmp_owner);
         return 0;
 }
 
-/* the first index entry of pid, or NULL */
 static const struct owner_ix *owner_first(const struct dx *x, pid_t pid)
 {
         size_t lo = 0, hi = x->n_owners;
@@ -177,6 +180,52 @@ static const struct owner_ix *owner_first(const struct dx *x, pid_t pid)
         }
         return lo < x->n_owners && x->owners[lo].pid == pid ? &x->owners[lo] : NULL;
 }
+
+const gr_gpu_proc *dx_listed(const struct dx *x, unsigned gi, pid_t pid)
+{
+        const struct owner_ix *o = owner_first(x, pid);
+        for (; o && o < x->owners + x->n_owners && o->pid == pid; o++)
+                if (o->gpu == gi)
+                        return &x->s->gpu->gpus[gi].procs[o->idx];
+        return NULL;
+}
+
+bool dx_listed_anywhere(const struct dx *x, pid_t pid)
+{
+        return owner_first(x, pid) != NULL;
+}
+
+/* ---- owners as this view sees them ---- */
+
+static gr_owner_state owner_state(const gr_snapshot *s, const gr_process *p, int minor, bool foreign_pids,
+                                  bool hidden)
+{
+        if (foreign_pids) /* the driver's PID names the local process only if it holds the GPU */
+                return p && dx_alive(p) && gr_process_fds_on_minor(p, minor) > 0 ? GR_OWNER_ALIVE
+                                                                                : GR_OWNER_UNMAPPED;
+        if (!p) /* a recording keeps every owner it found: one it lacks was gone */
+                return hidden ? GR_OWNER_UNMAPPED : GR_OWNER_NOT_FOUND;
+        return dx_alive(p) ? GR_OWNER_ALIVE : GR_OWNER_ZOMBIE;
+}
+
+static bool view_hides(const gr_snapshot *s)
+{
+        return s->hidepid;
+}
+
+gr_owner_state gr_diagnosis_owner_state(const gr_snapshot *s, unsigned gi, pid_t pid)
+{
+        const gr_process *p = gr_proc_table_find(s->procs, pid);
+        int minor = gi < s->gpu->n_gpus ? s->gpu->gpus[gi].minor : -1;
+        return owner_state(s, p, minor, s->pidns == GR_PIDNS_OTHER, view_hides(s));
+}
+
+static gr_owner_state owner_state_x(const struct dx *x, unsigned gi, pid_t pid)
+{
+        return owner_state(x->s, dx_find(x, pid), x->s->gpu->gpus[gi].minor, x->foreign_pids, x->hidden);
+}
+
+/* ---- findings ---- */
 
 static gr_finding *add_finding(struct dx *x, gr_finding_kind kind, int gpu, bool leftover)
 {
@@ -223,7 +272,7 @@ static const char *pid_list(const gr_finding *f, char *buf, size_t size)
         return pid_list_sep(f, " ", buf, size);
 }
 
-/* the next step for leftovers: reap kills them, waits for this GPU's memory and verifies it */
+/* the next step for leftovers: reap kills exactly them, waits for this GPU's memory, verifies */
 static void reap_step(gr_finding *f, unsigned gpu_index)
 {
         char pids[200];
@@ -236,87 +285,15 @@ static gr_holder_verdict *verdict_of(gr_diagnosis *d, pid_t pid)
         return (gr_holder_verdict *)gr_diagnosis_holder(d, pid);
 }
 
-static const gr_gpu_proc *listed(const struct dx *x, unsigned gi, pid_t pid)
+static void describe_cmd(const struct dx *x, pid_t pid, char *buf, size_t size)
 {
-        const struct owner_ix *o = owner_first(x, pid);
-        for (; o && o < x->owners + x->n_owners && o->pid == pid; o++)
-                if (o->gpu == gi)
-                        return &x->s->gpu->gpus[gi].procs[o->idx];
-        return NULL;
+        const gr_process *p = dx_find(x, pid);
+        snprintf(buf, size, "%d (%s)", (int)pid, p ? p->comm : "gone");
 }
 
-static int cmp_launcher(const void *a, const void *b)
+static const char *plural(unsigned n, const char *one, const char *many)
 {
-        const gr_holder_verdict *x = *(const gr_holder_verdict *const *)a;
-        const gr_holder_verdict *y = *(const gr_holder_verdict *const *)b;
-        if (x->launcher != y->launcher)
-                return (x->launcher > y->launcher) - (x->launcher < y->launcher);
-        return (x->pid > y->pid) - (x->pid < y->pid);
-}
-
-static int judge_holders(struct dx *x)
-{
-        const gr_snapshot *s = x->s;
-        gr_diagnosis *d = x->d;
-        size_t n = s->procs ? s->procs->n_holders : 0;
-        d->holders = calloc(n ? n : 1, sizeof(*d->holders));
-        if (!d->holders)
-                return -ENOMEM;
-        for (size_t i = 0; s->procs && i < s->procs->n; i++) {
-                const gr_process *p = &s->procs->procs[i];
-                if (!p->hold || d->n_holders == n)
-                        continue;
-                gr_holder_verdict *v = &d->holders[d->n_holders++];
-                v->pid = p->pid;
-                v->process = p;
-                for (unsigned k = 0; k < p->hold->n_gpus; k++)
-                        if (p->hold->gpus[k].minor < 64 && p->hold->gpus[k].n_fds > 0)
-                                v->minors |= 1ULL << p->hold->gpus[k].minor;
-                v->launcher = p->pgrp > 0 ? p->pgrp : p->session;
-                v->launcher_alive = leader_alive(x, v->launcher);
-                if (p->state == 'Z')
-                        v->conditions |= GR_COND_ZOMBIE;
-                if (p->state == 'T' || p->state == 't')
-                        v->conditions |= GR_COND_STOPPED;
-                if (p->state == 'D')
-                        v->conditions |= GR_COND_UNINTERRUPTIBLE;
-                if (p->n_nspid > 1)
-                        v->conditions |= GR_COND_OTHER_NS;
-                if (p->has_uid && p->uid != d->uid)
-                        v->conditions |= GR_COND_OTHER_USER;
-                if (p->hold->n_listen > 0)
-                        v->conditions |= GR_COND_LISTENING;
-                if (is_orphan(x, p))
-                        v->conditions |= GR_COND_ORPHAN;
-                if (owner_first(x, p->pid) && alive(p))
-                        v->role = GR_ROLE_OWNER;
-                else if (p->hold->n_gpus == 0)
-                        v->role = GR_ROLE_HOLDER;
-                else if (gr_holding_has_cuda_footprint(p->hold))
-                        v->role = GR_ROLE_HIDDEN_HOLDER;
-                else
-                        v->role = GR_ROLE_MONITOR;
-        }
-        /* A reparented process whose group still has a member holding the GPU that was not
-         * reparented belongs to a running job (a launcher that double-forks one worker while
-         * its other workers stay its children): not a leftover. */
-        x->scratch = calloc(d->n_holders ? d->n_holders : 1, sizeof(*x->scratch));
-        if (!x->scratch)
-                return -ENOMEM;
-        for (size_t i = 0; i < d->n_holders; i++)
-                x->scratch[i] = &d->holders[i];
-        qsort(x->scratch, d->n_holders, sizeof(*x->scratch), cmp_launcher);
-        for (size_t i = 0; i < d->n_holders;) {
-                size_t j = i;
-                bool runs = false;
-                for (; j < d->n_holders && x->scratch[j]->launcher == x->scratch[i]->launcher; j++)
-                        runs = runs || (!(x->scratch[j]->conditions & GR_COND_ORPHAN) &&
-                                        x->scratch[j]->role != GR_ROLE_MONITOR && alive(x->scratch[j]->process));
-                for (size_t k = i; runs && k < j; k++)
-                        ((gr_holder_verdict *)x->scratch[k])->conditions &= ~(unsigned)GR_COND_ORPHAN;
-                i = j;
-        }
-        return 0;
+        return n == 1 ? one : many;
 }
 
 /* Does the holder have this GPU's device file open? */
@@ -329,157 +306,324 @@ static bool holds_minor(const gr_holder_verdict *v, int minor)
         return gr_process_fds_on_minor(v->process, minor) > 0;
 }
 
+static int judge_roles(struct dx *x)
+{
+        const gr_snapshot *s = x->s;
+        gr_diagnosis *d = x->d;
+        size_t n = s->procs ? s->procs->n_holders : 0;
+        d->holders = calloc(n ? n : 1, sizeof(*d->holders));
+        x->scratch = calloc(n ? n : 1, sizeof(*x->scratch));
+        if (!d->holders || !x->scratch)
+                return -ENOMEM;
+        for (size_t i = 0; s->procs && i < s->procs->n; i++) {
+                const gr_process *p = &s->procs->procs[i];
+                if (!p->hold || d->n_holders == n)
+                        continue;
+                gr_holder_verdict *v = &d->holders[d->n_holders++];
+                v->pid = p->pid;
+                v->process = p;
+                for (unsigned k = 0; k < p->hold->n_gpus; k++)
+                        if (p->hold->gpus[k].minor < 64 && p->hold->gpus[k].n_fds > 0)
+                                v->minors |= 1ULL << p->hold->gpus[k].minor;
+                if (p->state == 'Z')
+                        v->conditions |= GR_COND_ZOMBIE;
+                if (p->state == 'T' || p->state == 't')
+                        v->conditions |= GR_COND_STOPPED;
+                if (p->state == 'D')
+                        v->conditions |= GR_COND_UNINTERRUPTIBLE;
+                if (p->n_nspid > 1)
+                        v->conditions |= GR_COND_OTHER_NS;
+                if (p->has_uid && p->uid != d->uid)
+                        v->conditions |= GR_COND_OTHER_USER;
+                if (p->net && p->net->n_listen > 0)
+                        v->conditions |= GR_COND_LISTENING;
+                bool owner = false;
+                for (unsigned g = 0; g < s->gpu->n_gpus && !owner; g++)
+                        owner = dx_listed(x, g, p->pid) && owner_state_x(x, g, p->pid) == GR_OWNER_ALIVE;
+                if (owner)
+                        v->role = GR_ROLE_OWNER;
+                else if (p->hold->n_gpus == 0)
+                        v->role = GR_ROLE_HOLDER;
+                else if (gr_holding_has_cuda_footprint(p->hold))
+                        v->role = GR_ROLE_HIDDEN_HOLDER;
+                else
+                        v->role = GR_ROLE_MONITOR;
+        }
+        return 0;
+}
+
 /* Is holder h tied to the ghost by lineage? */
-static bool lineage(const struct dx *x, const gr_process *h, pid_t ghost)
+static bool ghost_lineage(const struct dx *x, const gr_process *h, pid_t ghost)
 {
         if (!h)
                 return false;
         if (h->ppid == ghost || h->pgrp == ghost || h->session == ghost)
                 return true;
-        const gr_process *g = find(x, ghost); /* a zombie ghost is still in the table */
+        const gr_process *g = dx_find(x, ghost); /* a zombie ghost is still in the table */
         return g && g->pgrp == h->pgrp && g->pgrp > 1;
 }
 
-static void describe_cmd(const struct dx *x, pid_t pid, char *buf, size_t size)
-{
-        const gr_process *p = find(x, pid);
-        snprintf(buf, size, "%d (%s)", (int)pid, p ? p->comm : "gone");
-}
-
-static int judge_gpu(struct dx *x, unsigned gi)
-{
-        const gr_snapshot *s = x->s;
-        gr_diagnosis *d = x->d;
-        const gr_gpu *g = &s->gpu->gpus[gi];
-        gr_gpu_verdict *gv = &d->gpus[gi];
-        char mem[32], pids[160], who[96];
-
-        if (!g->procs_ok || g->mem_api == 0) {
-                gv->state = GR_GPU_UNKNOWN;
-                gv->unaccounted = GR_UNKNOWN_U64;
-                return 0;
-        }
-        /* memory above baseline: v2 reports the reserve apart; v1 counts it in used, and its
-         * size is not known, so v1 GPUs are judged with the v2 H200 reserve as the allowance */
-        uint64_t used = g->mem_used;
-        uint64_t allowance = GR_BASELINE_SLACK + (g->mem_api == 1 ? (640ULL << 20) : 0);
-        uint64_t live_owned = 0;
-        unsigned n_live = 0, n_ghosts = 0;
-        for (unsigned i = 0; i < g->n_procs; i++) {
-                const gr_gpu_proc *o = &g->procs[i];
-                if (alive(find(x, (pid_t)o->pid))) {
-                        n_live++;
-                        if (o->used_bytes != GR_UNKNOWN_U64)
-                                live_owned += o->used_bytes;
-                } else {
-                        n_ghosts++;
-                }
-        }
-        gv->unaccounted = used > live_owned ? used - live_owned : 0;
-
-        /* the holders of this GPU's device file, by role */
+struct gpu_view {
+        unsigned gi;
+        uint64_t allowance;       /* memory above baseline that is still noise */
         pid_t hidden[64], monitors[64];
-        unsigned n_hidden = 0, n_monitors = 0;
-        for (size_t i = 0; i < d->n_holders; i++) {
-                const gr_holder_verdict *v = &d->holders[i];
-                const gr_process *p = v->process;
+        unsigned n_hidden, n_monitors, n_ghosts;
+};
+
+static void gpu_view_init(const struct dx *x, unsigned gi, struct gpu_view *gv)
+{
+        const gr_gpu *g = &x->s->gpu->gpus[gi];
+        memset(gv, 0, sizeof(*gv));
+        gv->gi = gi;
+        /* v2 reports the reserve apart; v1 counts it in used, and its size is not known, so v1
+         * GPUs are judged with the v2 H200 reserve as the allowance */
+        gv->allowance = GR_BASELINE_SLACK + (g->mem_api == 1 ? (640ULL << 20) : 0);
+        for (size_t i = 0; i < x->d->n_holders; i++) {
+                const gr_holder_verdict *v = &x->d->holders[i];
                 if (!holds_minor(v, g->minor))
                         continue;
-                if (v->role == GR_ROLE_HIDDEN_HOLDER && n_hidden < GR_ELEMENTSOF(hidden))
-                        hidden[n_hidden++] = p->pid;
-                if (v->role == GR_ROLE_MONITOR && n_monitors < GR_ELEMENTSOF(monitors))
-                        monitors[n_monitors++] = p->pid;
+                if (v->role == GR_ROLE_HIDDEN_HOLDER && gv->n_hidden < GR_ELEMENTSOF(gv->hidden))
+                        gv->hidden[gv->n_hidden++] = v->pid;
+                if (v->role == GR_ROLE_MONITOR && gv->n_monitors < GR_ELEMENTSOF(gv->monitors))
+                        gv->monitors[gv->n_monitors++] = v->pid;
         }
+        for (unsigned i = 0; i < g->n_procs; i++) {
+                gr_owner_state st = owner_state_x(x, gi, (pid_t)g->procs[i].pid);
+                gv->n_ghosts += st == GR_OWNER_NOT_FOUND || st == GR_OWNER_ZOMBIE;
+        }
+}
 
-        bool dirty = false, stale = false, busy = false;
+/* The hidden holders a ghost's memory is attributed to, and how sure that is */
+static unsigned ghost_holders(const struct dx *x, const struct gpu_view *gv, pid_t ghost, pid_t *out,
+                              gr_confidence *ret_conf)
+{
+        unsigned n_tied = 0, n = 0;
+        for (unsigned k = 0; k < gv->n_hidden; k++)
+                n_tied += ghost_lineage(x, dx_find(x, gv->hidden[k]), ghost);
+        for (unsigned k = 0; k < gv->n_hidden; k++)
+                if (n_tied == 0 || ghost_lineage(x, dx_find(x, gv->hidden[k]), ghost))
+                        out[n++] = gv->hidden[k];
+        gr_confidence c;
+        if (gv->n_ghosts == 1 && n == 1)
+                c = GR_SURE;
+        else if ((n_tied > 0 && n_tied < gv->n_hidden) || gv->n_ghosts == 1)
+                c = GR_LIKELY; /* tied by lineage, or one ghost whose memory several share */
+        else
+                c = GR_UNSURE;
+        if (c == GR_SURE && x->partial_view)
+                c = GR_LIKELY; /* a holder it could not inspect may be the one */
+        *ret_conf = c;
+        return n;
+}
 
-        /* ghosts and their hidden holders */
+/* Before the lineage judgement: which hidden holders keep a ghost's memory */
+static void attribute_ghosts(struct dx *x, unsigned gi)
+{
+        const gr_gpu *g = &x->s->gpu->gpus[gi];
+        if (!g->procs_ok || g->mem_api == 0)
+                return;
+        struct gpu_view gv;
+        gpu_view_init(x, gi, &gv);
+        for (unsigned i = 0; i < g->n_procs; i++) {
+                pid_t ghost = (pid_t)g->procs[i].pid;
+                gr_owner_state st = owner_state_x(x, gi, ghost);
+                if (st != GR_OWNER_NOT_FOUND && st != GR_OWNER_ZOMBIE)
+                        continue;
+                pid_t out[64];
+                gr_confidence conf;
+                unsigned n = ghost_holders(x, &gv, ghost, out, &conf);
+                for (unsigned k = 0; k < n; k++) {
+                        gr_holder_verdict *v = verdict_of(x->d, out[k]);
+                        if (v && (!v->ghost || conf < v->ghost_confidence)) {
+                                v->ghost = ghost;
+                                v->ghost_confidence = conf;
+                        }
+                }
+        }
+}
+
+static void finding_reason(const struct dx *x, gr_finding *f)
+{
+        const gr_holder_verdict *v = f->n_pids ? gr_diagnosis_holder(x->d, f->pids[0]) : NULL;
+        if (v && v->reason[0])
+                gr_strlcpy(f->reason, v->reason, sizeof(f->reason));
+}
+
+static int ghost_findings(struct dx *x, const struct gpu_view *gv, bool *dirty, bool *stale)
+{
+        const gr_gpu *g = &x->s->gpu->gpus[gv->gi];
+        char mem[32], pids[160];
         for (unsigned i = 0; i < g->n_procs; i++) {
                 const gr_gpu_proc *o = &g->procs[i];
                 pid_t ghost = (pid_t)o->pid;
-                const gr_process *gp = find(x, ghost);
-                if (alive(gp))
+                gr_owner_state st = owner_state_x(x, gv->gi, ghost);
+                if (st != GR_OWNER_NOT_FOUND && st != GR_OWNER_ZOMBIE)
                         continue;
-                unsigned n_tied = 0;
-                for (unsigned k = 0; k < n_hidden; k++)
-                        n_tied += lineage(x, find(x, hidden[k]), ghost);
+                const char *what = st == GR_OWNER_ZOMBIE ? "a zombie" : "gone";
                 gr_format_bytes(o->used_bytes, mem, sizeof(mem));
-                if (n_hidden == 0) {
-                        gr_finding *f = add_finding(x, GR_FIND_TEARDOWN, (int)gi, true);
+                if (gv->n_hidden == 0) {
+                        gr_finding *f = add_finding(x, GR_FIND_TEARDOWN, (int)gv->gi, true);
                         if (!f)
                                 return -ENOMEM;
                         f->related = ghost;
                         f->memory = o->used_bytes;
+                        f->confidence = x->partial_view ? GR_UNSURE : GR_SURE;
                         snprintf(f->explanation, sizeof(f->explanation),
-                                 "GPU %u: the driver still lists PID %d with %s, but that process is %s and nothing holds the GPU: its memory is being torn down, or kept by the driver",
-                                 g->index, (int)ghost, mem, gp ? "a zombie" : "gone");
-                        snprintf(f->next_step, sizeof(f->next_step),
-                                 "run 'gpureap status --gpu %u' again in a few seconds; if it stays, the GPU needs a reset (nvidia-smi --gpu-reset -i %u) or a reboot",
-                                 g->index, g->index);
-                        stale = true;
+                                 "GPU %u: the driver still lists PID %d with %s, but that process is %s and nothing %sholds the GPU: its memory is being torn down, or kept by the driver",
+                                 g->index, (int)ghost, mem, what, x->partial_view ? "that gpureap could inspect " : "");
+                        if (x->partial_view) {
+                                snprintf(f->reason, sizeof(f->reason), "%s", x->d->view);
+                                snprintf(f->next_step, sizeof(f->next_step), "sudo gpureap status --gpu %u", g->index);
+                                snprintf(f->advice, sizeof(f->advice),
+                                         "run it as root first: a process gpureap could not inspect may hold the memory");
+                        } else {
+                                snprintf(f->next_step, sizeof(f->next_step), "gpureap wait --gpu %u --timeout 30s", g->index);
+                                snprintf(f->advice, sizeof(f->advice),
+                                         "teardown usually ends within seconds; if the memory stays, the GPU needs a reset (gpureap reset --gpu %u) or a reboot",
+                                         g->index);
+                        }
+                        *stale = true;
                         continue;
                 }
-                gr_finding *f = add_finding(x, GR_FIND_GHOST, (int)gi, true);
+                gr_finding *f = add_finding(x, GR_FIND_GHOST, (int)gv->gi, true);
                 if (!f)
                         return -ENOMEM;
                 f->related = ghost;
                 f->memory = o->used_bytes;
-                for (unsigned k = 0; k < n_hidden; k++) {
-                        const gr_process *h = find(x, hidden[k]);
-                        if (n_tied > 0 && !lineage(x, h, ghost))
-                                continue;
-                        add_pid(f, hidden[k]);
-                        gr_holder_verdict *v = verdict_of(d, hidden[k]);
-                        if (v && (!v->ghost || n_tied > 0))
-                                v->ghost = ghost;
-                }
-                if (n_ghosts == 1 && f->n_pids == 1)
-                        f->confidence = GR_SURE;
-                else if (n_tied > 0 && n_tied < n_hidden)
-                        f->confidence = GR_LIKELY;
-                else if (n_ghosts == 1)
-                        f->confidence = GR_LIKELY; /* one ghost, its memory shared by several */
-                else
-                        f->confidence = GR_AMBIGUOUS;
+                pid_t out[64];
+                unsigned n = ghost_holders(x, gv, ghost, out, &f->confidence);
+                for (unsigned k = 0; k < n; k++)
+                        add_pid(f, out[k]);
                 pid_list(f, pids, sizeof(pids));
                 const char *how = f->confidence == GR_SURE ? "" :
                                   f->confidence == GR_LIKELY ? " (likely, by lineage)" :
-                                  " (ambiguous: several ghosts share these holders)";
+                                  " (unsure: several ghosts share these holders)";
                 snprintf(f->explanation, sizeof(f->explanation),
                          "GPU %u: the driver lists PID %d with %s but it is %s; the memory is kept by %s %s%s, %s that inherited its GPU files and that nvidia-smi cannot name",
-                         g->index, (int)ghost, mem, gp ? "a zombie" : "gone",
-                         f->n_pids == 1 ? "process" : "processes", pids, how,
-                         f->n_pids == 1 ? "a child" : "children");
+                         g->index, (int)ghost, mem, what, plural(f->n_pids, "process", "processes"), pids, how,
+                         plural(f->n_pids, "a child", "children"));
+                finding_reason(x, f);
                 reap_step(f, g->index);
-                dirty = true;
+                if (f->confidence != GR_SURE)
+                        snprintf(f->advice, sizeof(f->advice), "%s",
+                                 f->confidence == GR_LIKELY ? "a plain 'gpureap reap' kills only sure leftovers: name them with --pid, or add --likely"
+                                                            : "check each with 'gpureap status --why' before naming it with --pid");
+                *dirty = true;
         }
+        return 0;
+}
 
-        /* hidden holders with no ghost: memory that no listed process accounts for */
-        for (unsigned k = 0; k < n_hidden; k++) {
-                gr_holder_verdict *v = verdict_of(d, hidden[k]);
-                if (!v || v->ghost || n_ghosts > 0)
+/* A live holder with a CUDA footprint that the driver does not list, while memory is used that
+ * no listed process accounts for: it may be the one keeping it */
+static bool unexplained(const struct dx *x, const struct gpu_view *gv, const gr_holder_verdict *v)
+{
+        return v->role == GR_ROLE_HIDDEN_HOLDER && !v->ghost && gv->n_ghosts == 0 &&
+               !dx_listed_anywhere(x, v->pid) && x->d->gpus[gv->gi].unaccounted > gv->allowance;
+}
+
+static bool in_lineage_finding(const struct dx *x, const struct gpu_view *gv, const gr_holder_verdict *v,
+                               gr_judgement which)
+{
+        const gr_gpu *g = &x->s->gpu->gpus[gv->gi];
+        if (!holds_minor(v, g->minor) || v->role == GR_ROLE_MONITOR || v->role == GR_ROLE_HOLDER || v->ghost)
+                return false; /* a ghost's holders are in the ghost's finding */
+        if (which == GR_JUDGE_LEFTOVER)
+                return v->judgement == GR_JUDGE_LEFTOVER;
+        if (v->judgement == GR_JUDGE_LIVE)
+                return unexplained(x, gv, v);
+        if (v->judgement != GR_JUDGE_UNSURE)
+                return false;
+        /* an unsure holder with no memory of its own says nothing about this GPU */
+        return v->role == GR_ROLE_OWNER || dx_listed_anywhere(x, v->pid) || unexplained(x, gv, v) ||
+               gv->n_ghosts > 0;
+}
+
+/* Leftovers (orphan) or unsure holders (suspect) of this GPU, one finding per launcher */
+static int lineage_findings(struct dx *x, const struct gpu_view *gv, gr_judgement which, bool *flag)
+{
+        const gr_gpu *g = &x->s->gpu->gpus[gv->gi];
+        gr_diagnosis *d = x->d;
+        size_t n = 0;
+        for (size_t i = 0; i < d->n_holders; i++)
+                if (in_lineage_finding(x, gv, &d->holders[i], which))
+                        x->scratch[n++] = &d->holders[i];
+        char mem[32], pids[160], job[96], who[96];
+        for (size_t i = 0; i < n;) {
+                const gr_holder_verdict *first = x->scratch[i];
+                if (!first) {
+                        i++;
                         continue;
-                if (gv->unaccounted <= allowance)
-                        continue; /* holds the device with no memory of its own: nothing to say */
-                gr_finding *f = add_finding(x, GR_FIND_GHOST, (int)gi, true);
+                }
+                bool leftover = which == GR_JUDGE_LEFTOVER;
+                gr_finding *f = add_finding(x, leftover ? GR_FIND_ORPHAN : GR_FIND_SUSPECT, (int)gv->gi, leftover);
                 if (!f)
                         return -ENOMEM;
-                add_pid(f, hidden[k]);
-                f->memory = gv->unaccounted;
-                f->confidence = n_hidden == 1 ? GR_LIKELY : GR_AMBIGUOUS;
-                gr_format_bytes(gv->unaccounted, mem, sizeof(mem));
-                describe_cmd(x, hidden[k], who, sizeof(who));
-                snprintf(f->explanation, sizeof(f->explanation),
-                         "GPU %u: %s holds the GPU like a CUDA process but the driver does not list it; %s used is accounted for by no listed process",
-                         g->index, who, mem);
+                uint64_t total = 0;
+                f->confidence = leftover ? GR_SURE : GR_UNSURE;
+                for (size_t k = i; k < n; k++) {
+                        const gr_holder_verdict *v = x->scratch[k];
+                        if (!v || !job_equal(&v->job, &first->job))
+                                continue;
+                        add_pid(f, v->pid);
+                        if (leftover && v->confidence > f->confidence)
+                                f->confidence = v->confidence;
+                        const gr_gpu_proc *o = dx_listed(x, gv->gi, v->pid);
+                        if (o && o->used_bytes != GR_UNKNOWN_U64)
+                                total += o->used_bytes;
+                        x->scratch[k] = NULL;
+                }
+                f->related = first->launcher;
+                f->memory = total;
+                gr_format_bytes(total, mem, sizeof(mem));
+                pid_list(f, pids, sizeof(pids));
+                gr_job_text(&first->job, job, sizeof(job));
+                finding_reason(x, f);
                 reap_step(f, g->index);
-                dirty = true;
+                if (leftover && first->job.kind == GR_JOB_RUN) {
+                        snprintf(f->explanation, sizeof(f->explanation),
+                                 "GPU %u: %u %s holding %s %s left by 'gpureap run' (PID %d), which was killed before it could end %s",
+                                 g->index, f->n_pids, plural(f->n_pids, "process", "processes"), mem,
+                                 plural(f->n_pids, "was", "were"), (int)first->job.pid, plural(f->n_pids, "it", "them"));
+                } else if (leftover) {
+                        snprintf(f->explanation, sizeof(f->explanation),
+                                 "GPU %u: %u %s of %s holding %s: leftovers (%s), nothing will use %s again",
+                                 g->index, f->n_pids, plural(f->n_pids, "process", "processes"), job, mem, pids,
+                                 plural(f->n_pids, "it", "them"));
+                }
+                if (leftover) {
+                        if (f->confidence != GR_SURE)
+                                snprintf(f->advice, sizeof(f->advice),
+                                         "likely, not sure: a plain 'gpureap reap' spares them; name them with --pid, or add --likely");
+                } else {
+                        describe_cmd(x, first->pid, who, sizeof(who));
+                        if (unexplained(x, gv, first)) {
+                                gr_format_bytes(d->gpus[gv->gi].unaccounted, mem, sizeof(mem));
+                                snprintf(f->explanation, sizeof(f->explanation),
+                                         "GPU %u: %s holds the GPU like a CUDA process but the driver does not list it; %s used is accounted for by no listed process",
+                                         g->index, who, mem);
+                        } else {
+                                snprintf(f->explanation, sizeof(f->explanation),
+                                         "GPU %u: %s%s of %s%s%s: cannot tell a live job from a leftover", g->index,
+                                         who, f->n_pids > 1 ? " and others" : "", job, total ? ", holding " : "",
+                                         total ? mem : "");
+                        }
+                        snprintf(f->advice, sizeof(f->advice),
+                                 "spared unless named: if it is a leftover, gpureap reap --gpu %u --pid %s", g->index,
+                                 pid_list_sep(f, ",", pids, sizeof(pids)));
+                        snprintf(f->next_step, sizeof(f->next_step), "gpureap status --why --gpu %u", g->index);
+                }
+                *flag = true;
         }
+        return 0;
+}
 
-        /* zombie owners: they hold nothing; the parent does not reap them */
+static int zombie_findings(struct dx *x, unsigned gi)
+{
+        const gr_gpu *g = &x->s->gpu->gpus[gi];
+        char who[96];
         for (unsigned i = 0; i < g->n_procs; i++) {
-                const gr_process *z = find(x, (pid_t)g->procs[i].pid);
-                if (!z || alive(z))
+                const gr_process *z = dx_find(x, (pid_t)g->procs[i].pid);
+                if (!z || dx_alive(z) || owner_state_x(x, gi, z->pid) != GR_OWNER_ZOMBIE)
                         continue;
                 gr_finding *f = add_finding(x, GR_FIND_ZOMBIE, (int)gi, false);
                 if (!f)
@@ -490,94 +634,110 @@ static int judge_gpu(struct dx *x, unsigned gi)
                 snprintf(f->explanation, sizeof(f->explanation),
                          "GPU %u: PID %d is a zombie: it has already released everything it held; its parent %s has not reaped it",
                          g->index, (int)z->pid, who);
-                snprintf(f->next_step, sizeof(f->next_step),
+                snprintf(f->advice, sizeof(f->advice),
                          "nothing to kill: the zombie goes when PID %d waits for it or exits", (int)z->ppid);
         }
+        return 0;
+}
 
-        /* orphans, one finding per launcher: the candidates sorted by launcher, then grouped */
-        size_t n_orph = 0;
-        for (size_t i = 0; i < d->n_holders; i++) {
-                const gr_holder_verdict *v = &d->holders[i];
-                if (!(v->conditions & GR_COND_ORPHAN) || !holds_minor(v, g->minor) ||
-                    v->role == GR_ROLE_MONITOR || v->ghost)
-                        continue; /* a ghost's hidden holders are in the ghost's finding */
-                x->scratch[n_orph++] = v;
-        }
-        qsort(x->scratch, n_orph, sizeof(*x->scratch), cmp_launcher);
-        for (size_t i = 0; i < n_orph;) {
-                pid_t launcher = x->scratch[i]->launcher;
-                gr_finding *f = add_finding(x, GR_FIND_ORPHAN, (int)gi, true);
-                if (!f)
+static int busy_finding(struct dx *x, const struct gpu_view *gv, bool *busy)
+{
+        unsigned gi = gv->gi;
+        const gr_gpu *g = &x->s->gpu->gpus[gi];
+        gr_finding *f = NULL;
+        uint64_t total = 0;
+        unsigned n_listed = 0;
+        char mem[32], pids[160], who[96];
+        for (unsigned i = 0; i < g->n_procs; i++) {
+                const gr_gpu_proc *o = &g->procs[i];
+                const gr_holder_verdict *v = gr_diagnosis_holder(x->d, (pid_t)o->pid);
+                if (owner_state_x(x, gi, (pid_t)o->pid) != GR_OWNER_ALIVE)
+                        continue;
+                if (v && v->judgement != GR_JUDGE_LIVE)
+                        continue; /* in an orphan or suspect finding */
+                if (!f && !(f = add_finding(x, GR_FIND_BUSY, (int)gi, false)))
                         return -ENOMEM;
-                uint64_t total = 0;
-                for (; i < n_orph && x->scratch[i]->launcher == launcher; i++) {
-                        add_pid(f, x->scratch[i]->pid);
-                        const gr_gpu_proc *o = listed(x, gi, x->scratch[i]->pid);
-                        if (o && o->used_bytes != GR_UNKNOWN_U64)
-                                total += o->used_bytes;
-                }
-                f->related = launcher;
-                f->memory = total;
-                gr_format_bytes(total, mem, sizeof(mem));
-                pid_list(f, pids, sizeof(pids));
-                const gr_process *lp = find(x, launcher);
-                pid_t run_pid = x->scratch[i - 1]->process->run_pid;
-                if (run_pid > 0 && !leader_alive(x, run_pid))
-                        snprintf(f->explanation, sizeof(f->explanation),
-                                 "GPU %u: %u %s holding %s %s left by 'gpureap run' (PID %d), which was killed before it could end %s",
-                                 g->index, f->n_pids, f->n_pids == 1 ? "process" : "processes", mem,
-                                 f->n_pids == 1 ? "was" : "were", (int)run_pid, f->n_pids == 1 ? "it" : "them");
-                else if (lp && alive(lp))
-                        snprintf(f->explanation, sizeof(f->explanation),
-                                 "GPU %u: %u %s of process group %d holding %s %s reparented to %s after %s parent ended: leftovers of a killed run",
-                                 g->index, f->n_pids, f->n_pids == 1 ? "process" : "processes", (int)launcher, mem,
-                                 f->n_pids == 1 ? "was" : "were", x->scratch[i - 1]->process->ppid == 1 ? "PID 1" : "a subreaper",
-                                 f->n_pids == 1 ? "its" : "their");
-                else
-                        snprintf(f->explanation, sizeof(f->explanation),
-                                 "GPU %u: %u %s of process group %d (%s) %s on with %s after the launcher ended: leftovers of a killed run",
-                                 g->index, f->n_pids, f->n_pids == 1 ? "process" : "processes", (int)launcher,
-                                 lp ? lp->comm : s->procs_partial ? "not recorded" : "its leader is gone",
-                                 f->n_pids == 1 ? "lives" : "live", mem);
-                reap_step(f, g->index);
-                dirty = true;
+                add_pid(f, (pid_t)o->pid);
+                n_listed++;
+                if (o->used_bytes != GR_UNKNOWN_U64)
+                        total += o->used_bytes;
         }
-
-        /* live owners whose launcher is alive: busy */
-        {
-                gr_finding *f = NULL;
-                uint64_t total = 0;
-                for (unsigned i = 0; i < g->n_procs; i++) {
-                        const gr_gpu_proc *o = &g->procs[i];
-                        const gr_process *p = find(x, (pid_t)o->pid);
-                        const gr_holder_verdict *v = gr_diagnosis_holder(d, (pid_t)o->pid);
-                        if (!alive(p) || (v && (v->conditions & GR_COND_ORPHAN)))
-                                continue;
-                        if (!f && !(f = add_finding(x, GR_FIND_BUSY, (int)gi, false)))
-                                return -ENOMEM;
-                        add_pid(f, p->pid);
-                        if (o->used_bytes != GR_UNKNOWN_U64)
-                                total += o->used_bytes;
-                }
-                if (f) {
-                        f->memory = total;
-                        gr_format_bytes(total, mem, sizeof(mem));
-                        pid_list(f, pids, sizeof(pids));
-                        describe_cmd(x, f->pids[0], who, sizeof(who));
-                        snprintf(f->explanation, sizeof(f->explanation),
-                                 "GPU %u: in use by %s%s with %s; %s launcher is alive",
-                                 g->index, who, f->n_pids > 1 ? " and others" : "", mem,
-                                 f->n_pids > 1 ? "their" : "its");
-                        snprintf(f->next_step, sizeof(f->next_step),
-                                 "none if this is expected; to stop it: gpureap reap --gpu %u --pid %s",
-                                 g->index, pid_list_sep(f, ",", pids, sizeof(pids)));
-                        busy = true;
-                }
+        /* live CUDA-like holders the driver does not list and that keep nothing unexplained
+         * (a live job's forked children): part of the job */
+        for (size_t i = 0; i < x->d->n_holders; i++) {
+                const gr_holder_verdict *v = &x->d->holders[i];
+                if (v->role != GR_ROLE_HIDDEN_HOLDER || v->judgement != GR_JUDGE_LIVE || v->ghost ||
+                    !holds_minor(v, g->minor) || unexplained(x, gv, v))
+                        continue;
+                if (!f && !(f = add_finding(x, GR_FIND_BUSY, (int)gi, false)))
+                        return -ENOMEM;
+                add_pid(f, v->pid);
         }
+        if (!f)
+                return 0;
+        f->memory = total;
+        f->confidence = GR_SURE;
+        for (unsigned i = 0; i < f->n_pids; i++) {
+                const gr_holder_verdict *v = gr_diagnosis_holder(x->d, f->pids[i]);
+                if (v && v->confidence > f->confidence)
+                        f->confidence = v->confidence;
+        }
+        gr_format_bytes(total, mem, sizeof(mem));
+        describe_cmd(x, f->pids[0], who, sizeof(who));
+        if (n_listed > 0)
+                snprintf(f->explanation, sizeof(f->explanation), "GPU %u: in use by %s%s with %s: a live job",
+                         g->index, who, f->n_pids > 1 ? " and others" : "", mem);
+        else
+                snprintf(f->explanation, sizeof(f->explanation), "GPU %u: held by %s%s, a live job (no memory of its own)",
+                         g->index, who, f->n_pids > 1 ? " and others" : "");
+        finding_reason(x, f);
+        snprintf(f->advice, sizeof(f->advice), "none if this is expected; to stop it: gpureap reap --gpu %u --pid %s",
+                 g->index, pid_list_sep(f, ",", pids, sizeof(pids)));
+        *busy = true;
+        return 0;
+}
 
-        /* stopped and uninterruptible holders */
-        for (size_t i = 0; i < d->n_holders; i++) {
-                const gr_holder_verdict *v = &d->holders[i];
+static int unmapped_finding(struct dx *x, unsigned gi, bool *busy)
+{
+        const gr_gpu *g = &x->s->gpu->gpus[gi];
+        gr_finding *f = NULL;
+        uint64_t total = 0;
+        for (unsigned i = 0; i < g->n_procs; i++) {
+                if (owner_state_x(x, gi, (pid_t)g->procs[i].pid) != GR_OWNER_UNMAPPED)
+                        continue;
+                if (!f && !(f = add_finding(x, GR_FIND_UNMAPPED, (int)gi, false)))
+                        return -ENOMEM;
+                add_pid(f, (pid_t)g->procs[i].pid);
+                if (g->procs[i].used_bytes != GR_UNKNOWN_U64)
+                        total += g->procs[i].used_bytes;
+        }
+        if (!f)
+                return 0;
+        char mem[32], pids[160];
+        f->memory = total;
+        f->confidence = GR_UNSURE;
+        gr_format_bytes(total, mem, sizeof(mem));
+        snprintf(f->explanation, sizeof(f->explanation),
+                 "GPU %u: the driver lists PID %s with %s, which this view cannot see: they may be alive",
+                 g->index, pid_list(f, pids, sizeof(pids)), mem);
+        snprintf(f->reason, sizeof(f->reason), "%s", x->d->view);
+        if (x->foreign_pids) {
+                snprintf(f->advice, sizeof(f->advice),
+                         "gpureap runs in a container's PID namespace, where the driver's (host) PIDs name nothing: run it on the host, or in a container with the host's PID namespace (docker --pid=host, hostPID: true)");
+        } else {
+                snprintf(f->next_step, sizeof(f->next_step), "sudo gpureap status --gpu %u", g->index);
+                snprintf(f->advice, sizeof(f->advice), "run it as root: this /proc hides other users' processes");
+        }
+        *busy = true;
+        return 0;
+}
+
+static int state_findings(struct dx *x, unsigned gi)
+{
+        const gr_gpu *g = &x->s->gpu->gpus[gi];
+        char who[96];
+        for (size_t i = 0; i < x->d->n_holders; i++) {
+                const gr_holder_verdict *v = &x->d->holders[i];
                 const gr_process *p = v->process;
                 if (!holds_minor(v, g->minor))
                         continue;
@@ -588,58 +748,119 @@ static int judge_gpu(struct dx *x, unsigned gi)
                         add_pid(f, p->pid);
                         describe_cmd(x, p->pid, who, sizeof(who));
                         snprintf(f->explanation, sizeof(f->explanation),
-                                 "GPU %u: %s is stopped (state T): it ignores SIGTERM until it gets SIGCONT",
+                                 "GPU %u: %s is stopped (state T): it acts on SIGTERM only once it gets SIGCONT (reap sends both)",
                                  g->index, who);
-                        snprintf(f->next_step, sizeof(f->next_step),
-                                 "to resume it: kill -CONT %d; to end it: kill -CONT %d; kill %d",
-                                 (int)p->pid, (int)p->pid, (int)p->pid);
+                        snprintf(f->next_step, sizeof(f->next_step), "kill -CONT %d", (int)p->pid);
+                        snprintf(f->advice, sizeof(f->advice), "to resume it: kill -CONT %d", (int)p->pid);
                 }
                 if (v->conditions & GR_COND_UNINTERRUPTIBLE) {
-                        gr_finding *f = add_finding(x, GR_FIND_UNINTERRUPTIBLE, (int)gi, true);
+                        gr_finding *f = add_finding(x, GR_FIND_UNINTERRUPTIBLE, (int)gi, false);
                         if (!f)
                                 return -ENOMEM;
                         add_pid(f, p->pid);
                         describe_cmd(x, p->pid, who, sizeof(who));
                         snprintf(f->explanation, sizeof(f->explanation),
-                                 "GPU %u: %s is in state D (waiting inside the kernel or the driver): no signal can end it while it stays so",
+                                 "GPU %u: %s is in state D (waiting in the kernel or the driver): usually brief; a signal takes effect when the call returns",
                                  g->index, who);
-                        snprintf(f->next_step, sizeof(f->next_step),
-                                 "see where it waits: cat /proc/%d/stack; if it stays in D, reboot required (a GPU reset needs the GPU free)",
-                                 (int)p->pid);
-                        dirty = true;
+                        snprintf(f->next_step, sizeof(f->next_step), "cat /proc/%d/stack", (int)p->pid);
+                        snprintf(f->advice, sizeof(f->advice),
+                                 "if it stays in D after a SIGKILL, only a reboot ends it (a GPU reset needs the GPU free)");
                 }
         }
+        return 0;
+}
 
-        /* monitors: never leftovers */
-        if (n_monitors > 0) {
-                gr_finding *f = add_finding(x, GR_FIND_MONITOR, (int)gi, false);
-                if (!f)
-                        return -ENOMEM;
-                for (unsigned k = 0; k < n_monitors; k++)
-                        add_pid(f, monitors[k]);
-                pid_list(f, pids, sizeof(pids));
-                snprintf(f->explanation, sizeof(f->explanation),
-                         "GPU %u: %s %s only the driver's management interface (NVML: nvidia-smi, DCGM, exporters): no GPU memory, not a leftover",
-                         g->index, pids, n_monitors == 1 ? "uses" : "use");
-                snprintf(f->next_step, sizeof(f->next_step), "none");
+static int monitor_finding(struct dx *x, const struct gpu_view *gv)
+{
+        if (gv->n_monitors == 0)
+                return 0;
+        const gr_gpu *g = &x->s->gpu->gpus[gv->gi];
+        gr_finding *f = add_finding(x, GR_FIND_MONITOR, (int)gv->gi, false);
+        if (!f)
+                return -ENOMEM;
+        char pids[160];
+        for (unsigned k = 0; k < gv->n_monitors; k++)
+                add_pid(f, gv->monitors[k]);
+        snprintf(f->explanation, sizeof(f->explanation),
+                 "GPU %u: %s %s only the driver's management interface (NVML: nvidia-smi, DCGM, exporters): no GPU memory, not a leftover",
+                 g->index, pid_list(f, pids, sizeof(pids)), plural(gv->n_monitors, "uses", "use"));
+        return 0;
+}
+
+static int stale_finding(struct dx *x, const struct gpu_view *gv, bool *stale)
+{
+        const gr_gpu *g = &x->s->gpu->gpus[gv->gi];
+        gr_finding *f = add_finding(x, GR_FIND_STALE, (int)gv->gi, true);
+        if (!f)
+                return -ENOMEM;
+        char mem[32];
+        f->memory = x->d->gpus[gv->gi].unaccounted;
+        f->confidence = x->partial_view ? GR_UNSURE : GR_SURE;
+        gr_format_bytes(f->memory, mem, sizeof(mem));
+        snprintf(f->explanation, sizeof(f->explanation),
+                 "GPU %u: %s used and no process %sholds the GPU: memory still being torn down after a process ended, or kept by the driver",
+                 g->index, mem, x->partial_view ? "that gpureap could inspect " : "");
+        if (x->partial_view) {
+                snprintf(f->reason, sizeof(f->reason), "%s", x->d->view);
+                snprintf(f->next_step, sizeof(f->next_step), "sudo gpureap status --gpu %u", g->index);
+                snprintf(f->advice, sizeof(f->advice),
+                         "run it as root first: a process gpureap could not inspect may hold the memory");
+        } else {
+                snprintf(f->next_step, sizeof(f->next_step), "gpureap wait --gpu %u --timeout 30s", g->index);
+                snprintf(f->advice, sizeof(f->advice),
+                         "if it stays, the GPU needs a reset (gpureap reset --gpu %u) or a reboot", g->index);
         }
+        *stale = true;
+        return 0;
+}
 
-        /* memory with no holder at all */
-        if (!dirty && !busy && n_ghosts == 0 && n_hidden == 0 && gv->unaccounted > allowance) {
-                gr_finding *f = add_finding(x, GR_FIND_STALE, (int)gi, true);
-                if (!f)
-                        return -ENOMEM;
-                f->memory = gv->unaccounted;
-                gr_format_bytes(gv->unaccounted, mem, sizeof(mem));
-                snprintf(f->explanation, sizeof(f->explanation),
-                         "GPU %u: %s used and no process holds the GPU: memory still being torn down after a process ended, or kept by the driver",
-                         g->index, mem);
-                snprintf(f->next_step, sizeof(f->next_step),
-                         "run 'gpureap status --gpu %u' again in a few seconds; if it stays, the GPU needs a reset (nvidia-smi --gpu-reset -i %u) or a reboot",
-                         g->index, g->index);
-                stale = true;
+static int judge_gpu(struct dx *x, unsigned gi)
+{
+        const gr_gpu *g = &x->s->gpu->gpus[gi];
+        gr_gpu_verdict *gv = &x->d->gpus[gi];
+        if (!g->procs_ok || g->mem_api == 0) {
+                gv->state = GR_GPU_UNKNOWN;
+                gv->unaccounted = GR_UNKNOWN_U64;
+                return 0;
         }
+        struct gpu_view view;
+        gpu_view_init(x, gi, &view);
+        /* what the live (or unseen) listed contexts account for */
+        uint64_t owned = 0;
+        for (unsigned i = 0; i < g->n_procs; i++) {
+                gr_owner_state st = owner_state_x(x, gi, (pid_t)g->procs[i].pid);
+                if ((st == GR_OWNER_ALIVE || st == GR_OWNER_UNMAPPED) && g->procs[i].used_bytes != GR_UNKNOWN_U64)
+                        owned += g->procs[i].used_bytes;
+        }
+        gv->unaccounted = g->mem_used > owned ? g->mem_used - owned : 0;
 
+        bool dirty = false, stale = false, busy = false;
+        int r = ghost_findings(x, &view, &dirty, &stale);
+        if (r == 0)
+                r = lineage_findings(x, &view, GR_JUDGE_LEFTOVER, &dirty);
+        if (r == 0)
+                r = lineage_findings(x, &view, GR_JUDGE_UNSURE, &busy);
+        if (r == 0)
+                r = zombie_findings(x, gi);
+        if (r == 0)
+                r = busy_finding(x, &view, &busy);
+        if (r == 0)
+                r = unmapped_finding(x, gi, &busy);
+        if (r == 0)
+                r = state_findings(x, gi);
+        if (r == 0)
+                r = monitor_finding(x, &view);
+        if (r < 0)
+                return r;
+        /* live hidden holders explain memory of their own only as suspects (above) */
+        bool anyone = false;
+        for (size_t i = 0; i < x->d->n_holders && !anyone; i++) {
+                const gr_holder_verdict *v = &x->d->holders[i];
+                anyone = holds_minor(v, g->minor) && v->role != GR_ROLE_MONITOR;
+        }
+        if (!dirty && !stale && !busy && !anyone && view.n_ghosts == 0 && gv->unaccounted > view.allowance &&
+            (r = stale_finding(x, &view, &stale)) < 0)
+                return r;
         gv->state = dirty ? GR_GPU_DIRTY : stale ? GR_GPU_STALE : busy ? GR_GPU_BUSY : GR_GPU_CLEAN;
         return 0;
 }
@@ -651,20 +872,19 @@ static int judge_foreign(struct dx *x)
                 const gr_holder_verdict *v = &d->holders[i];
                 if (!(v->conditions & (GR_COND_OTHER_NS | GR_COND_OTHER_USER)))
                         continue;
-                const gr_process *p = find(x, v->pid);
-                if (!p)
-                        continue;
+                const gr_process *p = v->process;
                 gr_finding *f = add_finding(x, GR_FIND_FOREIGN, -1, false);
                 if (!f)
                         return -ENOMEM;
                 add_pid(f, p->pid);
-                char where[200] = "", who[96];
+                char where[240] = "", who[96], id[80];
                 describe_cmd(x, p->pid, who, sizeof(who));
                 size_t o = 0;
                 if (p->n_nspid > 1)
                         o += (size_t)snprintf(where + o, sizeof(where) - o,
                                               " runs in another PID namespace as PID %d", (int)p->nspid[p->n_nspid - 1]);
-                char id[80];
+                if (p->cgroup && gr_cgroup_manager(p->cgroup, id, sizeof(id)) == GR_CG_POD && o < sizeof(where))
+                        o += (size_t)snprintf(where + o, sizeof(where) - o, "%s Kubernetes pod %s", o ? "," : "", id);
                 if (p->cgroup && gr_cgroup_container_id(p->cgroup, id, sizeof(id)) == 0 && o < sizeof(where))
                         o += (size_t)snprintf(where + o, sizeof(where) - o, "%s container %s", o ? "," : "", id);
                 if (p->cgroup && gr_cgroup_slurm_job(p->cgroup, id, sizeof(id)) == 0 && o < sizeof(where))
@@ -672,8 +892,8 @@ static int judge_foreign(struct dx *x)
                 if ((v->conditions & GR_COND_OTHER_USER) && o < sizeof(where))
                         snprintf(where + o, sizeof(where) - o, "%s belongs to uid %u", o ? "," : "", (unsigned)p->uid);
                 snprintf(f->explanation, sizeof(f->explanation), "%s%s", who, where);
-                snprintf(f->next_step, sizeof(f->next_step), "%s",
-                         (v->conditions & GR_COND_OTHER_USER) ? "ask its owner, or act as root" : "none: act on it from the host");
+                snprintf(f->advice, sizeof(f->advice), "%s",
+                         (v->conditions & GR_COND_OTHER_USER) ? "ask its owner, or act as root with --all-users" : "act on it from the host");
         }
         return 0;
 }
@@ -693,6 +913,28 @@ const gr_holder_verdict *gr_diagnosis_holder(const gr_diagnosis *d, pid_t pid)
         return NULL;
 }
 
+/* What this view cannot see; every verdict that depends on it is capped */
+static void describe_view(struct dx *x)
+{
+        const gr_snapshot *s = x->s;
+        gr_diagnosis *d = x->d;
+        x->foreign_pids = s->pidns == GR_PIDNS_OTHER;
+        x->hidden = view_hides(s);
+        x->partial_view = s->procs && s->procs->n_unreadable > 0;
+        size_t o = 0;
+        if (x->foreign_pids)
+                o += (size_t)snprintf(d->view + o, sizeof(d->view) - o,
+                                      "a container's PID namespace: the driver's PIDs are not this /proc's");
+        if (x->hidden && o < sizeof(d->view))
+                o += (size_t)snprintf(d->view + o, sizeof(d->view) - o, "%sother users' processes are hidden (hidepid)",
+                                      o ? "; " : "");
+        if (x->partial_view && o < sizeof(d->view))
+                o += (size_t)snprintf(d->view + o, sizeof(d->view) - o, "%snot root: %u processes could not be inspected",
+                                      o ? "; " : "", s->procs->n_unreadable);
+        if (s->procs_partial && o < sizeof(d->view))
+                snprintf(d->view + o, sizeof(d->view) - o, "%srecorded without lineage", o ? "; " : "");
+}
+
 int gr_diagnose(const gr_snapshot *s, uid_t uid, gr_diagnosis **ret)
 {
         gr_diagnosis *d = calloc(1, sizeof(*d));
@@ -700,15 +942,23 @@ int gr_diagnose(const gr_snapshot *s, uid_t uid, gr_diagnosis **ret)
                 return -ENOMEM;
         d->uid = uid;
         struct dx x = { .s = s, .d = d };
+        describe_view(&x);
         d->n_gpus = s->gpu ? s->gpu->n_gpus : 0;
         d->gpus = calloc(d->n_gpus ? d->n_gpus : 1, sizeof(*d->gpus));
+        bool gpus_ok = s->gpu && s->gpu->status == GR_GPU_OK;
         int r = d->gpus ? index_owners(&x) : -ENOMEM;
         if (r == 0)
                 r = index_procs(&x);
         if (r == 0)
-                r = judge_holders(&x);
+                r = dx_index_listens(&x);
+        if (r == 0)
+                r = judge_roles(&x);
+        for (unsigned i = 0; r == 0 && gpus_ok && i < d->n_gpus; i++)
+                attribute_ghosts(&x, i);
+        if (r == 0)
+                r = dx_judge_lineage(&x);
         for (unsigned i = 0; r == 0 && i < d->n_gpus; i++) {
-                if (s->gpu->status != GR_GPU_OK)
+                if (!gpus_ok)
                         d->gpus[i].state = GR_GPU_UNKNOWN;
                 else
                         r = judge_gpu(&x, i);
@@ -718,6 +968,7 @@ int gr_diagnose(const gr_snapshot *s, uid_t uid, gr_diagnosis **ret)
         free(x.owners);
         free(x.scratch);
         free(x.slots);
+        free(x.listens);
         if (r < 0) {
                 gr_diagnosis_free(d);
                 return r;

@@ -13,8 +13,9 @@ gr status --json
 expect_rc 1 "busy is not clean"
 jqok '.gpus[0].state == "busy"' "state busy"
 jqok ".findings == [.findings[] | select(.kind == \"busy\")] and (.findings[0].pids == [$w]) and (.findings[0].leftover | not)" "one busy finding, not a leftover"
-jqok ".findings[0].next_step == \"none if this is expected; to stop it: gpureap reap --gpu 0 --pid $w\"" "next step"
+jqok ".findings[0].next_step == null and .findings[0].advice == \"none if this is expected; to stop it: gpureap reap --gpu 0 --pid $w\"" "no command to paste; the advice says how to stop it"
 jqok ".processes[] | select(.pid == $w) | .verdict | .role == \"owner\" and .conditions == [] and .launcher == $l and .launcher_alive" "worker: owner under its live launcher"
+jqok ".processes[] | select(.pid == $w) | .verdict | .judgement == \"live\" and .confidence == \"sure\" and (.evidence | map(.key) | index(\"parent\"))" "worker: live, sure, because its parent lives"
 jqok ".processes | map(.pid) | index($l) != null" "the launcher is recorded for replay"
 
 gr status

@@ -22,13 +22,15 @@ jqok '[.gpus[].state] == ["dirty", "dirty"]' "both GPUs dirty"
 jqok '[.findings[] | select(.kind == "orphan")] | length == 2' "one orphan finding per GPU"
 jqok "[.findings[] | select(.kind == \"orphan\") | .pids[]] | sort == ([$(echo $ws | tr ' ' ',')] | sort)" "all four workers, the double-forked one too"
 jqok "[.findings[] | select(.kind == \"orphan\")] | all(.related_pid == $l and .memory == 2000*1048576 and .leftover)" "named after the dead launcher, 2000 MiB each"
-jqok "[.processes[] | select(.verdict.role == \"owner\") | .verdict] | all(.launcher == $l and (.launcher_alive | not) and (.conditions | index(\"orphan\")))" "each worker: orphan of launcher $l"
-jqok "[.processes[] | select(.verdict) | .devices.listen_ports] | all(. == [$port])" "every worker still listens on :$port"
+jqok "[.processes[] | select(.verdict.role == \"owner\") | .verdict] | all(.launcher == $l and (.launcher_alive | not) and .judgement == \"leftover\" and .confidence == \"likely\")" "each worker: a likely leftover of launcher $l (forked workers carry no worker marker)"
+jqok "[.processes[] | select(.verdict) | .net.listen_ports] | all(. == [$port])" "every worker still listens on :$port"
+jqok "[.processes[] | select(.verdict) | .verdict.evidence[] | select(.key == \"listening\") | .value] | all(test(\"inherited\"))" "the launcher's socket, inherited, says nothing about a server"
 jqok "[.processes[] | select(.verdict) | .verdict.conditions | index(\"listening\")] | all" "condition listening"
 gr status
 has out "launcher: process group $l \\(gone\\)" "grouped under the dead launcher"
 has out "listening :$port" "the table shows the port"
 has out "orphan  GPU 0: 2 processes of process group $l" "orphan finding for GPU 0"
+has out "why: its launcher, the leader of process group $l, is gone \\[likely\\]" "the reason under the finding"
 
 # the next steps, pasted
 gr status --json

@@ -8,7 +8,7 @@ gr status --json
 expect_rc 1 "stale memory is not clean"
 jqok '.gpus[0].memory.used == 2048*1048576 and .gpus[0].context_owners == [] and .gpus[0].holders == []' "stale memory shows as used with nobody on it"
 jqok '.gpus[0].state == "stale" and .gpus[0].unaccounted_memory == 2048*1048576' "state stale, 2 GiB unaccounted"
-jqok '.findings | map(.kind) == ["stale"] and (.[0].next_step | test("gpureap status --gpu 0"))' "finding: stale, look again"
+jqok '.findings | map(.kind) == ["stale"] and (.[0].next_step == "gpureap wait --gpu 0 --timeout 30s")' "finding: stale, wait and look again"
 gr status
 has out "GPU 0  STALE" "table: badge STALE (no colour on a pipe)"
 hasnt out $'\033' "no escape codes when not a terminal"

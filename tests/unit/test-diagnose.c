@@ -9,6 +9,7 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "gpureap/act.h"
 #include "gpureap/basic.h"
 #include "gpureap/diagnose.h"
 
@@ -40,6 +41,7 @@ static gr_snapshot *snap_new(unsigned n_gpus)
                 g->procs = calloc(16, sizeof(gr_gpu_proc));
         }
         snprintf(s->dev_dir, sizeof(s->dev_dir), "/dev");
+        s->pidns = GR_PIDNS_HOST;
         return s;
 }
 
@@ -69,8 +71,33 @@ static gr_process *proc(gr_snapshot *s, pid_t pid, pid_t ppid, pid_t pgrp, pid_t
         p->nspid[0] = pid;
         p->n_nspid = 1;
         p->has_details = true;
+        p->tpgid = -1;
+        p->env = (gr_env_marks){ .local_rank = -1, .rank = -1, .group_rank = -1 };
         snprintf(p->comm, sizeof(p->comm), "%s", comm);
         return p;
+}
+
+static void cmdline(gr_process *p, const char *cmd)
+{
+        free(p->cmdline);
+        p->cmdline = strdup(cmd);
+}
+
+/* listening on port with a socket of this inode (shared inodes model an inherited socket) */
+static void listen_on(gr_process *p, uint16_t port, uint64_t inode)
+{
+        if (!p->net)
+                p->net = calloc(1, sizeof(gr_net));
+        p->net->listen_ports[p->net->n_listen] = port;
+        p->net->listen_inodes[p->net->n_listen++] = inode;
+}
+
+static void torchelastic(gr_process *p, const char *run_id, int local_rank)
+{
+        p->env_read = true;
+        snprintf(p->env.torchelastic_run_id, sizeof(p->env.torchelastic_run_id), "%s", run_id);
+        p->env.local_rank = local_rank;
+        p->env.rank = local_rank;
 }
 
 static void hold(gr_process *p, unsigned minor, unsigned gpu_fds, unsigned maps)
@@ -163,7 +190,9 @@ static void busy_owner_with_live_launcher(void **state)
         assert_true(has_pid(f, 21));
         assert_int_equal(f->memory, 20 * GIB);
         assert_int_equal(gr_diagnosis_holder(d, 21)->role, GR_ROLE_OWNER);
-        assert_int_equal(gr_diagnosis_holder(d, 21)->conditions & GR_COND_ORPHAN, 0);
+        assert_int_equal(gr_diagnosis_holder(d, 21)->judgement, GR_JUDGE_LIVE);
+        assert_int_equal(gr_diagnosis_holder(d, 21)->confidence, GR_SURE);
+        assert_non_null(strstr(gr_diagnosis_holder(d, 21)->reason, "parent 20 (python3) is alive"));
         assert_int_equal(d->gpus[0].unaccounted, 0);
         gr_diagnosis_free(d);
         gr_snapshot_free(s);
@@ -199,7 +228,8 @@ static void ghost_with_hidden_holder(void **state)
         const gr_holder_verdict *v = gr_diagnosis_holder(d, 31);
         assert_int_equal(v->role, GR_ROLE_HIDDEN_HOLDER);
         assert_int_equal(v->ghost, 30);
-        assert_true(v->conditions & GR_COND_ORPHAN);
+        assert_int_equal(v->judgement, GR_JUDGE_LEFTOVER);
+        assert_int_equal(v->confidence, GR_SURE);
         assert_int_equal(count(d, GR_FIND_ORPHAN), 0); /* said once, in the ghost finding */
         assert_int_equal(d->gpus[0].unaccounted, 2 * GIB);
         gr_diagnosis_free(d);
@@ -253,9 +283,9 @@ static void two_ghosts_ambiguous(void **state)
                 const gr_finding *f = &d->findings[i];
                 if (f->kind != GR_FIND_GHOST)
                         continue;
-                assert_int_equal(f->confidence, GR_AMBIGUOUS);
+                assert_int_equal(f->confidence, GR_UNSURE);
                 assert_true(has_pid(f, 61) && has_pid(f, 71));
-                assert_non_null(strstr(f->explanation, "ambiguous"));
+                assert_non_null(strstr(f->explanation, "unsure"));
         }
         gr_diagnosis_free(d);
         gr_snapshot_free(s);
@@ -271,7 +301,7 @@ static void two_ghosts_ambiguous(void **state)
         gr_snapshot_free(s);
 }
 
-static gr_snapshot *workers_snapshot(bool launcher_alive)
+static gr_snapshot *workers_snapshot(bool launcher_alive, const char *worker_cmdline)
 {
         gr_snapshot *s = snap_new(1);
         base_tree(s);
@@ -282,15 +312,22 @@ static gr_snapshot *workers_snapshot(bool launcher_alive)
         }
         for (pid_t w = 81; w <= 84; w++) {
                 /* worker 81 double-forked: reparented even while the launcher lives */
-                hold_cuda(proc(s, w, w == 81 ? 1 : parent, 80, 10, 'S', "scheduler"), 0);
+                gr_process *p = proc(s, w, w == 81 ? 1 : parent, 80, 10, 'S', "scheduler");
+                if (worker_cmdline)
+                        cmdline(p, worker_cmdline);
+                hold_cuda(p, 0);
                 owner(s, 0, w, 16 * GIB);
         }
         return s;
 }
 
+static const char *spawn_cmdline =
+        "python3 -c from multiprocessing.spawn import spawn_main; spawn_main(tracker_fd=6, pipe_handle=8) --multiprocessing-fork";
+
 static void orphaned_workers(void **state)
 {
-        gr_snapshot *s = workers_snapshot(false);
+        /* the launcher that led their group is gone: likely leftovers, by lineage alone */
+        gr_snapshot *s = workers_snapshot(false, NULL);
         gr_diagnosis *d = diagnose(s);
         assert_int_equal(d->gpus[0].state, GR_GPU_DIRTY);
         assert_int_equal(count(d, GR_FIND_ORPHAN), 1);
@@ -298,36 +335,385 @@ static void orphaned_workers(void **state)
         assert_int_equal(f->n_pids, 4);
         assert_int_equal(f->related, 80);
         assert_int_equal(f->memory, 64 * GIB);
+        assert_int_equal(f->confidence, GR_LIKELY);
         assert_string_equal(f->next_step, "gpureap reap --gpu 0 --pid 81,82,83,84");
         assert_null(finding(d, GR_FIND_BUSY));
         for (pid_t w = 81; w <= 84; w++) {
-                assert_int_equal(gr_diagnosis_holder(d, w)->launcher, 80);
-                assert_false(gr_diagnosis_holder(d, w)->launcher_alive);
+                const gr_holder_verdict *v = gr_diagnosis_holder(d, w);
+                assert_int_equal(v->launcher, 80);
+                assert_false(v->launcher_alive);
+                assert_int_equal(v->judgement, GR_JUDGE_LEFTOVER);
+                assert_int_equal(v->confidence, GR_LIKELY);
         }
         gr_diagnosis_free(d);
         gr_snapshot_free(s);
 
-        /* negative control: the launcher is alive. The double-forked worker 81 was reparented,
-         * but its group still runs (82-84 are the launcher's children): busy, no orphan */
-        s = workers_snapshot(true);
+        /* the same with the marker of Python multiprocessing's spawned children: sure */
+        s = workers_snapshot(false, spawn_cmdline);
+        d = diagnose(s);
+        f = finding(d, GR_FIND_ORPHAN);
+        assert_int_equal(f->n_pids, 4);
+        assert_int_equal(f->confidence, GR_SURE);
+        assert_non_null(strstr(f->reason, "multiprocessing spawn"));
+        gr_diagnosis_free(d);
+        gr_snapshot_free(s);
+
+        /* negative control: the launcher is alive. The double-forked worker 81 was reparented;
+         * its group leader lives but is another program: unsure, never a leftover; the others
+         * are the launcher's children: live */
+        s = workers_snapshot(true, NULL);
         d = diagnose(s);
         assert_int_equal(d->gpus[0].state, GR_GPU_BUSY);
-        assert_true(has_pid(finding(d, GR_FIND_BUSY), 81));
+        assert_true(has_pid(finding(d, GR_FIND_BUSY), 82));
+        assert_true(has_pid(finding(d, GR_FIND_SUSPECT), 81));
         assert_null(finding(d, GR_FIND_ORPHAN));
+        assert_int_equal(gr_diagnosis_holder(d, 81)->judgement, GR_JUDGE_UNSURE);
+        for (pid_t w = 82; w <= 84; w++)
+                assert_int_equal(gr_diagnosis_holder(d, w)->judgement, GR_JUDGE_LIVE);
+        gr_diagnosis_free(d);
+        gr_snapshot_free(s);
+}
+
+static void double_forked_by_a_live_launcher(void **state)
+{
+        /* every worker double-forked by a launcher that holds no GPU (issue 8): the leader of
+         * their group is alive and of their kind */
+        gr_snapshot *s = snap_new(1);
+        base_tree(s);
+        proc(s, 200, 10, 200, 10, 'S', "python3");
+        for (pid_t w = 201; w <= 202; w++) {
+                hold_cuda(proc(s, w, 1, 200, 10, 'S', "python3"), 0);
+                owner(s, 0, w, GIB);
+        }
+        gr_diagnosis *d = diagnose(s);
+        assert_int_equal(d->gpus[0].state, GR_GPU_BUSY);
+        assert_null(finding(d, GR_FIND_ORPHAN));
+        for (pid_t w = 201; w <= 202; w++) {
+                assert_int_equal(gr_diagnosis_holder(d, w)->judgement, GR_JUDGE_LIVE);
+                assert_int_equal(gr_diagnosis_holder(d, w)->confidence, GR_LIKELY);
+        }
+        gr_diagnosis_free(d);
+        gr_snapshot_free(s);
+
+        /* negative control: the launcher is gone: likely leftovers */
+        s = snap_new(1);
+        base_tree(s);
+        for (pid_t w = 201; w <= 202; w++) {
+                hold_cuda(proc(s, w, 1, 200, 10, 'S', "python3"), 0);
+                owner(s, 0, w, GIB);
+        }
+        d = diagnose(s);
+        assert_int_equal(finding(d, GR_FIND_ORPHAN)->confidence, GR_LIKELY);
+        gr_diagnosis_free(d);
+        gr_snapshot_free(s);
+}
+
+static gr_snapshot *torchrun_snapshot(bool agent_alive)
+{
+        /* torchrun: each worker in its own session (PGID = SID = PID), child of the agent,
+         * which holds NVML files and no memory */
+        gr_snapshot *s = snap_new(1);
+        base_tree(s);
+        if (agent_alive)
+                hold_monitor(proc(s, 300, 10, 300, 10, 'S', "torchrun"), 0);
+        for (pid_t w = 301; w <= 302; w++) {
+                gr_process *p = proc(s, w, agent_alive ? 300 : 1, w, w, 'S', "python3");
+                cmdline(p, "/usr/bin/python3 -u train.py");
+                torchelastic(p, "r1", w - 301);
+                hold_cuda(p, 0);
+                owner(s, 0, w, 2 * GIB);
+        }
+        return s;
+}
+
+static void torchrun_workers_of_a_dead_agent(void **state)
+{
+        gr_snapshot *s = torchrun_snapshot(false);
+        gr_diagnosis *d = diagnose(s);
+        assert_int_equal(d->gpus[0].state, GR_GPU_DIRTY);
+        const gr_finding *f = finding(d, GR_FIND_ORPHAN);
+        assert_non_null(f);
+        assert_int_equal(count(d, GR_FIND_ORPHAN), 1); /* one job: the torchelastic run */
+        assert_int_equal(f->n_pids, 2);
+        assert_int_equal(f->confidence, GR_SURE);
+        assert_non_null(strstr(f->explanation, "torchelastic run r1"));
+        assert_non_null(strstr(f->reason, "torchelastic run r1, local rank 0"));
+        gr_diagnosis_free(d);
+        gr_snapshot_free(s);
+
+        /* negative control: the agent alive: live, sure */
+        s = torchrun_snapshot(true);
+        d = diagnose(s);
+        assert_int_equal(d->gpus[0].state, GR_GPU_BUSY);
+        assert_null(finding(d, GR_FIND_ORPHAN));
+        assert_int_equal(gr_diagnosis_holder(d, 301)->judgement, GR_JUDGE_LIVE);
+        assert_int_equal(gr_diagnosis_holder(d, 301)->confidence, GR_SURE);
+        assert_int_equal(gr_diagnosis_holder(d, 300)->role, GR_ROLE_MONITOR);
+        gr_diagnosis_free(d);
+        gr_snapshot_free(s);
+
+        /* a worker's environment but listening on a port of its own: unsure */
+        s = torchrun_snapshot(false);
+        listen_on(gr_proc_table_find(s->procs, 301), 8000, 9001);
+        d = diagnose(s);
+        assert_int_equal(gr_diagnosis_holder(d, 301)->judgement, GR_JUDGE_UNSURE);
+        assert_int_equal(gr_diagnosis_holder(d, 302)->judgement, GR_JUDGE_LEFTOVER);
+        gr_diagnosis_free(d);
+        gr_snapshot_free(s);
+}
+
+static void nohup_server_is_not_a_leftover(void **state)
+{
+        for (int listening = 1; listening >= 0; listening--) {
+                /* 'nohup python3 server.py &' from a shell (session 400) that exited */
+                gr_snapshot *s = snap_new(1);
+                base_tree(s);
+                gr_process *p = proc(s, 410, 1, 410, 400, 'S', "python3");
+                p->sig_ignored = 1ULL << 0; /* SIGHUP */
+                if (listening)
+                        listen_on(p, 30000, 777);
+                hold_cuda(p, 0);
+                owner(s, 0, 410, 3 * GIB);
+                gr_diagnosis *d = diagnose(s);
+                const gr_holder_verdict *v = gr_diagnosis_holder(d, 410);
+                assert_int_not_equal(v->judgement, GR_JUDGE_LEFTOVER);
+                assert_null(finding(d, GR_FIND_ORPHAN));
+                assert_int_equal(d->gpus[0].state, GR_GPU_BUSY);
+                if (listening) {
+                        assert_int_equal(v->judgement, GR_JUDGE_LIVE);
+                        assert_int_equal(v->confidence, GR_LIKELY);
+                        assert_non_null(strstr(v->reason, ":30000"));
+                } else {
+                        assert_int_equal(v->judgement, GR_JUDGE_UNSURE);
+                        assert_non_null(finding(d, GR_FIND_SUSPECT));
+                }
+                gr_diagnosis_free(d);
+                gr_snapshot_free(s);
+        }
+}
+
+static void inherited_socket_is_not_a_server(void **state)
+{
+        /* the killed launcher's listening socket, kept by its forked workers */
+        gr_snapshot *s = workers_snapshot(false, NULL);
+        for (pid_t w = 81; w <= 84; w++)
+                listen_on(gr_proc_table_find(s->procs, w), 8000, 4242);
+        gr_diagnosis *d = diagnose(s);
+        const gr_holder_verdict *v = gr_diagnosis_holder(d, 82);
+        assert_true(v->conditions & GR_COND_LISTENING);
+        assert_int_equal(v->judgement, GR_JUDGE_LEFTOVER);
+        bool said = false;
+        for (unsigned i = 0; i < v->evidence.n; i++)
+                said |= v->evidence.items[i].key == GR_EV_LISTENING && strstr(v->evidence.items[i].value, "inherited");
+        assert_true(said);
+        gr_diagnosis_free(d);
+        gr_snapshot_free(s);
+
+        /* negative control: one worker with a socket of its own is a server */
+        s = workers_snapshot(false, NULL);
+        listen_on(gr_proc_table_find(s->procs, 82), 8000, 4242);
+        d = diagnose(s);
+        assert_int_equal(gr_diagnosis_holder(d, 82)->judgement, GR_JUDGE_LIVE);
+        assert_int_equal(gr_diagnosis_holder(d, 83)->judgement, GR_JUDGE_LEFTOVER);
+        gr_diagnosis_free(d);
+        gr_snapshot_free(s);
+}
+
+static void child_of_a_leftover_is_a_leftover(void **state)
+{
+        /* a spawned worker whose launcher died forked a helper that holds the GPU too */
+        gr_snapshot *s = workers_snapshot(false, spawn_cmdline);
+        hold_cuda(proc(s, 90, 82, 80, 10, 'S', "python3"), 0);
+        gr_diagnosis *d = diagnose(s);
+        const gr_holder_verdict *v = gr_diagnosis_holder(d, 90);
+        assert_int_equal(v->judgement, GR_JUDGE_LEFTOVER);
+        assert_int_equal(v->confidence, GR_SURE);
+        assert_int_equal(v->root, 82);
+        assert_non_null(strstr(v->reason, "ancestor 82"));
+        gr_diagnosis_free(d);
+        gr_snapshot_free(s);
+}
+
+static void live_job_under_a_detached_script(void **state)
+{
+        /* '(bash run.sh &)' from a shell: the script (holding no GPU) was handed to PID 1 and
+         * its group's leader, the subshell, is gone; its children are a live job, even though
+         * the script alone looks like a likely leftover (found by running the suite so) */
+        gr_snapshot *s = snap_new(1);
+        base_tree(s);
+        proc(s, 600, 1, 599, 10, 'S', "bash");
+        proc(s, 610, 600, 610, 10, 'S', "python3");
+        hold_cuda(proc(s, 611, 610, 610, 10, 'S', "python3"), 0);
+        owner(s, 0, 611, GIB);
+        gr_diagnosis *d = diagnose(s);
+        assert_int_equal(gr_diagnosis_holder(d, 611)->judgement, GR_JUDGE_LIVE);
+        assert_int_equal(d->gpus[0].state, GR_GPU_BUSY);
+        assert_null(finding(d, GR_FIND_ORPHAN));
+        gr_diagnosis_free(d);
+        gr_snapshot_free(s);
+
+        /* negative control: the same script as a spawned worker (a marker) is surely one */
+        s = snap_new(1);
+        base_tree(s);
+        cmdline(proc(s, 600, 1, 599, 10, 'S', "python3"), spawn_cmdline);
+        hold_cuda(proc(s, 611, 600, 599, 10, 'S', "python3"), 0);
+        owner(s, 0, 611, GIB);
+        d = diagnose(s);
+        assert_int_equal(gr_diagnosis_holder(d, 611)->judgement, GR_JUDGE_LEFTOVER);
+        assert_int_equal(gr_diagnosis_holder(d, 611)->confidence, GR_SURE);
+        gr_diagnosis_free(d);
+        gr_snapshot_free(s);
+}
+
+static void run_supervisor_marker(void **state)
+{
+        for (int alive = 1; alive >= 0; alive--) {
+                gr_snapshot *s = snap_new(1);
+                base_tree(s);
+                if (alive)
+                        proc(s, 500, 10, 500, 10, 'S', "gpureap");
+                gr_process *p = proc(s, 501, 1, 501, 501, 'S', "python3");
+                p->run_pid = 500;
+                p->start_time = 100;
+                hold_cuda(p, 0);
+                owner(s, 0, 501, GIB);
+                gr_diagnosis *d = diagnose(s);
+                const gr_holder_verdict *v = gr_diagnosis_holder(d, 501);
+                assert_int_equal(v->judgement, alive ? GR_JUDGE_LIVE : GR_JUDGE_LEFTOVER);
+                assert_int_equal(v->confidence, GR_SURE);
+                gr_diagnosis_free(d);
+                gr_snapshot_free(s);
+        }
+        /* the PID of the supervisor now names another program: it was killed */
+        gr_snapshot *s = snap_new(1);
+        base_tree(s);
+        proc(s, 500, 10, 500, 10, 'S', "bash");
+        gr_process *p = proc(s, 501, 1, 501, 501, 'S', "python3");
+        p->run_pid = 500;
+        hold_cuda(p, 0);
+        gr_diagnosis *d = diagnose(s);
+        assert_int_equal(gr_diagnosis_holder(d, 501)->judgement, GR_JUDGE_LEFTOVER);
         gr_diagnosis_free(d);
         gr_snapshot_free(s);
 }
 
 static void service_daemon_is_not_an_orphan(void **state)
 {
-        /* a systemd service: ppid 1, its own session and group leader */
+        /* a daemon: ppid 1, its own session; nothing else says what it is */
         gr_snapshot *s = snap_new(1);
         base_tree(s);
-        hold_cuda(proc(s, 90, 1, 90, 90, 'S', "vllm"), 0);
+        gr_process *p = proc(s, 90, 1, 90, 90, 'S', "vllm");
+        hold_cuda(p, 0);
         owner(s, 0, 90, 70 * GIB);
         gr_diagnosis *d = diagnose(s);
         assert_int_equal(d->gpus[0].state, GR_GPU_BUSY);
-        assert_int_equal(gr_diagnosis_holder(d, 90)->conditions & GR_COND_ORPHAN, 0);
+        assert_int_equal(gr_diagnosis_holder(d, 90)->judgement, GR_JUDGE_UNSURE);
+        assert_true(has_pid(finding(d, GR_FIND_SUSPECT), 90));
+        gr_diagnosis_free(d);
+        gr_snapshot_free(s);
+
+        /* in a systemd service's cgroup it is the service's: live */
+        s = snap_new(1);
+        base_tree(s);
+        p = proc(s, 90, 1, 90, 90, 'S', "vllm");
+        p->cgroup = strdup("/system.slice/vllm.service");
+        hold_cuda(p, 0);
+        owner(s, 0, 90, 70 * GIB);
+        d = diagnose(s);
+        assert_int_equal(gr_diagnosis_holder(d, 90)->judgement, GR_JUDGE_LIVE);
+        assert_int_equal(gr_diagnosis_holder(d, 90)->confidence, GR_LIKELY);
+        assert_non_null(finding(d, GR_FIND_BUSY));
+        gr_diagnosis_free(d);
+        gr_snapshot_free(s);
+}
+
+static void application_as_container_init_is_a_launcher(void **state)
+{
+        /* gpureap inside a container: its PID 1 is the application, whose spawned workers are
+         * its children, not orphans handed to an init */
+        gr_snapshot *s = snap_new(1);
+        s->pidns = GR_PIDNS_OTHER;
+        proc(s, 1, 0, 1, 1, 'S', "python3");
+        gr_process *w = proc(s, 7, 1, 1, 1, 'S', "python3");
+        cmdline(w, spawn_cmdline);
+        hold_cuda(w, 0);
+        owner(s, 0, 7, GIB); /* the driver would list a host PID; this one collides */
+        gr_diagnosis *d = diagnose(s);
+        assert_int_equal(gr_diagnosis_holder(d, 7)->judgement, GR_JUDGE_LIVE);
+        assert_null(finding(d, GR_FIND_ORPHAN));
+        gr_diagnosis_free(d);
+        gr_snapshot_free(s);
+
+        /* negative control: with a known init as PID 1 the worker was handed to it */
+        s = snap_new(1);
+        s->pidns = GR_PIDNS_OTHER;
+        proc(s, 1, 0, 1, 1, 'S', "tini");
+        w = proc(s, 7, 1, 5, 5, 'S', "python3");
+        cmdline(w, spawn_cmdline);
+        hold_cuda(w, 0);
+        d = diagnose(s);
+        assert_int_equal(gr_diagnosis_holder(d, 7)->judgement, GR_JUDGE_LEFTOVER);
+        gr_diagnosis_free(d);
+        gr_snapshot_free(s);
+}
+
+static void container_view_never_calls_the_drivers_pids_dead(void **state)
+{
+        /* issue 9: inside a container the driver's (host) PIDs name nothing here */
+        for (int in_container = 1; in_container >= 0; in_container--) {
+                gr_snapshot *s = snap_new(1);
+                s->pidns = in_container ? GR_PIDNS_OTHER : GR_PIDNS_HOST;
+                proc(s, 1, 0, 1, 1, 'S', "bash");
+                gr_process *p = proc(s, 4, 1, 4, 1, 'S', "python3");
+                hold_cuda(p, 0);
+                owner(s, 0, 123456, 3 * GIB); /* the job's host PID */
+                gr_diagnosis *d = diagnose(s);
+                if (in_container) {
+                        assert_null(finding(d, GR_FIND_GHOST));
+                        assert_null(finding(d, GR_FIND_TEARDOWN));
+                        assert_non_null(finding(d, GR_FIND_UNMAPPED));
+                        assert_int_not_equal(gr_diagnosis_holder(d, 4)->judgement, GR_JUDGE_LEFTOVER);
+                        assert_int_equal(d->gpus[0].state, GR_GPU_BUSY);
+                        assert_int_equal(gr_diagnosis_owner_state(s, 0, 123456), GR_OWNER_UNMAPPED);
+                } else { /* control: on the host the same snapshot is a ghost */
+                        assert_non_null(finding(d, GR_FIND_GHOST));
+                        assert_int_equal(d->gpus[0].state, GR_GPU_DIRTY);
+                }
+                gr_diagnosis_free(d);
+                gr_snapshot_free(s);
+        }
+}
+
+static void partial_view_is_never_sure(void **state)
+{
+        /* not root: a process gpureap could not inspect may hold the memory */
+        for (int partial = 1; partial >= 0; partial--) {
+                gr_snapshot *s = snap_new(1);
+                base_tree(s);
+                owner(s, 0, 160, GIB); /* dead, and no holder seen */
+                s->procs->n_unreadable = partial ? 3 : 0;
+                gr_diagnosis *d = diagnose(s);
+                const gr_finding *t = finding(d, GR_FIND_TEARDOWN);
+                assert_non_null(t);
+                if (partial) {
+                        assert_int_equal(t->confidence, GR_UNSURE);
+                        assert_non_null(strstr(t->next_step, "sudo gpureap status"));
+                } else {
+                        assert_int_equal(t->confidence, GR_SURE);
+                }
+                gr_diagnosis_free(d);
+                gr_snapshot_free(s);
+        }
+        /* hidepid: a parent not seen is not a parent dead */
+        gr_snapshot *s = snap_new(1);
+        base_tree(s);
+        s->hidepid = true;
+        gr_process *w = proc(s, 81, 70, 70, 70, 'S', "python3");
+        cmdline(w, spawn_cmdline);
+        hold_cuda(w, 0);
+        owner(s, 0, 81, GIB);
+        gr_diagnosis *d = diagnose(s);
+        assert_int_equal(gr_diagnosis_holder(d, 81)->judgement, GR_JUDGE_UNSURE);
         gr_diagnosis_free(d);
         gr_snapshot_free(s);
 }
@@ -369,6 +755,7 @@ static void zombie_owner_names_its_parent(void **state)
 
 static void stopped_and_uninterruptible(void **state)
 {
+        /* a live job's holders stopped or in state D: facts, never a verdict (issue 8) */
         for (int defect = 1; defect >= 0; defect--) {
                 gr_snapshot *s = snap_new(1);
                 base_tree(s);
@@ -383,8 +770,10 @@ static void stopped_and_uninterruptible(void **state)
                         assert_true(has_pid(t, 110));
                         assert_non_null(strstr(t->next_step, "kill -CONT 110"));
                         assert_true(has_pid(u, 120));
-                        assert_non_null(strstr(u->next_step, "reboot required"));
-                        assert_int_equal(d->gpus[0].state, GR_GPU_DIRTY);
+                        assert_false(u->leftover);
+                        assert_string_equal(u->next_step, "cat /proc/120/stack");
+                        assert_int_equal(gr_diagnosis_holder(d, 120)->judgement, GR_JUDGE_LIVE);
+                        assert_int_equal(d->gpus[0].state, GR_GPU_BUSY);
                 } else {
                         assert_null(t);
                         assert_null(u);
@@ -454,12 +843,12 @@ static void spoofed_monitor_name_does_not_hide_a_cuda_holder(void **state)
         stale(s, 0, 4 * GIB);
         gr_diagnosis *d = diagnose(s);
         assert_int_equal(gr_diagnosis_holder(d, 150)->role, GR_ROLE_HIDDEN_HOLDER);
-        const gr_finding *f = finding(d, GR_FIND_GHOST);
+        const gr_finding *f = finding(d, GR_FIND_SUSPECT);
         assert_non_null(f);
         assert_true(has_pid(f, 150));
-        assert_int_equal(f->memory, 4 * GIB);
+        assert_non_null(strstr(f->explanation, "4.0 GiB used is accounted for by no listed process"));
         assert_null(finding(d, GR_FIND_MONITOR));
-        assert_int_equal(d->gpus[0].state, GR_GPU_DIRTY);
+        assert_int_equal(d->gpus[0].state, GR_GPU_BUSY);
         gr_diagnosis_free(d);
         gr_snapshot_free(s);
 }
@@ -476,7 +865,7 @@ static void stale_and_teardown(void **state)
         const gr_finding *f = finding(d, GR_FIND_STALE);
         assert_int_equal(f->gpu, 0);
         assert_int_equal(f->memory, 76 * GIB);
-        assert_non_null(strstr(f->next_step, "gpureap status --gpu 0"));
+        assert_string_equal(f->next_step, "gpureap wait --gpu 0 --timeout 30s");
         const gr_finding *t = finding(d, GR_FIND_TEARDOWN);
         assert_int_equal(t->gpu, 1);
         assert_int_equal(t->related, 160);
@@ -507,13 +896,69 @@ static void unknown_when_the_driver_failed(void **state)
 
 static void listening_leftover(void **state)
 {
-        gr_snapshot *s = workers_snapshot(false);
-        gr_process *p = gr_proc_table_find(s->procs, 82);
-        p->hold->listen_ports[0] = 8000;
-        p->hold->n_listen = 1;
+        gr_snapshot *s = workers_snapshot(false, NULL);
+        listen_on(gr_proc_table_find(s->procs, 82), 8000, 1);
         gr_diagnosis *d = diagnose(s);
         assert_true(gr_diagnosis_holder(d, 82)->conditions & GR_COND_LISTENING);
         assert_false(gr_diagnosis_holder(d, 83)->conditions & GR_COND_LISTENING);
+        gr_diagnosis_free(d);
+        gr_snapshot_free(s);
+}
+
+static gr_plan *plan(gr_snapshot *s, gr_diagnosis *d, bool likely)
+{
+        gr_plan_options o = { .likely = likely, .my_uid = 0, .self = 99999 };
+        gr_plan *p = NULL;
+        assert_int_equal(gr_plan_make(s, d, &o, &p), 0);
+        return p;
+}
+
+static const gr_target *target(const gr_plan *p, pid_t pid)
+{
+        for (size_t i = 0; i < p->n; i++)
+                if (p->targets[i].pid == pid)
+                        return &p->targets[i];
+        return NULL;
+}
+
+static void default_plan_kills_only_sure_leftovers(void **state)
+{
+        /* one snapshot with every judgement: sure leftovers (torchrun workers of a dead agent),
+         * likely ones (workers of a dead group leader), an unsure daemon and a live job */
+        gr_snapshot *s = snap_new(1);
+        base_tree(s);
+        for (pid_t w = 301; w <= 302; w++) {
+                gr_process *p = proc(s, w, 1, w, w, 'S', "python3");
+                torchelastic(p, "r1", w - 301);
+                hold_cuda(p, 0);
+                owner(s, 0, w, GIB);
+        }
+        hold_cuda(proc(s, 401, 1, 400, 10, 'S', "python3"), 0);
+        owner(s, 0, 401, GIB);
+        hold_cuda(proc(s, 501, 1, 501, 501, 'S', "python3"), 0);
+        owner(s, 0, 501, GIB);
+        proc(s, 600, 10, 600, 10, 'S', "python3");
+        hold_cuda(proc(s, 601, 600, 600, 10, 'S', "python3"), 0);
+        owner(s, 0, 601, GIB);
+        hold_monitor(proc(s, 700, 10, 700, 10, 'S', "nvidia-smi"), 0);
+        gr_diagnosis *d = diagnose(s);
+        gr_plan *p = plan(s, d, false);
+        assert_int_equal(gr_plan_count(p), 2);
+        assert_int_equal(target(p, 301)->refused, GR_REFUSE_NONE);
+        assert_int_equal(target(p, 302)->refused, GR_REFUSE_NONE);
+        assert_int_equal(target(p, 401)->refused, GR_REFUSE_LIKELY);
+        assert_int_equal(target(p, 501)->refused, GR_REFUSE_UNSURE);
+        assert_int_equal(target(p, 601)->refused, GR_REFUSE_LIVE);
+        assert_int_equal(target(p, 700)->refused, GR_REFUSE_MONITOR);
+        assert_non_null(strstr(target(p, 601)->reason, "parent 600"));
+        gr_plan_free(p);
+
+        p = plan(s, d, true); /* --likely */
+        assert_int_equal(gr_plan_count(p), 3);
+        assert_int_equal(target(p, 401)->refused, GR_REFUSE_NONE);
+        assert_int_equal(target(p, 501)->refused, GR_REFUSE_UNSURE);
+        assert_int_equal(target(p, 601)->refused, GR_REFUSE_LIVE);
+        gr_plan_free(p);
         gr_diagnosis_free(d);
         gr_snapshot_free(s);
 }
@@ -561,13 +1006,14 @@ static void recorded_h200_ghost(void **state)
 
 static void recorded_h200_orphans(void **state)
 {
+        /* schema 1, recorded without lineage: nothing there is sure either way */
         gr_snapshot *s;
         gr_diagnosis *d = replay("orphans.json", &s);
-        assert_int_equal(d->gpus[0].state, GR_GPU_DIRTY);
-        const gr_finding *f = finding(d, GR_FIND_ORPHAN);
-        assert_int_equal(f->n_pids, 4);
-        for (pid_t w = 622; w <= 625; w++)
-                assert_true(has_pid(f, w));
+        assert_true(s->procs_partial);
+        for (pid_t w = 622; w <= 625; w++) {
+                const gr_holder_verdict *v = gr_diagnosis_holder(d, w);
+                assert_false(v->judgement == GR_JUDGE_LEFTOVER && v->confidence == GR_SURE);
+        }
         gr_diagnosis_free(d);
         gr_snapshot_free(s);
 
@@ -595,12 +1041,17 @@ static void recorded_h200_with_lineage(void **state)
         gr_diagnosis_free(d);
         gr_snapshot_free(s);
 
+        /* four workers of a killed launcher that ran under 'timeout' (their group's leader,
+         * alive): by lineage alone unsure, never sure leftovers, never live for sure */
         d = replay("orphans.json", &s);
-        f = finding(d, GR_FIND_ORPHAN);
+        f = finding(d, GR_FIND_SUSPECT);
         assert_int_equal(f->n_pids, 4);
-        for (pid_t w = 669; w <= 672; w++)
+        for (pid_t w = 669; w <= 672; w++) {
                 assert_true(has_pid(f, w));
-        assert_int_equal(d->gpus[0].state, GR_GPU_DIRTY);
+                assert_int_equal(gr_diagnosis_holder(d, w)->judgement, GR_JUDGE_UNSURE);
+        }
+        assert_non_null(strstr(f->reason, "415 (timeout) is alive"));
+        assert_int_equal(d->gpus[0].state, GR_GPU_BUSY);
         gr_diagnosis_free(d);
         gr_snapshot_free(s);
 
@@ -623,6 +1074,17 @@ int main(void)
                 cmocka_unit_test(two_ghosts_told_apart_by_lineage),
                 cmocka_unit_test(two_ghosts_ambiguous),
                 cmocka_unit_test(orphaned_workers),
+                cmocka_unit_test(double_forked_by_a_live_launcher),
+                cmocka_unit_test(torchrun_workers_of_a_dead_agent),
+                cmocka_unit_test(nohup_server_is_not_a_leftover),
+                cmocka_unit_test(inherited_socket_is_not_a_server),
+                cmocka_unit_test(child_of_a_leftover_is_a_leftover),
+                cmocka_unit_test(live_job_under_a_detached_script),
+                cmocka_unit_test(run_supervisor_marker),
+                cmocka_unit_test(application_as_container_init_is_a_launcher),
+                cmocka_unit_test(container_view_never_calls_the_drivers_pids_dead),
+                cmocka_unit_test(partial_view_is_never_sure),
+                cmocka_unit_test(default_plan_kills_only_sure_leftovers),
                 cmocka_unit_test(service_daemon_is_not_an_orphan),
                 cmocka_unit_test(zombie_owner_names_its_parent),
                 cmocka_unit_test(stopped_and_uninterruptible),

@@ -1,0 +1,450 @@
+/* Who is who: the judgement of every holder (live, leftover or unsure, with a confidence) from
+ * everything the snapshot shows about it and its lineage. The rules, in order, are those of
+ * docs/verdicts.md; each piece of evidence is kept, with the way it leans, so that a person can
+ * check the verdict and the JSON carries it.
+ *
+ * PID numbers cannot mislead here: the kernel does not hand out a number while it still names a
+ * process group or a session, so a leader found by its PID is the leader itself; only the
+ * GPUREAP_RUN_PID marker, which the kernel does not pin, is checked by name and start time. */
+#include <errno.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "diagnose/dx.h"
+#include "gpureap/basic.h"
+
+__attribute__((format(printf, 4, 5)))
+static void ev_add(gr_evidence_list *l, gr_evidence_key key, gr_lean lean, const char *fmt, ...)
+{
+        if (l->n >= GR_EVIDENCE_MAX)
+                return;
+        gr_evidence *e = &l->items[l->n++];
+        e->key = key;
+        e->lean = lean;
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(e->value, sizeof(e->value), fmt, ap);
+        va_end(ap);
+}
+
+struct judged {
+        gr_judgement judgement;
+        gr_confidence confidence;
+        char reason[240];
+};
+
+__attribute__((format(printf, 4, 5)))
+static void judge(struct judged *j, gr_judgement what, gr_confidence conf, const char *fmt, ...)
+{
+        j->judgement = what;
+        j->confidence = what == GR_JUDGE_UNSURE ? GR_UNSURE : conf;
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(j->reason, sizeof(j->reason), fmt, ap);
+        va_end(ap);
+}
+
+/* Inits and subreapers by name: their children were started by them or handed to them */
+static bool init_name(const char *comm)
+{
+        static const char *const names[] = { "systemd", "init", "tini", "docker-init", "dumb-init",
+                                             "catatonit", "s6-svscan", "runit", "runsvdir", "gpureap" };
+        for (size_t i = 0; i < GR_ELEMENTSOF(names); i++)
+                if (strcmp(comm, names[i]) == 0)
+                        return true;
+        return strncmp(comm, "containerd-shim", 15) == 0 || strcmp(comm, "conmon") == 0;
+}
+
+/* Is parent an init that takes in orphans? Missing (gone, or outside this view) counts as one.
+ * The host's PID 1 always is, whatever its name; a container's init only when it is a known
+ * init: an application that runs as PID 1 of its container is its workers' launcher. */
+static bool init_like(const struct dx *x, const gr_process *child, const gr_process *parent)
+{
+        if (!parent || child->ppid <= 0)
+                return true;
+        bool ns_init = parent->n_nspid > 1 && parent->nspid[parent->n_nspid - 1] == 1;
+        if (parent->pid == 1 && !ns_init && x->s->pidns != GR_PIDNS_OTHER)
+                return true;
+        return init_name(parent->comm);
+}
+
+static const char *comm_of(const struct dx *x, pid_t pid)
+{
+        const gr_process *p = dx_find(x, pid);
+        return p ? p->comm : x->s->procs_partial ? "not recorded" : x->hidden ? "not visible" : "gone";
+}
+
+/* A worker marker: how the process was started by a launcher it is meant to die with. From the
+ * command line or title (its own) or the environment (inherited by whatever it starts). */
+typedef enum { MARK_NONE, MARK_CMDLINE, MARK_ENV } mark_kind;
+
+static mark_kind worker_marker(const gr_process *p, char *buf, size_t size)
+{
+        const char *cmd = p->cmdline ? p->cmdline : "";
+        static const char *const titles[] = { "sglang::", "VLLM::", "VllmWorker", "ray::" };
+        if (strstr(cmd, "multiprocessing.spawn import spawn_main") || strstr(cmd, "--multiprocessing-fork")) {
+                snprintf(buf, size, "python multiprocessing spawn");
+                return MARK_CMDLINE;
+        }
+        if (strstr(cmd, "multiprocessing.forkserver import main")) {
+                snprintf(buf, size, "python multiprocessing forkserver");
+                return MARK_CMDLINE;
+        }
+        for (size_t i = 0; i < GR_ELEMENTSOF(titles); i++) {
+                size_t n = strlen(titles[i]);
+                const char *t = strncmp(cmd, titles[i], n) == 0 ? cmd :
+                                strncmp(p->comm, titles[i], n) == 0 ? p->comm : NULL;
+                if (t) {
+                        int w = (int)strcspn(t, " ");
+                        snprintf(buf, size, "process title %.*s", w > 48 ? 48 : w, t);
+                        return MARK_CMDLINE;
+                }
+        }
+        if (p->env_read && p->env.torchelastic_run_id[0]) {
+                int o = snprintf(buf, size, "torchelastic run %s", p->env.torchelastic_run_id);
+                if (p->env.local_rank >= 0 && o > 0 && (size_t)o < size)
+                        snprintf(buf + o, size - (size_t)o, ", local rank %d", p->env.local_rank);
+                return MARK_ENV;
+        }
+        return MARK_NONE;
+}
+
+/* Its own listening ports: a socket inherited by several processes of a dead group (the
+ * launcher's, kept by its workers) says nothing about a server */
+static unsigned shared_listeners(const struct dx *x, uint64_t inode)
+{
+        unsigned n = 0;
+        for (size_t i = 0; i < x->n_listens; i++)
+                n += x->listens[i].inode == inode;
+        return n;
+}
+
+struct root_facts {
+        mark_kind mark;
+        char mark_text[96];
+        gr_cgroup_kind cg;
+        uint16_t own_port;        /* a port it listens on that is its own, 0 none */
+        bool serving, foreground;
+        bool group_self, group_alive, group_gone, session_self, session_alive;
+        bool leader_same_name;    /* its live group leader has its name: it forked it */
+        bool nohup;               /* ignores SIGHUP: started to outlive its terminal */
+};
+
+/* Gather the evidence on a root R (its parent is init-like or gone) */
+static void root_evidence(const struct dx *x, const gr_process *r, gr_evidence_list *ev,
+                          struct root_facts *f)
+{
+        const gr_process *parent = dx_find(x, r->ppid);
+        if (r->ppid == 1 && !parent)
+                ev_add(ev, GR_EV_REPARENTED, GR_LEAN_LEFTOVER, "child of PID 1");
+        else if (r->ppid > 0 && !parent)
+                ev_add(ev, GR_EV_REPARENTED, x->s->procs_partial ? GR_LEAN_NEUTRAL : GR_LEAN_LEFTOVER,
+                       "parent %d %s", (int)r->ppid, x->s->procs_partial ? "not recorded" : "gone");
+        else if (parent && parent->pid == 1)
+                ev_add(ev, GR_EV_REPARENTED, GR_LEAN_LEFTOVER, "child of PID 1 (%s)", parent->comm);
+        else if (parent)
+                ev_add(ev, GR_EV_REPARENTED, GR_LEAN_LEFTOVER, "child of init or subreaper %d (%s)",
+                       (int)parent->pid, parent->comm);
+
+        f->mark = worker_marker(r, f->mark_text, sizeof(f->mark_text));
+        if (f->mark != MARK_NONE)
+                ev_add(ev, GR_EV_WORKER, GR_LEAN_LEFTOVER, "%s", f->mark_text);
+
+        char name[128] = "";
+        f->cg = r->cgroup ? gr_cgroup_manager(r->cgroup, name, sizeof(name)) : GR_CG_NONE;
+        static const char *const cg_words[] = { "", "systemd service", "Slurm job", "Kubernetes pod",
+                                                "container", "login session", "gpureap run" };
+        /* a container, pod or job runs as long as its init or step does, whatever becomes of
+         * one process in it: evidence of where it runs, not of whether it is used */
+        if (f->cg != GR_CG_NONE)
+                ev_add(ev, GR_EV_CGROUP, f->cg == GR_CG_SERVICE || f->cg == GR_CG_RUN ? GR_LEAN_LIVE : GR_LEAN_NEUTRAL,
+                       "%s %s", cg_words[f->cg], name);
+
+        f->group_self = r->pgrp == r->pid;
+        f->session_self = r->session == r->pid;
+        int gs = f->group_self || r->pgrp <= 0 ? -1 : dx_leader_state(x, r->pgrp);
+        int ss = f->session_self || r->session <= 0 ? -1 : dx_leader_state(x, r->session);
+        f->group_alive = gs == 1;
+        f->group_gone = gs == 0;
+        f->session_alive = ss == 1;
+        if (f->group_self)
+                ev_add(ev, GR_EV_GROUP_LEADER, GR_LEAN_NEUTRAL, "self");
+        else if (gs < 0)
+                ev_add(ev, GR_EV_GROUP_LEADER, GR_LEAN_NEUTRAL, "%d (%s)", (int)r->pgrp, comm_of(x, r->pgrp));
+        else
+                ev_add(ev, GR_EV_GROUP_LEADER, f->group_alive ? GR_LEAN_LIVE : GR_LEAN_LEFTOVER, "%d (%s) %s",
+                       (int)r->pgrp, comm_of(x, r->pgrp), f->group_alive ? "alive" : "gone");
+        const gr_process *leader = f->group_alive ? dx_find(x, r->pgrp) : NULL;
+        f->leader_same_name = leader && strcmp(leader->comm, r->comm) == 0;
+        if (f->session_self)
+                ev_add(ev, GR_EV_SESSION_LEADER, GR_LEAN_NEUTRAL, "self");
+        else
+                ev_add(ev, GR_EV_SESSION_LEADER, GR_LEAN_NEUTRAL, "%d (%s)%s", (int)r->session,
+                       comm_of(x, r->session), ss < 0 ? "" : f->session_alive ? " alive" : " gone");
+
+        if (r->net && r->net->n_listen > 0) {
+                char ports[64] = "";
+                size_t o = 0;
+                for (unsigned i = 0; i < r->net->n_listen && o < sizeof(ports); i++) {
+                        bool inherited = !f->group_self && !f->group_alive &&
+                                         shared_listeners(x, r->net->listen_inodes[i]) > 1;
+                        if (!inherited && !f->own_port)
+                                f->own_port = r->net->listen_ports[i];
+                        o += (size_t)snprintf(ports + o, sizeof(ports) - o, "%s:%u%s", i ? " " : "",
+                                              r->net->listen_ports[i], inherited ? " (inherited)" : "");
+                }
+                ev_add(ev, GR_EV_LISTENING, f->own_port ? GR_LEAN_LIVE : GR_LEAN_NEUTRAL, "%s", ports);
+                if (r->net->n_serving > 0) {
+                        f->serving = f->own_port != 0;
+                        ev_add(ev, GR_EV_SERVING, f->serving ? GR_LEAN_LIVE : GR_LEAN_NEUTRAL,
+                               "%u connection%s on its port%s", r->net->n_serving,
+                               r->net->n_serving == 1 ? "" : "s", r->net->n_listen == 1 ? "" : "s");
+                }
+        }
+        f->nohup = r->has_details && (r->sig_ignored & (1ULL << (SIGHUP - 1)));
+        if (f->nohup)
+                ev_add(ev, GR_EV_SIGNALS, GR_LEAN_LIVE, "ignores SIGHUP (as nohup sets it)");
+        if (r->tty_nr != 0) {
+                f->foreground = r->tpgid > 0 && r->tpgid == r->pgrp;
+                unsigned major = ((unsigned)r->tty_nr >> 8) & 0xfff;
+                unsigned minor = ((unsigned)r->tty_nr & 0xff) | (((unsigned)r->tty_nr >> 12) & 0xfff00);
+                char tty[32];
+                if (major >= 136 && major <= 143) /* Unix98 pseudo-terminals */
+                        snprintf(tty, sizeof(tty), "pts/%u", (major - 136) * 256 + minor);
+                else
+                        snprintf(tty, sizeof(tty), "tty %u:%u", major, minor);
+                ev_add(ev, GR_EV_TERMINAL, f->foreground ? GR_LEAN_LIVE : GR_LEAN_NEUTRAL, "%s%s", tty,
+                       f->foreground ? ", in the foreground" : "");
+        }
+}
+
+/* Step 4 of docs/verdicts.md: a process whose parent is init-like or gone */
+static void judge_root(const struct dx *x, const gr_process *r, gr_evidence_list *ev, struct judged *j)
+{
+        struct root_facts f = { 0 };
+        root_evidence(x, r, ev, &f);
+        if (f.mark == MARK_CMDLINE) {
+                judge(j, GR_JUDGE_LEFTOVER, GR_SURE, "a worker (%s) whose launcher is gone", f.mark_text);
+        } else if (f.mark == MARK_ENV && f.own_port) {
+                judge(j, GR_JUDGE_UNSURE, GR_UNSURE, "carries a worker's environment (%s) but listens on :%u",
+                      f.mark_text, f.own_port);
+        } else if (f.mark == MARK_ENV) {
+                judge(j, GR_JUDGE_LEFTOVER, GR_SURE, "a worker (%s) whose launcher is gone", f.mark_text);
+        } else if (f.cg == GR_CG_SERVICE || f.cg == GR_CG_RUN) {
+                /* a service's cgroup is emptied when the service stops: it is the service's */
+                judge(j, GR_JUDGE_LIVE, GR_LIKELY, "part of %s", f.cg == GR_CG_SERVICE ? "a running systemd service"
+                                                                                      : "a 'gpureap run' tree");
+        } else if (f.own_port) {
+                judge(j, GR_JUDGE_LIVE, GR_LIKELY, "listens on :%u%s: a server", f.own_port,
+                      f.serving ? " and serves connections" : "");
+        } else if (f.foreground) {
+                judge(j, GR_JUDGE_LIVE, GR_LIKELY, "runs in the foreground of a terminal");
+        } else if (f.session_self) {
+                judge(j, GR_JUDGE_UNSURE, GR_UNSURE,
+                      "runs in a session of its own and its parent is gone: a daemon, or a leftover started with setsid");
+        } else if (f.group_self) {
+                judge(j, GR_JUDGE_UNSURE, GR_UNSURE, "%s",
+                      f.session_alive ? "leads its own process group and its parent is gone (a subshell's '&')"
+                                      : "a job of a shell session that ended (nohup, disown): started by hand, or a leftover");
+        } else if (f.group_alive && f.leader_same_name) {
+                judge(j, GR_JUDGE_LIVE, GR_LIKELY,
+                      "its process group's leader %d (%s) is alive and of its kind: a double-forked worker of a running launcher",
+                      (int)r->pgrp, comm_of(x, r->pgrp));
+        } else if (f.group_alive) {
+                judge(j, GR_JUDGE_UNSURE, GR_UNSURE,
+                      "its parent is gone but its process group's leader %d (%s) is alive: a double-forked worker, or a leftover of a launcher that ran under it",
+                      (int)r->pgrp, comm_of(x, r->pgrp));
+        } else if (f.group_gone && f.nohup) {
+                judge(j, GR_JUDGE_UNSURE, GR_UNSURE,
+                      "its launcher, the leader of process group %d, is gone, but it ignores SIGHUP: started to outlive its shell?",
+                      (int)r->pgrp);
+        } else if (f.group_gone) {
+                judge(j, GR_JUDGE_LEFTOVER, GR_LIKELY, "its launcher, the leader of process group %d, is gone",
+                      (int)r->pgrp);
+        } else {
+                judge(j, GR_JUDGE_UNSURE, GR_UNSURE, "its launcher is not visible from here");
+        }
+}
+
+/* Step 1: started by 'gpureap run' (GPUREAP_RUN_PID); the kernel does not keep that PID
+ * reserved, so the supervisor must still be a gpureap that started before it */
+static bool judge_supervisor(const struct dx *x, const gr_process *p, gr_evidence_list *ev, struct judged *j)
+{
+        if (p->run_pid <= 0)
+                return false;
+        const gr_process *sup = dx_find(x, p->run_pid);
+        if (!sup && x->s->procs_partial)
+                return false;
+        bool alive = dx_alive(sup) && strcmp(sup->comm, "gpureap") == 0 && sup->start_time <= p->start_time;
+        ev_add(ev, GR_EV_RUN_SUPERVISOR, alive ? GR_LEAN_LIVE : GR_LEAN_LEFTOVER, "gpureap run %d %s",
+               (int)p->run_pid, alive ? "alive" : "gone");
+        if (alive)
+                judge(j, GR_JUDGE_LIVE, GR_SURE, "supervised by 'gpureap run' (PID %d)", (int)p->run_pid);
+        else
+                judge(j, GR_JUDGE_LEFTOVER, GR_SURE, "its supervisor 'gpureap run' (PID %d) was killed before it could end it",
+                      (int)p->run_pid);
+        return true;
+}
+
+static void state_evidence(const gr_process *p, gr_evidence_list *ev)
+{
+        if (p->state == 'D')
+                ev_add(ev, GR_EV_STATE, GR_LEAN_NEUTRAL, "D (waiting in the kernel or the driver)");
+        else if (p->state == 'T' || p->state == 't')
+                ev_add(ev, GR_EV_STATE, GR_LEAN_NEUTRAL, "T (stopped)");
+}
+
+/* The job it belongs to, for grouping and display: its supervisor, its torchelastic run, or
+ * its own process group (the launcher that led it); root only names the agent of a run */
+static void set_job(const struct dx *x, gr_holder_verdict *v, const gr_process *root)
+{
+        const gr_process *p = v->process;
+        memset(&v->job, 0, sizeof(v->job));
+        if (p->run_pid > 0) {
+                v->job.kind = GR_JOB_RUN;
+                v->job.pid = p->run_pid;
+        } else if (p->env_read && p->env.torchelastic_run_id[0]) {
+                v->job.kind = GR_JOB_TORCHELASTIC;
+                gr_strlcpy(v->job.id, p->env.torchelastic_run_id, sizeof(v->job.id));
+        } else if (p->pgrp > 0) {
+                v->job.kind = GR_JOB_GROUP;
+                v->job.pid = p->pgrp;
+        } else {
+                v->job.kind = GR_JOB_PROCESS;
+                v->job.pid = p->pid;
+        }
+        v->launcher = v->job.kind == GR_JOB_TORCHELASTIC ? 0 : v->job.pid;
+        v->launcher_alive = v->launcher > 0 && v->launcher != p->pid && dx_leader_alive(x, v->launcher);
+        if (v->job.kind == GR_JOB_TORCHELASTIC) {
+                /* the agent is the parent of the worker that carries the run's environment */
+                const gr_process *w = root->env_read && root->env.torchelastic_run_id[0] ? root : p;
+                v->launcher = w->ppid > 1 ? w->ppid : 0;
+                v->launcher_alive = v->launcher > 0 && dx_alive(dx_find(x, w->ppid));
+        }
+}
+
+static void judge_holder(const struct dx *x, gr_holder_verdict *v)
+{
+        const gr_process *p = v->process;
+        gr_evidence_list *ev = &v->evidence;
+        struct judged j = { GR_JUDGE_UNSURE, GR_UNSURE, "" };
+        ev->n = 0;
+        v->root = p->pid;
+        set_job(x, v, p);
+        if (v->role == GR_ROLE_MONITOR) {
+                judge(&j, GR_JUDGE_LIVE, GR_SURE, "uses only the driver's management interface (NVML): not a leftover");
+                goto done;
+        }
+        if (judge_supervisor(x, p, ev, &j))
+                goto done;
+        if (v->ghost) {
+                const gr_gpu_proc *o = NULL;
+                for (unsigned i = 0; !o && i < x->s->gpu->n_gpus; i++)
+                        o = dx_listed(x, i, v->ghost);
+                char mem[32];
+                gr_format_bytes(o ? o->used_bytes : GR_UNKNOWN_U64, mem, sizeof(mem));
+                ev_add(ev, GR_EV_GHOST, GR_LEAN_LEFTOVER, "keeps the memory of PID %d (%s), %s", (int)v->ghost,
+                       dx_find(x, v->ghost) ? "a zombie" : "gone", mem);
+                judge(&j, GR_JUDGE_LEFTOVER, v->ghost_confidence,
+                      "it keeps the GPU memory of PID %d, which is gone, through files it inherited", (int)v->ghost);
+                goto done;
+        }
+        /* walk up through live parents that are not inits: the root of its chain */
+        const gr_process *root = p;
+        bool above_unseen = false; /* not seeing a parent is not seeing it die */
+        for (int depth = 0; depth < 64; depth++) {
+                const gr_process *parent = dx_find(x, root->ppid);
+                if (!parent && root->ppid > 1 && (x->hidden || x->s->procs_partial)) {
+                        above_unseen = true;
+                        break;
+                }
+                if (!dx_alive(parent) || init_like(x, root, parent))
+                        break;
+                root = parent;
+        }
+        v->root = root->pid;
+        set_job(x, v, root);
+        if (root == p && above_unseen) {
+                ev_add(ev, GR_EV_PARENT, GR_LEAN_NEUTRAL, "%d not visible from here", (int)p->ppid);
+                judge(&j, GR_JUDGE_UNSURE, GR_UNSURE, "its parent %d is not visible from here", (int)p->ppid);
+                goto done;
+        }
+        if (root == p) {
+                judge_root(x, p, ev, &j);
+                goto done;
+        }
+        const gr_process *parent = dx_find(x, p->ppid);
+        ev_add(ev, GR_EV_PARENT, GR_LEAN_LIVE, "%d (%s) alive", (int)p->ppid, parent ? parent->comm : "?");
+        gr_evidence_list rev = { .n = 0 };
+        struct judged rj = { GR_JUDGE_UNSURE, GR_UNSURE, "" };
+        if (!above_unseen)
+                judge_root(x, root, &rev, &rj);
+        /* A live parent makes it part of a running tree unless the tree's root is surely a
+         * leftover (a worker marker, a killed supervisor), or is itself a CUDA holder that is
+         * likely one (its data loaders, its compile workers). Lineage alone says little about
+         * an ancestor that holds no GPU and runs live children: a script started in the
+         * background of a shell that has since exited looks the same. */
+        bool root_holds = root->hold && gr_holding_has_cuda_footprint(root->hold);
+        if (rj.judgement == GR_JUDGE_LEFTOVER && (rj.confidence == GR_SURE || root_holds)) {
+                ev_add(ev, GR_EV_ANCESTOR, GR_LEAN_LEFTOVER, "%d (%s) is a leftover", (int)root->pid, root->comm);
+                for (unsigned i = 0; i < rev.n && ev->n < GR_EVIDENCE_MAX; i++) {
+                        gr_evidence *e = &ev->items[ev->n++];
+                        *e = rev.items[i];
+                        char tmp[GR_EVIDENCE_TEXT];
+                        snprintf(tmp, sizeof(tmp), "%d: %s", (int)root->pid, rev.items[i].value);
+                        gr_strlcpy(e->value, tmp, sizeof(e->value));
+                }
+                judge(&j, GR_JUDGE_LEFTOVER, rj.confidence, "its ancestor %d (%s) is a leftover: %s",
+                      (int)root->pid, root->comm, rj.reason);
+        } else if (parent && (parent->pid == 1 || (parent->n_nspid > 1 && parent->nspid[parent->n_nspid - 1] == 1))) {
+                /* a container's PID 1 that is not a known init: its launcher, or a program that
+                 * was handed orphans without meaning to take them */
+                judge(&j, GR_JUDGE_LIVE, GR_LIKELY, "its parent %d (%s), the PID 1 of its container, is alive",
+                      (int)p->ppid, parent->comm);
+        } else {
+                judge(&j, GR_JUDGE_LIVE, GR_SURE, "its parent %d (%s) is alive", (int)p->ppid,
+                      parent ? parent->comm : "?");
+        }
+done:
+        state_evidence(p, ev);
+        if (j.judgement == GR_JUDGE_LEFTOVER && x->hidden && j.confidence == GR_SURE && !v->ghost &&
+            p->run_pid <= 0)
+                j.confidence = GR_LIKELY; /* a launcher may be hidden from this view */
+        if (x->d->view[0] && ev->n < GR_EVIDENCE_MAX)
+                ev_add(ev, GR_EV_VIEW, GR_LEAN_NEUTRAL, "%s", x->d->view);
+        v->judgement = j.judgement;
+        v->confidence = j.confidence;
+        gr_strlcpy(v->reason, j.reason, sizeof(v->reason));
+}
+
+static int cmp_listen(const void *a, const void *b)
+{
+        const struct listen_ix *x = a, *y = b;
+        return (x->inode > y->inode) - (x->inode < y->inode);
+}
+
+int dx_index_listens(struct dx *x)
+{
+        const gr_proc_table *t = x->s->procs;
+        size_t n = 0;
+        for (size_t i = 0; t && i < t->n; i++)
+                n += t->procs[i].net ? t->procs[i].net->n_listen : 0;
+        x->listens = calloc(n ? n : 1, sizeof(*x->listens));
+        if (!x->listens)
+                return -ENOMEM;
+        for (size_t i = 0; t && i < t->n; i++)
+                for (unsigned k = 0; t->procs[i].net && k < t->procs[i].net->n_listen; k++)
+                        x->listens[x->n_listens++] = (struct listen_ix){ t->procs[i].net->listen_inodes[k], t->procs[i].pid };
+        if (x->n_listens > 0)
+                qsort(x->listens, x->n_listens, sizeof(*x->listens), cmp_listen);
+        return 0;
+}
+
+int dx_judge_lineage(struct dx *x)
+{
+        for (size_t i = 0; i < x->d->n_holders; i++)
+                judge_holder(x, &x->d->holders[i]);
+        return 0;
+}
