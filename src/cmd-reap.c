@@ -1,5 +1,7 @@
 /* gpureap reap: kill exactly the leftovers, wait until the driver has the memory back, verify */
+#include <fcntl.h>
 #include <getopt.h>
+#include <json-c/json.h>
 #include <pwd.h>
 #include <stdio.h>
 #include <string.h>
@@ -8,70 +10,77 @@
 
 #include "gpureap/act.h"
 #include "gpureap/basic.h"
+#include "gpureap/tree.h"
 #include "gpureap.h"
 
 static void reap_usage(FILE *f)
 {
         fprintf(f,
-                "usage: gpureap reap [--dry-run] [--yes] [--gpu SEL] [--pid PID[,PID...]] [--all]\n"
-                "                    [--tree] [--user USER] [--all-users] [--grace DUR] [--timeout DUR]\n"
+                "usage: gpureap reap [--dry-run] [--yes] [--json] [--gpu SEL] [--pid PID[,PID...]]\n"
+                "                    [--likely] [--all] [--tree] [--user USER] [--all-users]\n"
+                "                    [--grace DUR] [--timeout DUR]\n"
                 "\n"
-                "Kill the leftovers the diagnosis found (hidden holders of ghosts, orphaned workers),\n"
-                "never live jobs, monitors, PID 1, gpureap or its ancestors; then wait until the\n"
-                "driver has the memory back and verify.\n"
+                "Kill the leftovers the diagnosis is sure of (hidden holders of ghosts, workers whose\n"
+                "launcher is gone), never live jobs, unsure holders, monitors, PID 1, gpureap or its\n"
+                "ancestors; then wait until the driver has the memory back and verify. The plan gives\n"
+                "the reason for every process it kills and every holder it spares (docs/verdicts.md).\n"
                 "\n"
                 "  --dry-run        show the plan and stop\n"
                 "  --yes            do not ask (needed when stdin is not a terminal)\n"
+                "  --json           the plan and what was done, as JSON (docs/json-schema.md)\n"
                 "  --gpu SEL        only leftovers of these GPUs\n"
+                "  --likely         leftovers judged likely too, not only sure ones\n"
                 "  --pid PID        exactly these processes (comma separated or repeated)\n"
                 "  --all            every holder of the selected GPUs, live jobs too (not monitors)\n"
-                "  --tree           with each target, its whole process group\n"
+                "  --tree           with each target, its whole process group (never gpureap's own)\n"
                 "  --user USER      only processes of this user (name or uid)\n"
                 "  --all-users      as root, other users' processes too\n"
                 "  --grace DUR      between SIGTERM and SIGKILL (default 5s)\n"
-                "  --timeout DUR    for the processes to end and the memory to come back (default 30s)\n"
+                "  --timeout DUR    bounds the whole command: signals, drain, verification (default 30s)\n"
                 "\n"
-                "exit codes: 0 the selected GPUs are verified free of leftovers, 1 something is\n"
-                "left (printed), 2 usage error or no consent, 3 GPU or driver failure\n");
+                "exit codes: 0 the GPUs the targets held (or --gpu) are verified free of leftovers\n"
+                "and every target ended, 1 something is left (printed), 2 usage error or no consent,\n"
+                "3 GPU or driver failure\n");
 }
 
-static int ancestors(pid_t **ret, size_t *ret_n)
+struct reap {
+        bool dry, yes, json;
+        char gpus[1024];
+        pid_t pids[256];
+        size_t n_pids;
+        gr_plan_options po;
+        gr_snapshot_options so;
+        uint64_t grace, timeout, t0, deadline;
+        struct gpu_selection sel;
+        json_object *out;          /* the --json result, filled as things happen */
+};
+
+static const char *const why_names[] = { "leftover", "asked (--pid)", "asked (--all)", "its process group (--tree)" };
+static const char *const why_keys[] = { "leftover", "pid", "all", "tree" };
+
+static const char *refusal_key(gr_refusal r)
 {
-        pid_t *a = NULL;
-        size_t n = 0;
-        pid_t pid = getppid();
-        for (int depth = 0; pid > 1 && depth < 128; depth++) {
-                pid_t *na = realloc(a, (n + 1) * sizeof(*a));
-                if (!na) {
-                        free(a);
-                        return -1;
-                }
-                a = na;
-                a[n++] = pid;
-                char path[64], buf[1024];
-                snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-                FILE *f = fopen(path, "re");
-                size_t len = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
-                if (f)
-                        fclose(f);
-                buf[len] = '\0';
-                gr_stat st;
-                if (gr_parse_stat(buf, len, &st) < 0)
-                        break;
-                pid = st.ppid;
-        }
-        *ret = a;
-        *ret_n = n;
-        return 0;
+        static const char *const k[] = { "none", "init", "self", "kernel", "monitor", "other_user", "zombie",
+                                         "gone", "live", "unsure", "likely", "no_uid" };
+        return (unsigned)r < GR_ELEMENTSOF(k) ? k[r] : "unknown";
 }
 
 static void print_plan(FILE *f, const gr_plan *p)
 {
-        static const char *const why[] = { "leftover", "asked (--pid)", "asked (--all)", "its process group (--tree)" };
         for (size_t i = 0; i < p->n; i++) {
                 const gr_target *t = &p->targets[i];
-                if (t->refused == GR_REFUSE_NONE)
-                        fprintf(f, "  kill   %-8d %-16s uid %-6u %s\n", (int)t->pid, t->comm, (unsigned)t->uid, why[t->why]);
+                if (t->refused != GR_REFUSE_NONE)
+                        continue;
+                fprintf(f, "  kill   %-8d %-16s uid %-6u ", (int)t->pid, t->comm, (unsigned)t->uid);
+                if (t->why == GR_WHY_LEFTOVER)
+                        fprintf(f, "leftover, %s: %s", gr_confidence_name(t->confidence), t->reason);
+                else if (t->judged)
+                        fprintf(f, "%s; judged %s%s%s: %s", why_names[t->why], gr_judgement_name(t->judgement),
+                                t->judgement == GR_JUDGE_UNSURE ? "" : ", ",
+                                t->judgement == GR_JUDGE_UNSURE ? "" : gr_confidence_name(t->confidence), t->reason);
+                else
+                        fprintf(f, "%s", why_names[t->why]);
+                fputc('\n', f);
         }
         for (size_t i = 0; i < p->n; i++) {
                 const gr_target *t = &p->targets[i];
@@ -80,39 +89,76 @@ static void print_plan(FILE *f, const gr_plan *p)
                 fprintf(f, "  spare  %-8d %-16s %s", (int)t->pid, t->comm[0] ? t->comm : "-", gr_refusal_text(t->refused));
                 if (t->refused == GR_REFUSE_ZOMBIE)
                         fprintf(f, " (PID %d)", (int)t->related);
+                if (t->judged && t->reason[0] && t->refused != GR_REFUSE_MONITOR)
+                        fprintf(f, ": %s", t->reason);
                 fputc('\n', f);
         }
 }
 
-struct verify {
-        const struct gpu_selection *sel;
-};
-
-/* free of leftovers: clean, or busy with a job that was not to be touched */
-static bool verified(const gr_snapshot *s, const gr_diagnosis *d, void *userdata)
+static json_object *plan_json(const gr_plan *p)
 {
-        const struct verify *v = userdata;
-        for (unsigned i = 0; i < s->gpu->n_gpus; i++)
-                if (gpu_selected(v->sel, &s->gpu->gpus[i]) &&
-                    d->gpus[i].state != GR_GPU_CLEAN && d->gpus[i].state != GR_GPU_BUSY)
-                        return false;
-        return true;
+        json_object *o = json_object_new_object(), *targets = json_object_new_array(),
+                    *spared = json_object_new_array();
+        for (size_t i = 0; i < p->n; i++) {
+                const gr_target *t = &p->targets[i];
+                json_object *e = json_object_new_object();
+                json_object_object_add(e, "pid", json_object_new_int(t->pid));
+                json_object_object_add(e, "comm", t->comm[0] ? json_object_new_string(t->comm) : NULL);
+                if (t->refused == GR_REFUSE_NONE) {
+                        json_object_object_add(e, "uid", json_object_new_int64(t->uid));
+                        json_object_object_add(e, "why", json_object_new_string(why_keys[t->why]));
+                } else {
+                        json_object_object_add(e, "refusal", json_object_new_string(refusal_key(t->refused)));
+                        json_object_object_add(e, "related_pid", t->related ? json_object_new_int(t->related) : NULL);
+                }
+                json_object_object_add(e, "judgement", t->judged ? json_object_new_string(gr_judgement_name(t->judgement)) : NULL);
+                json_object_object_add(e, "confidence", t->judged ? json_object_new_string(gr_confidence_name(t->confidence)) : NULL);
+                char reason[400];
+                snprintf(reason, sizeof(reason), "%s%s%s",
+                         t->refused == GR_REFUSE_NONE ? why_names[t->why] : gr_refusal_text(t->refused),
+                         t->judged && t->reason[0] ? ": " : "", t->judged ? t->reason : "");
+                json_object_object_add(e, "reason", json_object_new_string(reason));
+                json_object_array_add(t->refused == GR_REFUSE_NONE ? targets : spared, e);
+        }
+        json_object_object_add(o, "targets", targets);
+        json_object_object_add(o, "spared", spared);
+        return o;
 }
 
-static bool confirm(size_t n)
+static int parse_pids(struct reap *r, const char *arg)
 {
-        fprintf(stderr, "kill %zu process%s? [y/N] ", n, n == 1 ? "" : "es");
-        fflush(stderr);
-        char line[16];
-        if (!fgets(line, sizeof(line), stdin))
-                return false;
-        return line[0] == 'y' || line[0] == 'Y';
+        char buf[1024];
+        if (!list_items_ok(arg)) {
+                error_msg("invalid --pid '%s': an empty PID (an empty selection is never 'all')", arg);
+                return -1;
+        }
+        if (!gr_strlcpy(buf, arg, sizeof(buf))) {
+                error_msg("--pid list is too long");
+                return -1;
+        }
+        char *save = NULL;
+        for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+                int v;
+                if (gr_parse_int(t, &v) < 0 || v <= 0) {
+                        error_msg("invalid PID '%s'", t);
+                        return -1;
+                }
+                if (r->n_pids == GR_ELEMENTSOF(r->pids)) {
+                        error_msg("too many --pid values (at most %zu)", GR_ELEMENTSOF(r->pids));
+                        return -1;
+                }
+                r->pids[r->n_pids++] = v;
+        }
+        return 0;
 }
 
-int cmd_reap(int argc, char **argv)
+/* 0 to go on, 1 when the help was printed, -1 for a usage error */
+static int parse_args(struct reap *r, int argc, char **argv)
 {
         static const struct option opts[] = {
                 { "dry-run", no_argument, NULL, 'n' },
+                { "json", no_argument, NULL, 'j' },
+                { "likely", no_argument, NULL, 'L' },
                 { "yes", no_argument, NULL, 'y' },
                 { "gpu", required_argument, NULL, 'g' },
                 { "pid", required_argument, NULL, 'p' },
@@ -126,111 +172,353 @@ int cmd_reap(int argc, char **argv)
                 { "help", no_argument, NULL, 'h' },
                 { NULL, 0, NULL, 0 },
         };
-        bool dry = false, yes = false;
-        char gpus[1024] = "";
-        pid_t pids[256];
-        size_t n_pids = 0;
-        gr_plan_options po = { .my_uid = getuid(), .self = getpid() };
-        gr_snapshot_options so = { 0 };
-        uint64_t grace = 5000, timeout = 30000;
-        if (nvml_timeout_from_env(&so.gpu.timeout_ms) < 0)
-                return EXIT_USAGE;
+        if (nvml_timeout_from_env(&r->so.gpu.timeout_ms) < 0)
+                return -1;
         optind = 1;
         int c;
-        while ((c = getopt_long(argc, argv, "+nyg:p:aru:UG:T:t:h", opts, NULL)) != -1) {
+        while ((c = getopt_long(argc, argv, "+njLyg:p:aru:UG:T:t:h", opts, NULL)) != -1) {
                 switch (c) {
-                case 'n': dry = true; break;
-                case 'y': yes = true; break;
-                case 'a': po.all = true; break;
-                case 'r': po.tree = true; break;
-                case 'U': po.all_users = true; break;
+                case 'n': r->dry = true; break;
+                case 'j': r->json = true; break;
+                case 'L': r->po.likely = true; break;
+                case 'y': r->yes = true; break;
+                case 'a': r->po.all = true; break;
+                case 'r': r->po.tree = true; break;
+                case 'U': r->po.all_users = true; break;
                 case 'g':
-                        if (gpu_option_append(gpus, sizeof(gpus), optarg) < 0)
-                                return EXIT_USAGE;
+                        if (gpu_option_append(r->gpus, sizeof(r->gpus), optarg) < 0)
+                                return -1;
                         break;
-                case 'p': {
-                        char buf[1024];
-                        gr_strlcpy(buf, optarg, sizeof(buf));
-                        char *save = NULL;
-                        for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-                                int v;
-                                if (gr_parse_int(t, &v) < 0 || v <= 0) {
-                                        error_msg("invalid PID '%s'", t);
-                                        return EXIT_USAGE;
-                                }
-                                if (n_pids == GR_ELEMENTSOF(pids)) {
-                                        error_msg("too many --pid values (at most %zu)", GR_ELEMENTSOF(pids));
-                                        return EXIT_USAGE;
-                                }
-                                pids[n_pids++] = v;
-                        }
+                case 'p':
+                        if (parse_pids(r, optarg) < 0)
+                                return -1;
                         break;
-                }
                 case 'u': {
                         uint64_t v;
                         struct passwd *pw;
                         if (gr_parse_u64(optarg, &v) == 0 && v <= UINT32_MAX)
-                                po.user = (uid_t)v;
-                        else if ((pw = getpwnam(optarg)))
-                                po.user = pw->pw_uid;
+                                r->po.user = (uid_t)v;
+                        else if (optarg[0] && (pw = getpwnam(optarg)))
+                                r->po.user = pw->pw_uid;
                         else {
                                 error_msg("no user '%s'", optarg);
-                                return EXIT_USAGE;
+                                return -1;
                         }
-                        po.user_set = true;
+                        r->po.user_set = true;
                         break;
                 }
                 case 'G':
-                        if (parse_duration_option(optarg, &grace, true) < 0)
-                                return EXIT_USAGE;
+                        if (parse_duration_option(optarg, &r->grace, true) < 0)
+                                return -1;
                         break;
                 case 'T':
-                        if (parse_duration_option(optarg, &timeout, true) < 0)
-                                return EXIT_USAGE;
+                        if (parse_duration_option(optarg, &r->timeout, true) < 0)
+                                return -1;
                         break;
                 case 't':
-                        if (parse_duration_option(optarg, &so.gpu.timeout_ms, false) < 0)
-                                return EXIT_USAGE;
+                        if (parse_duration_option(optarg, &r->so.gpu.timeout_ms, false) < 0)
+                                return -1;
                         break;
                 case 'h':
                         reap_usage(stdout);
-                        return EXIT_CLEAN;
+                        return 1;
                 default:
                         fprintf(stderr, "see 'gpureap reap --help'\n");
-                        return EXIT_USAGE;
+                        return -1;
                 }
         }
         if (no_stray_arguments(argc, argv, "reap") < 0)
-                return EXIT_USAGE;
-        if (po.all && n_pids > 0) {
+                return -1;
+        if (r->po.all && r->n_pids > 0) {
                 error_msg("--all and --pid exclude each other");
-                return EXIT_USAGE;
+                return -1;
         }
-        struct gpu_selection sel = { .list = gpus[0] ? gpus : NULL };
-        po.gpus = sel.list;
-        po.pids = pids;
-        po.n_pids = n_pids;
-        pid_t *anc = NULL;
-        size_t n_anc = 0;
-        if (ancestors(&anc, &n_anc) < 0) {
+        return 0;
+}
+
+static bool confirm(size_t n)
+{
+        fprintf(stderr, "kill %zu process%s? [y/N] ", n, n == 1 ? "" : "es");
+        fflush(stderr);
+        char line[16];
+        if (!fgets(line, sizeof(line), stdin))
+                return false;
+        return line[0] == 'y' || line[0] == 'Y';
+}
+
+/* What each GPU of the plan uses when drained: the live jobs left alone, and the slack */
+static void drain_targets(const gr_snapshot *s, const gr_plan *plan, uint64_t *targets)
+{
+        for (unsigned i = 0; i < GR_GPUS_MAX; i++) {
+                targets[i] = GR_UNKNOWN_U64;
+                if (i >= s->gpu->n_gpus || !(plan->gpus >> i & 1))
+                        continue;
+                const gr_gpu *g = &s->gpu->gpus[i];
+                targets[i] = GR_BASELINE_SLACK + (g->mem_api == 1 ? (640ULL << 20) : 0);
+                for (unsigned j = 0; j < g->n_procs; j++) {
+                        const gr_process *op = gr_proc_table_find(s->procs, (pid_t)g->procs[j].pid);
+                        bool planned = false;
+                        for (size_t k = 0; k < plan->n && !planned; k++)
+                                planned = plan->targets[k].pid == (pid_t)g->procs[j].pid &&
+                                          plan->targets[k].refused == GR_REFUSE_NONE;
+                        if (op && op->state != 'Z' && !planned && g->procs[j].used_bytes != GR_UNKNOWN_U64)
+                                targets[i] += g->procs[j].used_bytes;
+                }
+        }
+}
+
+/* --tree: processes forked into the targets' groups while the ladder runs get the same checks
+ * as the plan's, and the current rung */
+struct tree_watch {
+        const gr_snapshot *s;
+        const gr_plan_options *po;
+        pid_t pgids[GR_PLAN_MAX];
+        size_t n_pgids;
+        uint64_t next_ms;
+};
+
+static void tree_refresh(gr_ladder *l, void *userdata)
+{
+        struct tree_watch *tw = userdata;
+        uint64_t now = gr_now_ms();
+        if (now < tw->next_ms || tw->n_pgids == 0)
+                return;
+        tw->next_ms = now + 50; /* a walk of /proc each time: not at every 10 ms round */
+        gr_tree_proc *m = NULL;
+        size_t n = 0;
+        if (gr_tree_group_members(tw->s->proc_root, tw->pgids, tw->n_pgids, &m, &n) < 0)
+                return;
+        for (size_t i = 0; i < n; i++) {
+                if (m[i].state == 'Z')
+                        continue;
+                gr_process p = { .pid = m[i].pid, .state = m[i].state, .start_time = m[i].start_time };
+                gr_proc_options pop = { .proc_root = tw->s->proc_root };
+                /* only its owner and parent are needed: the plan's safety rules */
+                if (gr_proc_load_details(&pop, &p) < 0)
+                        continue;
+                char buf[1024];
+                size_t len;
+                gr_stat st;
+                char path[1100];
+                snprintf(path, sizeof(path), "%s/%d", tw->s->proc_root, (int)p.pid);
+                int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+                if (fd >= 0 && gr_read_file_at(fd, "stat", buf, sizeof(buf), &len) == 0 &&
+                    gr_parse_stat(buf, len, &st) == 0 && st.start_time == p.start_time) {
+                        p.ppid = st.ppid;
+                        p.pgrp = st.pgrp;
+                        if (gr_plan_refusal(tw->s, NULL, tw->po, &p) == GR_REFUSE_NONE)
+                                gr_ladder_add(l, p.pid, p.start_time, &p.uid);
+                }
+                if (fd >= 0)
+                        close(fd);
+                free(p.cmdline);
+                free(p.cgroup);
+        }
+        free(m);
+}
+
+struct verify {
+        const struct gpu_selection *sel;
+        uint64_t gpus;             /* bit i: GPU index i must be free of leftovers */
+};
+
+/* free of leftovers: clean, or busy with a job that was not to be touched */
+static bool verified(const gr_snapshot *s, const gr_diagnosis *d, void *userdata)
+{
+        const struct verify *v = userdata;
+        for (unsigned i = 0; i < s->gpu->n_gpus && i < 64; i++)
+                if ((v->gpus >> i & 1) && d->gpus[i].state != GR_GPU_CLEAN && d->gpus[i].state != GR_GPU_BUSY)
+                        return false;
+        return true;
+}
+
+static void progress(const gr_snapshot *s, const gr_diagnosis *d, uint64_t elapsed, void *userdata)
+{
+        const struct verify *v = userdata;
+        char line[512], mem[32];
+        size_t o = 0;
+        for (unsigned i = 0; i < s->gpu->n_gpus && i < 64 && o < sizeof(line); i++)
+                if (v->gpus >> i & 1)
+                        o += (size_t)snprintf(line + o, sizeof(line) - o, "  GPU %u %s %s used", s->gpu->gpus[i].index,
+                                              gr_gpu_state_name(d->gpus[i].state),
+                                              gr_format_bytes(s->gpu->gpus[i].mem_used, mem, sizeof(mem)));
+        fprintf(stderr, "\r\033[Kverifying %.1fs:%s", (double)elapsed / 1000, line);
+        fflush(stderr);
+}
+
+static uint64_t left_ms(const struct reap *r)
+{
+        uint64_t now = gr_now_ms();
+        return now < r->deadline ? r->deadline - now : 0;
+}
+
+static void emit_json(struct reap *r, int code)
+{
+        if (!r->json || !r->out)
+                return;
+        json_object_object_add(r->out, "exit_code", json_object_new_int(code));
+        puts(json_object_to_json_string_ext(r->out, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED |
+                                                            JSON_C_TO_STRING_NOSLASHESCAPE));
+        json_object_put(r->out);
+        r->out = NULL;
+}
+
+/* Signal the plan; print and record what became of each target; true when none may be left */
+static bool run_plan(struct reap *r, const gr_snapshot *s, const gr_plan *plan)
+{
+        struct tree_watch *tw = calloc(1, sizeof(*tw));
+        if (!tw) {
+                error_msg("out of memory");
+                return false;
+        }
+        tw->s = s;
+        tw->po = &r->po;
+        for (size_t i = 0; r->po.tree && i < plan->n && tw->n_pgids < GR_ELEMENTSOF(tw->pgids); i++) {
+                const gr_process *t = gr_proc_table_find(s->procs, plan->targets[i].pid);
+                if (plan->targets[i].refused == GR_REFUSE_NONE && t && t->pgrp > 1 && t->pgrp != r->po.self_pgrp)
+                        tw->pgids[tw->n_pgids++] = t->pgrp;
+        }
+        /* --timeout bounds the whole command: the SIGKILL comes early enough to take effect */
+        uint64_t budget = left_ms(r), reserve = budget / 5 < 1000 ? budget / 5 : 1000;
+        gr_kill_options ko = { .proc_root = s->proc_root,
+                               .grace_ms = r->grace < budget - reserve ? r->grace : budget - reserve,
+                               .deadline_ms = budget, .refresh = r->po.tree ? tree_refresh : NULL, .userdata = tw };
+        gr_kill_outcome *res = NULL;
+        size_t n_res = 0;
+        int q = gr_kill_plan(plan, &ko, &res, &n_res);
+        free(tw);
+        if (q < 0) {
+                error_msg("cannot signal: %s", strerror(-q));
+                return false;
+        }
+        bool all_ended = true;
+        json_object *outs = json_object_new_array();
+        for (size_t i = 0; i < n_res; i++) {
+                bool forked = true;
+                for (size_t k = 0; k < plan->n && forked; k++)
+                        forked = plan->targets[k].pid != res[i].pid;
+                if (!r->json) {
+                        printf("  %-8d %s%s", (int)res[i].pid, gr_kill_result_name(res[i].result),
+                               forked ? " (forked during the kill)" : "");
+                        if (res[i].error)
+                                printf(": %s", strerror(-res[i].error));
+                        putchar('\n');
+                }
+                json_object *e = json_object_new_object();
+                json_object_object_add(e, "pid", json_object_new_int(res[i].pid));
+                json_object_object_add(e, "result", json_object_new_string(gr_kill_result_name(res[i].result)));
+                json_object_object_add(e, "error", res[i].error ? json_object_new_string(strerror(-res[i].error)) : NULL);
+                json_object_object_add(e, "forked_during_kill", json_object_new_boolean(forked));
+                json_object_array_add(outs, e);
+                all_ended = all_ended && !gr_kill_result_failed(res[i].result);
+        }
+        json_object_object_add(r->out, "outcomes", outs);
+        free(res);
+        return all_ended;
+}
+
+/* Which GPUs to verify: --gpu, or the GPUs the targets held; with nothing signalled, every
+ * selected GPU, looked at once (nothing can change) */
+static uint64_t gpus_to_verify(const struct reap *r, const gr_snapshot *s, const gr_plan *plan, size_t n)
+{
+        uint64_t m = 0;
+        for (unsigned i = 0; i < s->gpu->n_gpus && i < 64; i++)
+                if (gpu_selected(&r->sel, &s->gpu->gpus[i]) && (r->sel.list || n == 0 || (plan->gpus >> i & 1)))
+                        m |= 1ULL << i;
+        return m;
+}
+
+static int verify_and_report(struct reap *r, uint64_t gpus, bool watched_anything, const uint64_t *before,
+                             bool all_ended)
+{
+        gr_snapshot *s = NULL;
+        gr_diagnosis *d = NULL;
+        struct verify v = { &r->sel, gpus };
+        bool tty = isatty(STDERR_FILENO) && !r->json;
+        struct wait_spec w = { .so = &r->so, .timeout_ms = watched_anything ? left_ms(r) : 0,
+                               .progress = tty ? progress : NULL };
+        bool met = false;
+        int q = wait_until(&w, verified, &v, &s, &d, &met);
+        if (tty && watched_anything)
+                fprintf(stderr, "\r\033[K");
+        if (q < 0) {
+                error_msg("cannot verify: %s", strerror(-q));
+                return EXIT_DRIVER;
+        }
+        json_object *jg = json_object_new_array();
+        for (unsigned i = 0; i < s->gpu->n_gpus && i < GR_GPUS_MAX; i++) {
+                const gr_gpu *g = &s->gpu->gpus[i];
+                if (!(gpus >> i & 1))
+                        continue;
+                char b1[32], b2[32];
+                if (!r->json)
+                        printf("GPU %u  %s  memory %s -> %s\n", g->index, gr_gpu_state_name(d->gpus[i].state),
+                               gr_format_bytes(before[i], b1, sizeof(b1)), gr_format_bytes(g->mem_used, b2, sizeof(b2)));
+                json_object *e = json_object_new_object();
+                json_object_object_add(e, "index", json_object_new_int64(g->index));
+                json_object_object_add(e, "state", json_object_new_string(gr_gpu_state_name(d->gpus[i].state)));
+                json_object_object_add(e, "memory_before", before[i] == GR_UNKNOWN_U64 ? NULL : json_object_new_int64((int64_t)before[i]));
+                json_object_object_add(e, "memory_after", g->mem_used == GR_UNKNOWN_U64 ? NULL : json_object_new_int64((int64_t)g->mem_used));
+                json_object_array_add(jg, e);
+        }
+        json_object_object_add(r->out, "gpus", jg);
+        json_object_object_add(r->out, "verified", json_object_new_boolean(met && all_ended));
+        int code;
+        fflush(stdout);
+        if (s->gpu->status != GR_GPU_OK) {
+                error_msg("%s", s->gpu->error);
+                code = EXIT_DRIVER;
+        } else if (met && all_ended) {
+                if (!r->json)
+                        printf("verified in %llu ms: no leftover on the %s GPUs\n",
+                               (unsigned long long)(gr_now_ms() - r->t0), r->sel.list || !watched_anything ? "selected" : "targets'");
+                code = EXIT_CLEAN;
+        } else {
+                if (!all_ended)
+                        error_msg("a target may still be alive: see its outcome above");
+                if (!met)
+                        error_msg("%s: what is left follows", watched_anything ? "not clean by the deadline" : "not clean");
+                render_status_table(stderr, s, d, &r->sel, 0);
+                code = EXIT_NOT_CLEAN;
+        }
+        gr_diagnosis_free(d);
+        gr_snapshot_free(s);
+        return code;
+}
+
+int cmd_reap(int argc, char **argv)
+{
+        struct reap r = { .grace = 5000, .timeout = 30000 };
+        int pa = parse_args(&r, argc, argv);
+        if (pa != 0)
+                return pa > 0 ? EXIT_CLEAN : EXIT_USAGE;
+        r.sel.list = r.gpus[0] ? r.gpus : NULL;
+        r.po.gpus = r.sel.list;
+        r.po.pids = r.pids;
+        r.po.n_pids = r.n_pids;
+        if (self_plan_options(&r.po) < 0) {
                 error_msg("out of memory");
                 return EXIT_DRIVER;
         }
-        po.ancestors = anc;
-        po.n_ancestors = n_anc;
+        gr_raise_fd_limit(); /* one pidfd per target */
+        r.t0 = gr_now_ms();
+        r.deadline = r.t0 + r.timeout;
+        r.out = json_object_new_object();
+        json_object_object_add(r.out, "schema_version", json_object_new_int(JSON_SCHEMA_VERSION));
+        json_object_object_add(r.out, "command", json_object_new_string("reap"));
+        json_object_object_add(r.out, "dry_run", json_object_new_boolean(r.dry));
 
-        uint64_t t0 = gr_now_ms();
         gr_snapshot *s = NULL;
         gr_diagnosis *d = NULL;
         gr_plan *plan = NULL;
         gr_drain *drain = NULL;
         int code = EXIT_DRIVER;
         /* the drain watcher initialises NVML while the snapshot is taken */
-        if (!dry && gr_drain_start(&so.gpu, &drain) < 0)
+        if (!r.dry && gr_drain_start(&r.so.gpu, &drain) < 0)
                 drain = NULL;
-        int r = gr_snapshot_take(&so, &s);
-        if (r < 0) {
-                error_msg("cannot take a snapshot: %s", strerror(-r));
+        int q = gr_snapshot_take(&r.so, &s);
+        if (q < 0) {
+                error_msg("cannot take a snapshot: %s", strerror(-q));
                 goto out;
         }
         if (s->gpu->status != GR_GPU_OK) {
@@ -238,30 +526,56 @@ int cmd_reap(int argc, char **argv)
                 goto out;
         }
         char bad[128];
-        if (gpu_selection_unmatched(&sel, s->gpu, bad, sizeof(bad))) {
-                error_msg("no GPU matches '%s' (this machine has %u)", bad, s->gpu->n_gpus);
+        if (gpu_selection_unmatched(&r.sel, s->gpu, bad, sizeof(bad))) {
+                gpu_selection_error(&r.sel, s->gpu);
                 code = EXIT_USAGE;
                 goto out;
         }
-        if ((r = gr_diagnose(s, getuid(), &d)) < 0 || (r = gr_plan_make(s, d, &po, &plan)) < 0) {
-                error_msg("cannot plan: %s", strerror(-r));
+        /* whoever is named gets its owner read, holder or not: the plan refuses what it cannot
+         * attribute to a user, and the ladder checks the owner again before the signal */
+        for (size_t i = 0; i < r.n_pids; i++) {
+                gr_process *np = gr_proc_table_find(s->procs, r.pids[i]);
+                if (np)
+                        gr_proc_load_details(&r.so.proc, np);
+        }
+        if ((q = gr_diagnose(s, getuid(), &d)) < 0 || (q = gr_plan_make(s, d, &r.po, &plan)) < 0) {
+                error_msg("cannot plan: %s", strerror(-q));
                 goto out;
+        }
+        if (r.po.tree) { /* the groups' members are targets too: plan again with their owners read */
+                bool loaded = false;
+                for (size_t i = 0; i < plan->n; i++) {
+                        gr_process *tp = gr_proc_table_find(s->procs, plan->targets[i].pid);
+                        if (tp && !tp->has_details)
+                                loaded |= gr_proc_load_details(&r.so.proc, tp) == 0;
+                }
+                if (loaded) {
+                        gr_plan_free(plan);
+                        plan = NULL;
+                        if ((q = gr_plan_make(s, d, &r.po, &plan)) < 0) {
+                                error_msg("cannot plan: %s", strerror(-q));
+                                goto out;
+                        }
+                }
         }
         size_t n = gr_plan_count(plan);
         uint64_t before[GR_GPUS_MAX];
-        for (unsigned i = 0; i < s->gpu->n_gpus; i++)
+        for (unsigned i = 0; i < s->gpu->n_gpus && i < GR_GPUS_MAX; i++)
                 before[i] = s->gpu->gpus[i].mem_used;
 
-        printf("%s", n || plan->n ? "plan:\n" : "");
-        print_plan(stdout, plan);
-        if (n == 0)
-                printf("nothing to kill\n");
+        json_object_object_add(r.out, "plan", plan_json(plan));
+        if (!r.json) {
+                printf("%s", n || plan->n ? "plan:\n" : "");
+                print_plan(stdout, plan);
+                if (n == 0)
+                        printf("nothing to kill\n");
+        }
         fflush(stdout);
-        if (dry) {
+        if (r.dry) {
                 code = EXIT_CLEAN;
                 goto out;
         }
-        if (n > 0 && !yes) {
+        if (n > 0 && !r.yes) {
                 if (!isatty(STDIN_FILENO)) {
                         error_msg("not asking without a terminal: add --yes to kill %zu process%s", n, n == 1 ? "" : "es");
                         code = EXIT_USAGE;
@@ -286,126 +600,34 @@ int cmd_reap(int argc, char **argv)
                 if (hp > 0)
                         waitpid(hp, NULL, 0);
         }
-        gr_kill_options ko = { .proc_root = s->proc_root, .grace_ms = grace, .deadline_ms = timeout };
-        gr_kill_outcome *res = NULL;
-        size_t n_res = 0;
-        /* what each GPU of the plan uses when drained: the live jobs left alone, and the slack */
         uint64_t targets[GR_GPUS_MAX];
-        for (unsigned i = 0; i < GR_GPUS_MAX; i++) {
-                targets[i] = GR_UNKNOWN_U64;
-                if (i >= s->gpu->n_gpus || !(plan->gpus >> i & 1))
-                        continue;
-                const gr_gpu *g = &s->gpu->gpus[i];
-                targets[i] = GR_BASELINE_SLACK + (g->mem_api == 1 ? (640ULL << 20) : 0);
-                for (unsigned j = 0; j < g->n_procs; j++) {
-                        const gr_process *op = gr_proc_table_find(s->procs, (pid_t)g->procs[j].pid);
-                        bool planned = false;
-                        for (size_t k = 0; k < plan->n && !planned; k++)
-                                planned = plan->targets[k].pid == (pid_t)g->procs[j].pid &&
-                                          plan->targets[k].refused == GR_REFUSE_NONE;
-                        if (op && op->state != 'Z' && !planned && g->procs[j].used_bytes != GR_UNKNOWN_U64)
-                                targets[i] += g->procs[j].used_bytes;
-                }
-        }
-        bool watching = drain && n > 0 &&
-                        gr_drain_arm(drain, targets, GR_GPUS_MAX, gr_now_ms() + (so.gpu.timeout_ms ? so.gpu.timeout_ms : 5000));
+        drain_targets(s, plan, targets);
+        uint64_t arm_by = gr_now_ms() + (r.so.gpu.timeout_ms ? r.so.gpu.timeout_ms : 5000);
+        bool watching = drain && n > 0 && gr_drain_arm(drain, targets, GR_GPUS_MAX, arm_by < r.deadline ? arm_by : r.deadline);
         uint64_t t_sig = gr_now_us();
-        if (n > 0) {
-                if ((r = gr_kill_plan(plan, &ko, &res, &n_res)) < 0) {
-                        error_msg("cannot signal: %s", strerror(-r));
-                        goto out;
-                }
-                for (size_t i = 0; i < n_res; i++)
-                        printf("  %-8d %s\n", (int)res[i].pid, gr_kill_result_name(res[i].result));
-                free(res);
-        }
-        /* --tree: processes forked into the groups during the kill are found and killed too */
-        for (int round = 0; po.tree && n > 0 && round < 20; round++) {
-                gr_snapshot *s2 = NULL;
-                gr_diagnosis *d2 = NULL;
-                gr_plan *p2 = NULL;
-                if (gr_snapshot_take(&so, &s2) < 0)
-                        break;
-                pid_t late[GR_PLAN_MAX];
-                size_t n_late = 0;
-                for (size_t k = 0; k < s2->procs->n && n_late < GR_ELEMENTSOF(late); k++)
-                        for (size_t i = 0; i < plan->n; i++) {
-                                const gr_process *q = &s2->procs->procs[k];
-                                const gr_process *t = gr_proc_table_find(s->procs, plan->targets[i].pid);
-                                if (plan->targets[i].refused == GR_REFUSE_NONE && t && q->pgrp == t->pgrp &&
-                                    q->state != 'Z' && !gr_proc_table_find(s->procs, q->pid)) {
-                                        late[n_late++] = q->pid;
-                                        break;
-                                }
-                        }
-                size_t killed = 0;
-                if (n_late > 0 && gr_diagnose(s2, getuid(), &d2) == 0) {
-                        gr_plan_options po2 = po;
-                        po2.pids = late;
-                        po2.n_pids = n_late;
-                        po2.all = false;
-                        po2.tree = false;
-                        if (gr_plan_make(s2, d2, &po2, &p2) == 0 && gr_plan_count(p2) > 0 &&
-                            gr_kill_plan(p2, &ko, &res, &n_res) == 0) {
-                                for (size_t i = 0; i < n_res; i++)
-                                        printf("  %-8d %s (forked during the kill)\n", (int)res[i].pid,
-                                               gr_kill_result_name(res[i].result));
-                                killed = n_res;
-                                free(res);
-                        }
-                }
-                gr_plan_free(p2);
-                gr_diagnosis_free(d2);
-                gr_snapshot_free(s2);
-                if (killed == 0)
-                        break;
-        }
-
+        bool all_ended = n == 0 || run_plan(&r, s, plan);
         /* the drain: until the driver has the memory back, seen by the watcher within 0.2 ms */
         uint64_t drained_at = 0;
-        bool drained = watching && gr_drain_wait(drain, gr_now_ms() + timeout, &drained_at);
-        if (drained)
+        bool drained = watching && gr_drain_wait(drain, r.deadline, &drained_at);
+        if (drained && !r.json)
                 printf("memory back %.1f ms after the first signal\n", (double)(drained_at - t_sig) / 1000);
+        json_object_object_add(r.out, "drain_ms", drained ? json_object_new_double((double)(drained_at - t_sig) / 1000) : NULL);
         gr_drain_free(drain);
         drain = NULL;
+        uint64_t gpus = gpus_to_verify(&r, s, plan, n);
         gr_diagnosis_free(d);
         gr_snapshot_free(s);
         s = NULL;
         d = NULL;
-        struct verify v = { &sel };
-        struct wait_spec w = { .so = &so, .timeout_ms = timeout };
-        bool met = false;
-        if ((r = wait_until(&w, verified, &v, &s, &d, &met)) < 0) {
-                error_msg("cannot verify: %s", strerror(-r));
-                goto out;
-        }
-        uint64_t t_end = gr_now_ms();
-        for (unsigned i = 0; i < s->gpu->n_gpus && i < GR_GPUS_MAX; i++) {
-                const gr_gpu *g = &s->gpu->gpus[i];
-                if (!gpu_selected(&sel, g))
-                        continue;
-                char b1[32], b2[32];
-                printf("GPU %u  %s  memory %s -> %s", g->index, gr_gpu_state_name(d->gpus[i].state),
-                       gr_format_bytes(before[i], b1, sizeof(b1)), gr_format_bytes(g->mem_used, b2, sizeof(b2)));
-                putchar('\n');
-        }
-        if (s->gpu->status != GR_GPU_OK) {
-                error_msg("%s", s->gpu->error);
-                code = EXIT_DRIVER;
-        } else if (met) {
-                printf("verified in %llu ms: no leftover on the selected GPUs\n", (unsigned long long)(t_end - t0));
-                code = EXIT_CLEAN;
-        } else {
-                error_msg("not clean after %.1fs: what is left follows", (double)timeout / 1000);
-                render_status_table(stderr, s, d, &sel, false);
-                code = EXIT_NOT_CLEAN;
-        }
+        code = verify_and_report(&r, gpus, n > 0, before, all_ended);
 out:
+        emit_json(&r, code);
+        json_object_put(r.out);
         fflush(stdout);
         gr_drain_free(drain);
         gr_plan_free(plan);
         gr_diagnosis_free(d);
         gr_snapshot_free(s);
-        free(anc);
+        self_plan_options_release(&r.po);
         return code;
 }

@@ -207,15 +207,42 @@ int cmd_reset(int argc, char **argv)
                 }
         }
         if (n_mons > 0) {
-                gr_plan_options po = { .pids = mons, .n_pids = n_mons, .monitors_ok = true,
-                                       .my_uid = getuid(), .self = getpid() };
+                /* the ancestors rule holds here too: the NVML client that ran this reset (a
+                 * monitoring agent, a health check) is never one of the monitors stopped */
+                gr_plan_options po = { .pids = mons, .n_pids = n_mons, .monitors_ok = true };
+                if (self_plan_options(&po) < 0) {
+                        error_msg("out of memory");
+                        goto out;
+                }
                 gr_kill_outcome *res = NULL;
                 size_t n_res = 0;
                 gr_kill_options ko = { .proc_root = s->proc_root, .grace_ms = 5000, .deadline_ms = 10000 };
-                if (gr_plan_make(s, d, &po, &plan) == 0 && gr_kill_plan(plan, &ko, &res, &n_res) == 0) {
-                        for (size_t i = 0; i < n_res; i++)
-                                printf("  monitor %-8d %s\n", (int)res[i].pid, gr_kill_result_name(res[i].result));
-                        free(res);
+                for (size_t i = 0; i < n_mons; i++) {
+                        gr_process *mp = gr_proc_table_find(s->procs, mons[i]);
+                        if (mp)
+                                gr_proc_load_details(&so.proc, mp);
+                }
+                bool left = false;
+                if (gr_plan_make(s, d, &po, &plan) == 0) {
+                        for (size_t i = 0; i < plan->n; i++)
+                                if (plan->targets[i].refused != GR_REFUSE_NONE) {
+                                        printf("  spare   %-8d %-16s %s\n", (int)plan->targets[i].pid, plan->targets[i].comm,
+                                               gr_refusal_text(plan->targets[i].refused));
+                                        left = true;
+                                }
+                        if (gr_kill_plan(plan, &ko, &res, &n_res) == 0) {
+                                for (size_t i = 0; i < n_res; i++) {
+                                        printf("  monitor %-8d %s\n", (int)res[i].pid, gr_kill_result_name(res[i].result));
+                                        left |= gr_kill_result_failed(res[i].result);
+                                }
+                                free(res);
+                        }
+                }
+                self_plan_options_release(&po);
+                if (left) {
+                        error_msg("GPU %u: a monitor is still there (spared or not ended): not resetting", g->index);
+                        code = EXIT_NOT_CLEAN;
+                        goto out;
                 }
         }
         const char *smi = getenv("GPUREAP_NVIDIA_SMI");

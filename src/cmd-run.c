@@ -15,10 +15,10 @@
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "gpureap/act.h"
 #include "gpureap/basic.h"
 #include "gpureap/tree.h"
 #include "gpureap.h"
@@ -211,55 +211,6 @@ static void diagnose_tree(struct run *r, const char *why)
         free(t);
 }
 
-static int pidfd_of(const gr_tree_proc *p)
-{
-        int fd = (int)syscall(SYS_pidfd_open, p->pid, 0);
-        if (fd < 0)
-                return -1;
-        /* the pidfd pins a process: is it still the one we listed? */
-        if (gr_proc_same_process(NULL, p->pid, p->start_time) != 1) {
-                close(fd);
-                return -1;
-        }
-        return fd;
-}
-
-static void signal_tree(struct run *r, int sig, unsigned *count)
-{
-        gr_tree_proc *t = NULL;
-        size_t n = 0;
-        if (gr_tree_list(NULL, getpid(), r->cgroup, NULL, 0, &t, &n) < 0)
-                return;
-        for (size_t i = 0; i < n; i++) {
-                if (t[i].state == 'Z')
-                        continue;
-                int fd = pidfd_of(&t[i]);
-                if (fd < 0)
-                        continue;
-                if (syscall(SYS_pidfd_send_signal, fd, sig, NULL, 0) == 0 && count)
-                        (*count)++;
-                if (sig == SIGTERM)
-                        syscall(SYS_pidfd_send_signal, fd, SIGCONT, NULL, 0);
-                close(fd);
-        }
-        free(t);
-}
-
-/* live members of the tree (zombies are reaped here, and count as gone) */
-static size_t tree_alive(struct run *r, int *child_status, bool *child_done)
-{
-        reap_children(r, child_status, child_done);
-        gr_tree_proc *t = NULL;
-        size_t n = 0, alive = 0;
-        if (gr_tree_list(NULL, getpid(), r->cgroup, NULL, 0, &t, &n) < 0)
-                return 1; /* cannot tell: assume something is left, so the ladder goes on */
-        for (size_t i = 0; i < n; i++)
-                alive += t[i].state != 'Z';
-        free(t);
-        return alive;
-}
-
-/* The ladder over the whole tree, repeated until no process is left. */
 /* No child left (we are the subreaper: every descendant has one of our children as its
  * ancestor) and an empty cgroup: the tree is gone, no need to read /proc at all */
 static bool tree_gone(struct run *r, int *child_status, bool *child_done)
@@ -269,39 +220,61 @@ static bool tree_gone(struct run *r, int *child_status, bool *child_done)
         return !r->cgroup[0] || gr_cgroup_empty(r->cgroup);
 }
 
+/* The ladder over the whole tree (lib/act/ladder.c), its members found again at every round so
+ * that what forks meanwhile gets the current rung, zombies reaped as they appear */
+struct tree_ladder {
+        struct run *r;
+        int *child_status;
+        bool *child_done;
+};
+
+static void tree_refresh(gr_ladder *l, void *userdata)
+{
+        struct tree_ladder *tl = userdata;
+        gr_tree_proc *t = NULL;
+        size_t n = 0;
+        if (gr_tree_list(NULL, getpid(), tl->r->cgroup, NULL, 0, &t, &n) < 0)
+                return;
+        for (size_t i = 0; i < n; i++)
+                if (t[i].state != 'Z')
+                        gr_ladder_add(l, t[i].pid, t[i].start_time, NULL);
+        free(t);
+}
+
+static void tree_tick(void *userdata)
+{
+        struct tree_ladder *tl = userdata;
+        reap_children(tl->r, tl->child_status, tl->child_done);
+        struct signalfd_siginfo si;
+        while (read(tl->r->sigfd, &si, sizeof(si)) == sizeof(si))
+                ; /* SIGCHLD and what we forward: the tree is ending anyway */
+}
+
+static void tree_before_kill(void *userdata)
+{
+        struct tree_ladder *tl = userdata;
+        if (tl->r->cgroup[0])
+                gr_cgroup_kill(tl->r->cgroup);
+}
+
 static void end_tree(struct run *r, int *child_status, bool *child_done)
 {
         if (tree_gone(r, child_status, child_done))
                 goto reaped;
         sample_gpus(r);
-        if (tree_alive(r, child_status, child_done) == 0)
-                goto reaped;
-        signal_tree(r, SIGTERM, &r->killed_term);
-        uint64_t grace_end = gr_now_ms() + r->grace;
-        while (gr_now_ms() < grace_end && tree_alive(r, child_status, child_done) > 0) {
-                struct pollfd p = { .fd = r->sigfd, .events = POLLIN };
-                if (poll(&p, 1, 10) > 0) {
-                        struct signalfd_siginfo si;
-                        while (read(r->sigfd, &si, sizeof(si)) == sizeof(si))
-                                ;
-                }
+        struct tree_ladder tl = { r, child_status, child_done };
+        gr_ladder l;
+        gr_ladder_options lo = { .grace_ms = r->grace, .deadline_ms = r->grace + 10000, .refresh = tree_refresh,
+                                 .tick = tree_tick, .before_kill = tree_before_kill, .userdata = &tl };
+        gr_ladder_init(&l, &lo);
+        tree_refresh(&l, &tl);
+        if (l.n > 0)
+                gr_ladder_run(&l);
+        for (size_t i = 0; i < l.n; i++) {
+                r->killed_term += l.m[i].signalled;
+                r->killed_kill += l.m[i].result == GR_KILL_KILLED;
         }
-        /* whatever is left, and whatever forked meanwhile: SIGKILL until none is left */
-        for (int round = 0; round < 1000; round++) {
-                size_t left = tree_alive(r, child_status, child_done);
-                if (left == 0)
-                        break;
-                if (round == 0)
-                        r->killed_kill = (unsigned)left;
-                if (r->cgroup[0])
-                        gr_cgroup_kill(r->cgroup);
-                signal_tree(r, SIGKILL, NULL);
-                struct pollfd p = { .fd = r->sigfd, .events = POLLIN };
-                poll(&p, 1, 5);
-                struct signalfd_siginfo si;
-                while (read(r->sigfd, &si, sizeof(si)) == sizeof(si))
-                        ;
-        }
+        gr_ladder_done(&l);
 reaped:
         reap_children(r, child_status, child_done);
         if (r->cgroup[0]) {

@@ -23,6 +23,7 @@ static const struct command commands[] = {
 void error_msg(const char *fmt, ...)
 {
         va_list ap;
+        fflush(stdout); /* one file for both: the lines in the order they happened */
         fputs("gpureap: ", stderr);
         va_start(ap, fmt);
         vfprintf(stderr, fmt, ap);

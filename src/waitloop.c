@@ -4,7 +4,6 @@
 #include <errno.h>
 #include <poll.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "gpureap/basic.h"
@@ -18,7 +17,7 @@ static void wait_holders(const gr_snapshot *s, uint64_t ms)
                 const gr_process *p = &s->procs->procs[i];
                 if (!p->hold || p->state == 'Z')
                         continue;
-                int fd = (int)syscall(SYS_pidfd_open, p->pid, 0);
+                int fd = gr_pidfd_open(p->pid);
                 if (fd >= 0)
                         fds[n++] = (struct pollfd){ .fd = fd, .events = POLLIN };
         }
@@ -32,6 +31,7 @@ int wait_until(const struct wait_spec *w, wait_cond_fn cond, void *userdata, gr_
 {
         uint64_t start = gr_now_ms(), delay = 5;
         for (;;) {
+                uint64_t look = gr_now_ms();
                 gr_snapshot *s = NULL;
                 gr_diagnosis *d = NULL;
                 int r = gr_snapshot_take(w->so, &s);
@@ -55,7 +55,14 @@ int wait_until(const struct wait_spec *w, wait_cond_fn cond, void *userdata, gr_
                 }
                 uint64_t left = w->timeout_ms - (now - start);
                 wait_holders(s, delay < left ? delay : left);
-                delay = delay * 3 / 2 > 200 ? 200 : delay * 3 / 2;
+                /* back off, and never spend more than a third of the time looking: a look costs
+                 * a /proc scan and a start of the driver */
+                uint64_t cost = now - look;
+                delay = delay * 3 / 2;
+                if (delay < 2 * cost)
+                        delay = 2 * cost;
+                if (delay > 1000)
+                        delay = 1000;
                 gr_diagnosis_free(d);
                 gr_snapshot_free(s);
         }

@@ -23,6 +23,10 @@ typedef enum gr_refusal {
         GR_REFUSE_OTHER_USER, /* another user's, without --all-users as root */
         GR_REFUSE_ZOMBIE,     /* already dead: its parent must reap it */
         GR_REFUSE_GONE,       /* not in the snapshot */
+        GR_REFUSE_LIVE,       /* judged a live job */
+        GR_REFUSE_UNSURE,     /* the evidence conflicts: only --pid names it */
+        GR_REFUSE_LIKELY,     /* a likely leftover: only with --likely (or --pid) */
+        GR_REFUSE_NO_UID,     /* its owner could not be read */
 } gr_refusal;
 
 typedef struct gr_target {
@@ -34,6 +38,10 @@ typedef struct gr_target {
         uint64_t gpus;        /* bit i: holds GPU index i of the report */
         gr_refusal refused;   /* GR_REFUSE_NONE for a target that will be signalled */
         pid_t related;        /* for a zombie: its parent */
+        bool judged;          /* a holder: judgement and confidence below are the diagnosis' */
+        gr_judgement judgement;
+        gr_confidence confidence;
+        char reason[240];     /* the diagnosis' reason, "" for a process that holds nothing */
 } gr_target;
 
 typedef struct gr_plan_options {
@@ -41,13 +49,15 @@ typedef struct gr_plan_options {
         const pid_t *pids;    /* --pid */
         size_t n_pids;
         bool all;             /* every holder of the selected GPUs, live owners too */
+        bool likely;          /* leftovers judged likely too, not only sure ones */
         bool tree;            /* add the whole process group of each target */
         bool user_set;        /* --user */
         uid_t user;
         bool all_users;       /* may act on other users' processes (only as root) */
         bool monitors_ok;     /* monitors may be targets (reset --stop-monitors) */
         uid_t my_uid;
-        pid_t self;
+        pid_t self;           /* gpureap: never it, nor its children (its helpers) */
+        pid_t self_pgrp;      /* --tree never extends into gpureap's own process group */
         const pid_t *ancestors; /* gpureap's ancestors, never touched */
         size_t n_ancestors;
 } gr_plan_options;
@@ -64,30 +74,80 @@ void gr_plan_free(gr_plan *p);
 const char *gr_refusal_text(gr_refusal r);
 size_t gr_plan_count(const gr_plan *p); /* targets that will be signalled */
 
-/* The signal ladder over the plan's targets: re-verify each through a pidfd, SIGTERM, SIGCONT,
- * wait up to grace_ms, SIGKILL what is left, wait up to deadline_ms for all to end. With tree,
- * process groups are re-read until no new member appears. */
+/* Would the plan's safety rules refuse this process? (for processes found after the plan was
+ * made: forks into a target's group during the kill) */
+gr_refusal gr_plan_refusal(const gr_snapshot *s, const gr_diagnosis *d, const gr_plan_options *o,
+                           const gr_process *p);
+
 typedef enum gr_kill_result {
         GR_KILL_ENDED,        /* it ended after SIGTERM */
         GR_KILL_KILLED,       /* it needed SIGKILL */
         GR_KILL_GONE,         /* gone before the first signal */
-        GR_KILL_CHANGED,      /* the PID names another process now: skipped */
+        GR_KILL_CHANGED,      /* the PID names another process now (or its owner changed): skipped */
         GR_KILL_SURVIVED,     /* still there at the deadline (state D) */
         GR_KILL_DENIED,       /* EPERM */
+        GR_KILL_ERROR,        /* the signal could not be sent or checked (error holds -errno) */
 } gr_kill_result;
 
+const char *gr_kill_result_name(gr_kill_result r);
+/* survived, denied or error: the process may still be there */
+bool gr_kill_result_failed(gr_kill_result r);
+
+/* ---- the signal ladder (lib/act/ladder.c): the one way processes are ended ---- */
+
+typedef struct gr_ladder gr_ladder;
+
+typedef struct gr_ladder_options {
+        const char *proc_root;
+        uint64_t grace_ms;        /* SIGTERM and SIGCONT, then this long, then SIGKILL */
+        uint64_t deadline_ms;     /* from the first signal: what is left then survived */
+        /* each round: add what appeared since (gr_ladder_add), reap zombies, and before the
+         * SIGKILL rung anything else that kills (cgroup.kill); each may be NULL */
+        void (*refresh)(gr_ladder *l, void *userdata);
+        void (*tick)(void *userdata);
+        void (*before_kill)(void *userdata);
+        void *userdata;
+} gr_ladder_options;
+
+typedef struct gr_ladder_member {
+        gr_pidref ref;
+        gr_kill_result result;
+        int error;                /* -errno with GR_KILL_ERROR and GR_KILL_DENIED */
+        bool done, signalled;
+} gr_ladder_member;
+
+struct gr_ladder {
+        gr_ladder_options o;
+        gr_ladder_member *m;
+        size_t n, cap;
+        unsigned fds_left;        /* pidfds it may still take: then /proc checks instead */
+        int rung;                 /* 0 not started, 1 SIGTERM, 2 SIGKILL */
+};
+
+int gr_ladder_init(gr_ladder *l, const gr_ladder_options *o);
+/* Pin a process (its owner checked when uid is given) and, once the ladder runs, give it the
+ * current rung. 1 added, 0 already there, -ENOMEM. A process that cannot be pinned is added
+ * with its outcome (gone, changed, error). */
+int gr_ladder_add(gr_ladder *l, pid_t pid, uint64_t start_time, const uid_t *uid);
+/* Until every member ended, or the deadline */
+int gr_ladder_run(gr_ladder *l);
+void gr_ladder_done(gr_ladder *l);
+
+/* The ladder over the plan's targets, each checked to still be the planned process and owner */
 typedef struct gr_kill_outcome {
         pid_t pid;
         gr_kill_result result;
+        int error;
 } gr_kill_outcome;
 
 typedef struct gr_kill_options {
         const char *proc_root;
         uint64_t grace_ms;
         uint64_t deadline_ms;
+        void (*refresh)(gr_ladder *l, void *userdata); /* forks into the targets' groups */
+        void *userdata;
 } gr_kill_options;
 
 int gr_kill_plan(const gr_plan *p, const gr_kill_options *o, gr_kill_outcome **ret, size_t *ret_n);
-const char *gr_kill_result_name(gr_kill_result r);
 
 #endif

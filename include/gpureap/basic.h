@@ -48,4 +48,14 @@ const char *gr_format_bytes(uint64_t bytes, char *buf, size_t size);
 /* Monotonic clock in milliseconds */
 uint64_t gr_now_ms(void);
 
+/* pidfds (lib/basic/pidfd.c): fd or -errno (-ENOSYS before Linux 5.3) */
+int gr_pidfd_open(pid_t pid);
+int gr_pidfd_send_signal(int fd, int sig);
+/* Has the process exited (a zombie counts)? Waits up to timeout_ms (0: look now) */
+bool gr_pidfd_exited(int fd, int timeout_ms);
+/* Raise the soft limit of open files to the hard one (0 or -errno) */
+int gr_raise_fd_limit(void);
+/* About how many more files this process may open, a small reserve kept */
+unsigned gr_fd_headroom(void);
+
 #endif

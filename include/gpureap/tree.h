@@ -22,6 +22,10 @@ typedef struct gr_tree_proc {
 int gr_tree_list(const char *proc_root, pid_t root, const char *cgroup, const pid_t *skip,
                  size_t n_skip, gr_tree_proc **ret, size_t *ret_n);
 
+/* The members of these process groups, sorted by PID */
+int gr_tree_group_members(const char *proc_root, const pid_t *pgids, size_t n_pgids, gr_tree_proc **ret,
+                          size_t *ret_n);
+
 /* The cgroup v2 mount point from /proc/self/mountinfo (/sys/fs/cgroup or .../unified) */
 int gr_cgroup2_mount(char *ret, size_t size);
 /* Create "gpureap-run-PID" below this process's own cgroup; the path in ret */

@@ -17,6 +17,10 @@ const char *gr_refusal_text(gr_refusal r)
         case GR_REFUSE_OTHER_USER: return "another user's process (as root, add --all-users)";
         case GR_REFUSE_ZOMBIE: return "a zombie: it holds nothing; its parent must reap it";
         case GR_REFUSE_GONE: return "no such process";
+        case GR_REFUSE_LIVE: return "a live job";
+        case GR_REFUSE_UNSURE: return "unsure: name it with --pid if it is a leftover";
+        case GR_REFUSE_LIKELY: return "a likely leftover: add --likely, or name it with --pid";
+        case GR_REFUSE_NO_UID: return "its owner could not be read";
         }
         return "?";
 }
@@ -50,13 +54,12 @@ static uint64_t gpus_of(const gr_snapshot *s, const gr_process *proc)
         return m;
 }
 
-static gr_refusal refuse(const struct builder *b, const gr_process *p)
+static gr_refusal refuse_with(const gr_diagnosis *d, const gr_plan_options *o, const gr_process *p)
 {
-        const gr_plan_options *o = b->o;
         if (p->pid == 1)
                 return GR_REFUSE_INIT;
-        if (p->pid == o->self)
-                return GR_REFUSE_SELF;
+        if (p->pid == o->self || (o->self > 0 && p->ppid == o->self))
+                return GR_REFUSE_SELF; /* gpureap, or its own helpers */
         for (size_t i = 0; i < o->n_ancestors; i++)
                 if (o->ancestors[i] == p->pid)
                         return GR_REFUSE_SELF;
@@ -64,15 +67,43 @@ static gr_refusal refuse(const struct builder *b, const gr_process *p)
                 return GR_REFUSE_KERNEL;
         if (p->state == 'Z' || p->state == 'X')
                 return GR_REFUSE_ZOMBIE;
-        const gr_holder_verdict *v = gr_diagnosis_holder(b->d, p->pid);
+        const gr_holder_verdict *v = d ? gr_diagnosis_holder(d, p->pid) : NULL;
         if (v && v->role == GR_ROLE_MONITOR && !o->monitors_ok)
                 return GR_REFUSE_MONITOR;
-        if (p->has_uid && p->uid != o->my_uid && !(o->my_uid == 0 && o->all_users))
+        if (!p->has_uid)
+                return GR_REFUSE_NO_UID;
+        if (p->uid != o->my_uid && !(o->my_uid == 0 && o->all_users))
                 return GR_REFUSE_OTHER_USER;
         return GR_REFUSE_NONE;
 }
 
-static int add(struct builder *b, pid_t pid, gr_plan_why why)
+static gr_refusal refuse(const struct builder *b, const gr_process *p)
+{
+        return refuse_with(b->d, b->o, p);
+}
+
+gr_refusal gr_plan_refusal(const gr_snapshot *s, const gr_diagnosis *d, const gr_plan_options *o,
+                           const gr_process *p)
+{
+        (void)s;
+        return refuse_with(d, o, p);
+}
+
+/* A holder the default plan does not take: why, in the words of the diagnosis */
+static gr_refusal judged_refusal(const gr_holder_verdict *v, bool likely_ok)
+{
+        if (v->role == GR_ROLE_MONITOR)
+                return GR_REFUSE_MONITOR;
+        if (v->judgement == GR_JUDGE_LIVE)
+                return GR_REFUSE_LIVE;
+        if (v->judgement == GR_JUDGE_UNSURE || v->confidence == GR_UNSURE)
+                return GR_REFUSE_UNSURE;
+        if (v->confidence == GR_LIKELY && !likely_ok)
+                return GR_REFUSE_LIKELY;
+        return GR_REFUSE_NONE;
+}
+
+static int add(struct builder *b, pid_t pid, gr_plan_why why, gr_refusal judged)
 {
         gr_plan *p = b->p;
         for (size_t i = 0; i < p->n; i++)
@@ -104,8 +135,17 @@ static int add(struct builder *b, pid_t pid, gr_plan_why why)
         memcpy(t->comm, proc->comm, sizeof(t->comm));
         t->gpus = gpus_of(b->s, proc);
         t->refused = refuse(b, proc);
+        if (t->refused == GR_REFUSE_NONE)
+                t->refused = judged;
         if (t->refused == GR_REFUSE_ZOMBIE)
                 t->related = proc->ppid;
+        const gr_holder_verdict *v = gr_diagnosis_holder(b->d, pid);
+        if (v) {
+                t->judged = true;
+                t->judgement = v->judgement;
+                t->confidence = v->confidence;
+                gr_strlcpy(t->reason, v->reason, sizeof(t->reason));
+        }
         return 0;
 }
 
@@ -129,27 +169,26 @@ int gr_plan_make(const gr_snapshot *s, const gr_diagnosis *d, const gr_plan_opti
         int r = 0;
         if (o->n_pids > 0) {
                 for (size_t i = 0; r == 0 && i < o->n_pids; i++)
-                        r = add(&b, o->pids[i], GR_WHY_ASKED_PID);
+                        r = add(&b, o->pids[i], GR_WHY_ASKED_PID, GR_REFUSE_NONE);
         } else if (o->all) {
                 for (size_t i = 0; r == 0 && i < d->n_holders; i++) {
                         const gr_process *proc = d->holders[i].process;
                         if (proc && (gpus_of(s, proc) & chosen))
-                                r = add(&b, proc->pid, GR_WHY_ASKED_ALL);
+                                r = add(&b, proc->pid, GR_WHY_ASKED_ALL, GR_REFUSE_NONE);
                 }
                 /* listed owners that hold no device file here (zombies): named, refused */
                 for (unsigned i = 0; r == 0 && i < s->gpu->n_gpus && i < 64; i++)
                         for (unsigned j = 0; r == 0 && (chosen >> i & 1) && j < s->gpu->gpus[i].n_procs; j++)
                                 if (gr_proc_table_find(s->procs, (pid_t)s->gpu->gpus[i].procs[j].pid))
-                                        r = add(&b, (pid_t)s->gpu->gpus[i].procs[j].pid, GR_WHY_ASKED_ALL);
+                                        r = add(&b, (pid_t)s->gpu->gpus[i].procs[j].pid, GR_WHY_ASKED_ALL, GR_REFUSE_NONE);
         } else {
-                for (size_t i = 0; r == 0 && i < d->n_findings; i++) {
-                        const gr_finding *f = &d->findings[i];
-                        if (!f->leftover || (f->gpu >= 0 && f->gpu < 64 && !(chosen >> f->gpu & 1)))
+                /* every holder of the chosen GPUs: the leftovers the confidence allows become
+                 * targets, the others are listed as spared, with the diagnosis' reason */
+                for (size_t i = 0; r == 0 && i < d->n_holders; i++) {
+                        const gr_holder_verdict *v = &d->holders[i];
+                        if (!v->process || !(gpus_of(s, v->process) & chosen))
                                 continue;
-                        if (f->kind == GR_FIND_GHOST || f->kind == GR_FIND_ORPHAN ||
-                            f->kind == GR_FIND_UNINTERRUPTIBLE)
-                                for (unsigned k = 0; r == 0 && k < f->n_pids; k++)
-                                        r = add(&b, f->pids[k], GR_WHY_LEFTOVER);
+                        r = add(&b, v->pid, GR_WHY_LEFTOVER, judged_refusal(v, o->likely));
                 }
         }
         if (r == 0 && o->tree) {
@@ -159,9 +198,12 @@ int gr_plan_make(const gr_snapshot *s, const gr_diagnosis *d, const gr_plan_opti
                         if (p->targets[i].refused != GR_REFUSE_NONE)
                                 continue;
                         const gr_process *t = gr_proc_table_find(s->procs, p->targets[i].pid);
+                        /* never gpureap's own group: the pipe reading its output, its callers */
+                        if (t && o->self_pgrp > 0 && t->pgrp == o->self_pgrp)
+                                continue;
                         for (size_t k = 0; r == 0 && t && t->pgrp > 1 && s->procs && k < s->procs->n; k++)
                                 if (s->procs->procs[k].pgrp == t->pgrp)
-                                        r = add(&b, s->procs->procs[k].pid, GR_WHY_TREE);
+                                        r = add(&b, s->procs->procs[k].pid, GR_WHY_TREE, GR_REFUSE_NONE);
                 }
         }
         if (r < 0) {

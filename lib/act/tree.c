@@ -12,7 +12,7 @@
 #include "gpureap/tree.h"
 
 struct link {
-        pid_t pid, ppid;
+        pid_t pid, ppid, pgrp;
         uint64_t start_time, cpu;
         char state;
         char comm[64];
@@ -51,8 +51,9 @@ static void mark_cgroup(struct link *l, size_t n, const char *cgroup)
         fclose(f);
 }
 
-int gr_tree_list(const char *proc_root, pid_t root, const char *cgroup, const pid_t *skip,
-                 size_t n_skip, gr_tree_proc **ret, size_t *ret_n)
+/* Every process of the /proc root with its parent, group and start time, sorted by PID: the one
+ * walker of the whole process table outside the holder scan */
+static int walk_links(const char *proc_root, struct link **ret, size_t *ret_n)
 {
         DIR *d = opendir(proc_root ? proc_root : "/proc");
         if (!d)
@@ -84,7 +85,7 @@ int gr_tree_list(const char *proc_root, pid_t root, const char *cgroup, const pi
                         }
                         l = nl;
                 }
-                l[n] = (struct link){ .pid = st.pid, .ppid = st.ppid, .start_time = st.start_time,
+                l[n] = (struct link){ .pid = st.pid, .ppid = st.ppid, .pgrp = st.pgrp, .start_time = st.start_time,
                                       .cpu = st.cpu_ticks, .state = st.state };
                 gr_strlcpy(l[n].comm, st.comm, sizeof(l[n].comm));
                 n++;
@@ -96,25 +97,14 @@ int gr_tree_list(const char *proc_root, pid_t root, const char *cgroup, const pi
         }
         if (n > 0)
                 qsort(l, n, sizeof(*l), cmp_link);
-        /* mark descendants: repeat until nothing changes (parents may sort after children) */
-        for (bool changed = true; changed;) {
-                changed = false;
-                for (size_t i = 0; i < n; i++) {
-                        if (l[i].in || l[i].pid == root)
-                                continue;
-                        if (l[i].ppid == root) {
-                                l[i].in = changed = true;
-                                continue;
-                        }
-                        struct link *p = find_link(l, n, l[i].ppid);
-                        if (p && p->in) {
-                                l[i].in = true;
-                                changed = true;
-                        }
-                }
-        }
-        if (cgroup && cgroup[0])
-                mark_cgroup(l, n, cgroup);
+        *ret = l;
+        *ret_n = n;
+        return 0;
+}
+
+static int emit(struct link *l, size_t n, pid_t root, const pid_t *skip, size_t n_skip, gr_tree_proc **ret,
+                size_t *ret_n)
+{
         gr_tree_proc *out = calloc(n ? n : 1, sizeof(*out));
         size_t k = 0;
         for (size_t i = 0; out && i < n; i++) {
@@ -138,6 +128,51 @@ int gr_tree_list(const char *proc_root, pid_t root, const char *cgroup, const pi
         *ret = out;
         *ret_n = k;
         return 0;
+}
+
+int gr_tree_group_members(const char *proc_root, const pid_t *pgids, size_t n_pgids, gr_tree_proc **ret,
+                          size_t *ret_n)
+{
+        struct link *l = NULL;
+        size_t n = 0;
+        int r = walk_links(proc_root, &l, &n);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < n; i++)
+                for (size_t k = 0; k < n_pgids && !l[i].in; k++)
+                        l[i].in = l[i].pgrp == pgids[k];
+        return emit(l, n, 0, NULL, 0, ret, ret_n);
+}
+
+int gr_tree_list(const char *proc_root, pid_t root, const char *cgroup, const pid_t *skip,
+                 size_t n_skip, gr_tree_proc **ret, size_t *ret_n)
+{
+        struct link *l = NULL;
+        size_t n = 0;
+        int r = walk_links(proc_root, &l, &n);
+        if (r < 0)
+                return r;
+
+        /* mark descendants: repeat until nothing changes (parents may sort after children) */
+        for (bool changed = true; changed;) {
+                changed = false;
+                for (size_t i = 0; i < n; i++) {
+                        if (l[i].in || l[i].pid == root)
+                                continue;
+                        if (l[i].ppid == root) {
+                                l[i].in = changed = true;
+                                continue;
+                        }
+                        struct link *p = find_link(l, n, l[i].ppid);
+                        if (p && p->in) {
+                                l[i].in = true;
+                                changed = true;
+                        }
+                }
+        }
+        if (cgroup && cgroup[0])
+                mark_cgroup(l, n, cgroup);
+        return emit(l, n, root, skip, n_skip, ret, ret_n);
 }
 
 int gr_cgroup2_mount(char *ret, size_t size)

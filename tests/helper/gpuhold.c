@@ -16,6 +16,8 @@
  *                          the same through a double fork: the worker is reparented at once
  *   listen PATH            listen on a TCP port of 127.0.0.1 and record "port N" in PATH
  *   ignore-term            ignore SIGTERM
+ *   setuid-on-usr1 UID     wait for SIGUSR1, then become UID (real, effective, saved) and sleep:
+ *                          a process whose owner changes between a plan and its signal
  *   sleep                  sleep until killed
  *   exit                   exit 0 */
 #include <errno.h>
@@ -172,6 +174,24 @@ static void sleep_forever(void)
                 pause();
 }
 
+static void on_usr1(int sig)
+{
+        (void)sig;
+}
+
+static void setuid_on_usr1(uid_t uid)
+{
+        sigset_t set, old;
+        sigemptyset(&set);
+        sigaddset(&set, SIGUSR1);
+        sigprocmask(SIG_BLOCK, &set, &old);
+        signal(SIGUSR1, on_usr1);
+        sigsuspend(&old);
+        if (setresgid(uid, uid, uid) < 0 || setresuid(uid, uid, uid) < 0)
+                die("setresuid");
+        sleep_forever();
+}
+
 int main(int argc, char **argv)
 {
         for (int i = 1; i < argc; i++) {
@@ -219,6 +239,8 @@ int main(int argc, char **argv)
                                 die("fork");
                         if (c > 0)
                                 sleep_forever(); /* never reaps */
+                } else if (strcmp(v, "setuid-on-usr1") == 0 && left >= 1) {
+                        setuid_on_usr1((uid_t)strtoul(argv[i + 1], NULL, 10));
                 } else if (strcmp(v, "ignore-term") == 0) {
                         signal(SIGTERM, SIG_IGN);
                 } else if (strcmp(v, "sleep") == 0) {

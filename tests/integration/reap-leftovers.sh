@@ -46,8 +46,16 @@ gr reap --yes
 expect_rc 0 "while the server runs there is nothing to reap"
 has out "nothing to kill" "nothing to kill"
 kill -KILL "$l"; wait "$l" 2>/dev/null || true
-gr reap --yes --gpu 0
-expect_rc 0 "the orphaned workers reaped"
+# forked workers carry no worker marker: their launcher's death makes them likely leftovers,
+# which a plain reap spares and says so
+gr reap --yes --gpu 0 --timeout 1s
+expect_rc 1 "likely leftovers are spared by default; the GPU stays dirty"
+for w in w1 w2 w3 w4; do
+        has out "^  spare  $(pid_of $w) .*likely leftover: add --likely" "$w spared, with the reason"
+        kill -0 "$(pid_of $w)" || fail "$w was killed without --likely"
+done
+gr reap --yes --gpu 0 --likely
+expect_rc 0 "the orphaned workers reaped with --likely"
 for w in w1 w2 w3 w4; do
         has out "^  $(pid_of $w) +ended" "$w ended"
         wait_state "$(pid_of $w)" gone

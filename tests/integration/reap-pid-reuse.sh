@@ -19,7 +19,8 @@ echo $((child - 1)) >/proc/sys/kernel/ns_last_pid
 sleep 1000 &
 echo "newcomer \$!" >>"$PIDS"
 HOOK
-GPUREAP_TEST_BEFORE_SIGNAL="sh $T/hook.sh" "$GPUREAP" reap --yes --grace 200ms --timeout 2s >"$T/out" 2>"$T/err" || true
+# inside a PID namespace the driver's PIDs name nothing: the plan takes only what is named
+GPUREAP_TEST_BEFORE_SIGNAL="sh $T/hook.sh" "$GPUREAP" reap --yes --pid "$child" --grace 200ms --timeout 2s >"$T/out" 2>"$T/err" || true
 newcomer=$(awk '$1 == "newcomer" {print $2}' "$PIDS")
 echo "child $child newcomer $newcomer" >>"$T/result"
 if kill -0 "$newcomer" 2>/dev/null; then echo alive >>"$T/result"; else echo dead >>"$T/result"; fi

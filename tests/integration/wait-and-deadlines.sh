@@ -29,7 +29,8 @@ has err "timeout after 0.3s: not clean" "wait says so"
 has err "stale" "and prints the diagnosis"
 gr reap --yes --timeout 300ms
 expect_rc 1 "reap cannot verify"
-has err "not clean after 0.3s" "reap says so"
+has err "not clean: what is left follows" "reap says so, at once: with nothing to kill nothing can change"
+hasnt out "verified" "and does not claim it verified"
 gr wait --timeout soon
 expect_rc 2 "bad duration"
 done_testing

@@ -1,0 +1,189 @@
+/* The signal ladder, the one way gpureap ends processes (reap, reset, run): each member pinned
+ * and re-verified (lib/proc/pidref.c), SIGTERM and SIGCONT (a stopped process acts on SIGTERM
+ * only once continued), a grace period waiting on the pidfds, SIGKILL for what is left, then a
+ * wait with a deadline. The set may grow while it runs: a refresh callback adds what forked
+ * meanwhile (a process group, a supervised tree), and a newcomer gets the current rung. */
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <string.h>
+
+#include "gpureap/act.h"
+#include "gpureap/basic.h"
+
+const char *gr_kill_result_name(gr_kill_result r)
+{
+        switch (r) {
+        case GR_KILL_ENDED: return "ended";
+        case GR_KILL_KILLED: return "killed";
+        case GR_KILL_GONE: return "gone";
+        case GR_KILL_CHANGED: return "changed";
+        case GR_KILL_SURVIVED: return "survived";
+        case GR_KILL_DENIED: return "denied";
+        case GR_KILL_ERROR: return "error";
+        }
+        return "?";
+}
+
+bool gr_kill_result_failed(gr_kill_result r)
+{
+        return r == GR_KILL_SURVIVED || r == GR_KILL_DENIED || r == GR_KILL_ERROR;
+}
+
+int gr_ladder_init(gr_ladder *l, const gr_ladder_options *o)
+{
+        memset(l, 0, sizeof(*l));
+        l->o = *o;
+        /* one pidfd per member while they last; the rest go through /proc checks */
+        l->fds_left = gr_fd_headroom();
+        return 0;
+}
+
+static void settle(gr_ladder_member *m, gr_kill_result result, int error)
+{
+        m->result = result;
+        m->error = error;
+        m->done = true;
+        gr_pidref_done(&m->ref);
+}
+
+/* Send the current rung to one member */
+static void hit(gr_ladder *l, gr_ladder_member *m)
+{
+        if (m->done)
+                return;
+        int sig = l->rung >= 2 ? SIGKILL : SIGTERM;
+        int r = gr_pidref_kill(&m->ref, l->o.proc_root, sig);
+        if (r == -ESRCH) {
+                settle(m, m->signalled ? (m->result == GR_KILL_KILLED ? GR_KILL_KILLED : GR_KILL_ENDED) : GR_KILL_GONE, 0);
+                return;
+        }
+        if (r == -EPERM) {
+                settle(m, GR_KILL_DENIED, r);
+                return;
+        }
+        if (r < 0) {
+                settle(m, GR_KILL_ERROR, r);
+                return;
+        }
+        if (sig == SIGTERM)
+                gr_pidref_kill(&m->ref, l->o.proc_root, SIGCONT);
+        m->signalled = true;
+        m->result = sig == SIGKILL ? GR_KILL_KILLED : GR_KILL_ENDED;
+}
+
+int gr_ladder_add(gr_ladder *l, pid_t pid, uint64_t start_time, const uid_t *uid)
+{
+        for (size_t i = 0; i < l->n; i++)
+                if (l->m[i].ref.pid == pid && l->m[i].ref.start_time == start_time)
+                        return 0;
+        if (l->n == l->cap) {
+                size_t cap = l->cap ? l->cap * 2 : 64;
+                gr_ladder_member *nm = realloc(l->m, cap * sizeof(*nm));
+                if (!nm)
+                        return -ENOMEM;
+                l->m = nm;
+                l->cap = cap;
+        }
+        gr_ladder_member *m = &l->m[l->n++];
+        memset(m, 0, sizeof(*m));
+        m->ref.pid = pid;
+        m->ref.start_time = start_time;
+        m->ref.fd = -1;
+        int r = gr_pidref_pin(&m->ref, l->o.proc_root, pid, start_time, uid, l->fds_left > 0);
+        if (r == -EMFILE || r == -ENFILE) {
+                /* no pidfd left: go on without one rather than take the error for an outcome */
+                l->fds_left = 0;
+                r = gr_pidref_pin(&m->ref, l->o.proc_root, pid, start_time, uid, false);
+        }
+        if (r == -ESRCH)
+                settle(m, GR_KILL_GONE, 0);
+        else if (r == -ESTALE)
+                settle(m, GR_KILL_CHANGED, 0);
+        else if (r < 0)
+                settle(m, GR_KILL_ERROR, r);
+        else if (m->ref.fd >= 0)
+                l->fds_left--;
+        if (!m->done && l->rung > 0)
+                hit(l, m);
+        return 1;
+}
+
+/* Mark the members that have ended; true when none is left */
+static bool sweep(gr_ladder *l)
+{
+        bool all = true;
+        for (size_t i = 0; i < l->n; i++) {
+                gr_ladder_member *m = &l->m[i];
+                if (m->done)
+                        continue;
+                if (gr_pidref_gone(&m->ref, l->o.proc_root))
+                        settle(m, m->result, 0);
+                else
+                        all = false;
+        }
+        return all;
+}
+
+/* Wait until every member ended or the deadline; refresh and tick each round */
+static bool wait_until(gr_ladder *l, uint64_t deadline)
+{
+        struct pollfd p[256];
+        for (;;) {
+                if (l->o.tick)
+                        l->o.tick(l->o.userdata);
+                if (l->o.refresh)
+                        l->o.refresh(l, l->o.userdata);
+                if (sweep(l))
+                        return true;
+                uint64_t now = gr_now_ms();
+                if (now >= deadline)
+                        return false;
+                nfds_t k = 0;
+                bool unwatched = false;
+                for (size_t i = 0; i < l->n; i++) {
+                        const gr_ladder_member *m = &l->m[i];
+                        if (m->done)
+                                continue;
+                        if (m->ref.fd >= 0 && k < GR_ELEMENTSOF(p))
+                                p[k++] = (struct pollfd){ .fd = m->ref.fd, .events = POLLIN };
+                        else
+                                unwatched = true;
+                }
+                /* members without a pidfd, forks to find, zombies to reap: look again soon */
+                uint64_t step = deadline - now;
+                if ((unwatched || l->o.refresh || l->o.tick) && step > 10)
+                        step = 10;
+                poll(p, k, (int)step);
+        }
+}
+
+int gr_ladder_run(gr_ladder *l)
+{
+        l->rung = 1;
+        uint64_t start = gr_now_ms();
+        for (size_t i = 0; i < l->n; i++)
+                hit(l, &l->m[i]);
+        if (!wait_until(l, start + l->o.grace_ms)) {
+                if (l->o.before_kill)
+                        l->o.before_kill(l->o.userdata);
+                l->rung = 2;
+                for (size_t i = 0; i < l->n; i++)
+                        hit(l, &l->m[i]);
+                uint64_t deadline = start + (l->o.deadline_ms > l->o.grace_ms ? l->o.deadline_ms : l->o.grace_ms + 100);
+                if (!wait_until(l, deadline))
+                        for (size_t i = 0; i < l->n; i++)
+                                if (!l->m[i].done)
+                                        settle(&l->m[i], GR_KILL_SURVIVED, 0);
+        }
+        return 0;
+}
+
+void gr_ladder_done(gr_ladder *l)
+{
+        for (size_t i = 0; i < l->n; i++)
+                gr_pidref_done(&l->m[i].ref);
+        free(l->m);
+        l->m = NULL;
+        l->n = l->cap = 0;
+}

@@ -1,0 +1,128 @@
+/* One process, named by PID and start time, reached through a pidfd. The pidfd is taken first
+ * and only then is /proc checked to still show the planned process (start time, owner): from
+ * then on the pidfd names that process and no other, whatever reuse of its PID follows; if it
+ * had already died and its PID been reused, the check sees the newcomer's start time.
+ *
+ * Without a pidfd (kernels before 5.3, or no file descriptor left) every signal is sent with
+ * kill() right after the same check: a window of microseconds in which the PID could be
+ * recycled, the best that such a kernel allows. */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "gpureap/basic.h"
+#include "gpureap/proc.h"
+
+/* What /proc shows for pid now: start time, owner, state. -ESRCH when there is no such process */
+static int look(const char *proc_root, pid_t pid, uint64_t *ret_start, uid_t *ret_uid, bool *ret_has_uid,
+                char *ret_state)
+{
+        char path[4096];
+        int n = snprintf(path, sizeof(path), "%s/%d", proc_root ? proc_root : gr_proc_root_default(), (int)pid);
+        if (n < 0 || (size_t)n >= sizeof(path))
+                return -ENAMETOOLONG;
+        int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0)
+                return errno == ENOENT ? -ESRCH : -errno;
+        char buf[8192];
+        size_t len;
+        gr_stat st;
+        int r = gr_read_file_at(fd, "stat", buf, sizeof(buf), &len);
+        if (r == 0 && gr_parse_stat(buf, len, &st) < 0)
+                r = -EINVAL;
+        if (r == 0 && ret_uid) {
+                gr_status ss;
+                int q = gr_read_file_at(fd, "status", buf, sizeof(buf), &len);
+                if (q < 0 && q != -EFBIG)
+                        r = q;
+                else if (gr_parse_status(buf, len, &ss) == 0) {
+                        *ret_uid = ss.uid;
+                        *ret_has_uid = ss.has_uid;
+                }
+        }
+        close(fd);
+        if (r < 0)
+                return r;
+        *ret_start = st.start_time;
+        if (ret_state)
+                *ret_state = st.state;
+        return 0;
+}
+
+/* 0 when pid still names the planned process; -ESTALE another; -ESRCH none; other -errno */
+static int verify(const char *proc_root, pid_t pid, uint64_t start_time, const uid_t *want_uid)
+{
+        uint64_t st;
+        uid_t uid = 0;
+        bool has_uid = false;
+        char state = '?';
+        int r = look(proc_root, pid, &st, want_uid ? &uid : NULL, &has_uid, &state);
+        if (r < 0)
+                return r;
+        if (st != start_time)
+                return -ESTALE;
+        if (state == 'Z' || state == 'X')
+                return -ESRCH;
+        if (want_uid && (!has_uid || uid != *want_uid))
+                return -ESTALE; /* setuid since the plan, or not readable: not what was planned */
+        return 0;
+}
+
+int gr_pidref_pin(gr_pidref *ret, const char *proc_root, pid_t pid, uint64_t start_time, const uid_t *want_uid,
+                  bool use_fd)
+{
+        gr_pidref r = { .pid = pid, .start_time = start_time, .fd = -1 };
+        if (use_fd) {
+                r.fd = gr_pidfd_open(pid);
+                if (r.fd == -ESRCH)
+                        return -ESRCH;
+                if (r.fd == -EMFILE || r.fd == -ENFILE)
+                        return r.fd; /* an error, never taken for an outcome */
+                if (r.fd < 0)
+                        r.fd = -1; /* no pidfds here: the /proc check before each signal */
+        }
+        int q = verify(proc_root, pid, start_time, want_uid);
+        if (q == 0 && r.fd >= 0 && gr_pidfd_exited(r.fd, 0))
+                q = -ESRCH; /* it ended while being checked */
+        if (q < 0) {
+                if (r.fd >= 0)
+                        close(r.fd);
+                return q;
+        }
+        r.want_uid = want_uid ? *want_uid : 0;
+        r.check_uid = want_uid != NULL;
+        *ret = r;
+        return 0;
+}
+
+int gr_pidref_kill(gr_pidref *r, const char *proc_root, int sig)
+{
+        if (r->fd >= 0)
+                return gr_pidfd_send_signal(r->fd, sig);
+        int q = verify(proc_root, r->pid, r->start_time, r->check_uid ? &r->want_uid : NULL);
+        if (q == -ESTALE)
+                return -ESRCH; /* the planned process is gone; its PID names another */
+        if (q < 0)
+                return q;
+        return kill(r->pid, sig) < 0 ? -errno : 0;
+}
+
+bool gr_pidref_gone(const gr_pidref *r, const char *proc_root)
+{
+        if (r->fd >= 0)
+                return gr_pidfd_exited(r->fd, 0);
+        uint64_t st;
+        char state = '?';
+        int q = look(proc_root, r->pid, &st, NULL, NULL, &state);
+        return q == -ESRCH || (q == 0 && (st != r->start_time || state == 'Z' || state == 'X'));
+}
+
+void gr_pidref_done(gr_pidref *r)
+{
+        if (r->fd >= 0)
+                close(r->fd);
+        r->fd = -1;
+}
