@@ -25,7 +25,9 @@ LAUNCHED=""
 
 cleanup() {
         local pid
-        for pid in $(awk '{print $2}' "$PIDS") $LAUNCHED; do
+        # "ROLE PID" lines; a "port N" line records a port, not a PID; never 0, 1 or a group
+        for pid in $(awk '$1 != "port" && $2 ~ /^[0-9]+$/ && $2 > 1 {print $2}' "$PIDS") $LAUNCHED; do
+                case $pid in '' | 0 | 1 | -* | *[!0-9]*) continue ;; esac
                 kill -KILL "$pid" 2>/dev/null || true
         done
         for pid in $LAUNCHED; do
