@@ -13,6 +13,8 @@ set -u
 # PID 1 of the container is this shell; the job is its child, holding 1 GiB. It starts while the
 # host's /proc is still mounted, so that the fake driver lists its host PID as the real one does;
 # then the container gets its own /proc, as docker gives it
+sleep 1000 & s1=$!   # the container's own processes first: the job is not its PID 2
+sleep 1000 & s2=$!
 "$GPUHOLD" pidfile "$PIDS" job cuda 0 0 1024 sleep &
 job=$!
 while ! grep -q '^job ' "$PIDS"; do sleep 0.01; done
@@ -20,7 +22,7 @@ mount -t proc proc /proc
 "$GPUREAP" status --json >"$T/in-status.json" 2>"$T/in-status.err"; echo "$?" >"$T/in-status.rc"
 "$GPUREAP" reap --yes --timeout 2s >"$T/in-reap.out" 2>"$T/in-reap.err"; echo "$?" >"$T/in-reap.rc"
 if kill -0 "$job" 2>/dev/null; then echo alive >"$T/in-job"; else echo dead >"$T/in-job"; fi
-kill -KILL "$job" 2>/dev/null
+kill -KILL "$job" "$s1" "$s2" 2>/dev/null
 wait
 INNER
 export T PIDS GPUHOLD GPUREAP
