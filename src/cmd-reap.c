@@ -291,7 +291,8 @@ static void tree_refresh(gr_ladder *l, void *userdata)
         for (size_t i = 0; i < n; i++) {
                 if (m[i].state == 'Z')
                         continue;
-                gr_process p = { .pid = m[i].pid, .state = m[i].state, .start_time = m[i].start_time };
+                gr_process p = { .pid = m[i].pid, .state = m[i].state, .start_time = m[i].start_time,
+                                 .kthread = m[i].kthread };
                 gr_proc_options pop = { .proc_root = tw->s->proc_root };
                 /* only its owner and parent are needed: the plan's safety rules */
                 if (gr_proc_load_details(&pop, &p) < 0)

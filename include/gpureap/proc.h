@@ -26,6 +26,7 @@ typedef struct gr_stat {
         pid_t ppid, pgrp, session;
         int tty_nr;          /* controlling terminal (field 7), 0 none */
         pid_t tpgid;         /* foreground process group of that terminal (field 8), -1 none */
+        bool kthread;        /* PF_KTHREAD in the flags (field 9) */
         uint64_t start_time; /* clock ticks after boot (field 22) */
         uint64_t cpu_ticks;  /* utime + stime (fields 14 and 15) */
 } gr_stat;
@@ -142,6 +143,7 @@ typedef struct gr_process {
         char state;              /* R S D T t Z X I ... as in stat */
         int tty_nr;              /* controlling terminal, 0 none */
         pid_t tpgid;             /* its terminal's foreground process group, -1 none */
+        bool kthread;            /* a kernel thread */
         uint64_t start_time;     /* clock ticks after boot: PID + start time names a process */
         char comm[GR_COMM_MAX];
         /* details: read for holders and for PIDs asked for (context owners) */

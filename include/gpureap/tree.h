@@ -14,6 +14,7 @@ typedef struct gr_tree_proc {
         uint64_t start_time;
         uint64_t cpu_ticks;
         char state;
+        bool kthread;
         char comm[64];
 } gr_tree_proc;
 

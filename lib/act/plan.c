@@ -63,7 +63,8 @@ static gr_refusal refuse_with(const gr_diagnosis *d, const gr_plan_options *o, c
         for (size_t i = 0; i < o->n_ancestors; i++)
                 if (o->ancestors[i] == p->pid)
                         return GR_REFUSE_SELF;
-        if (p->pid == 2 || p->ppid == 2)
+        /* the flag where the kernel gives it; kthreadd's PID otherwise (recorded snapshots) */
+        if (p->kthread || (p->pid == 2 && p->ppid == 0) || p->ppid == 2)
                 return GR_REFUSE_KERNEL;
         if (p->state == 'Z' || p->state == 'X')
                 return GR_REFUSE_ZOMBIE;

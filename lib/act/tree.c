@@ -15,6 +15,7 @@ struct link {
         pid_t pid, ppid, pgrp;
         uint64_t start_time, cpu;
         char state;
+        bool kthread;
         char comm[64];
         bool in;
 };
@@ -86,7 +87,7 @@ static int walk_links(const char *proc_root, struct link **ret, size_t *ret_n)
                         l = nl;
                 }
                 l[n] = (struct link){ .pid = st.pid, .ppid = st.ppid, .pgrp = st.pgrp, .start_time = st.start_time,
-                                      .cpu = st.cpu_ticks, .state = st.state };
+                                      .cpu = st.cpu_ticks, .state = st.state, .kthread = st.kthread };
                 gr_strlcpy(l[n].comm, st.comm, sizeof(l[n].comm));
                 n++;
         }
@@ -119,6 +120,7 @@ static int emit(struct link *l, size_t n, pid_t root, const pid_t *skip, size_t 
                 out[k].start_time = l[i].start_time;
                 out[k].cpu_ticks = l[i].cpu;
                 out[k].state = l[i].state;
+                out[k].kthread = l[i].kthread;
                 memcpy(out[k].comm, l[i].comm, sizeof(out[k].comm));
                 k++;
         }

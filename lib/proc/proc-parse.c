@@ -92,6 +92,7 @@ int gr_parse_stat(const char *buf, size_t len, gr_stat *ret)
         st.session = (pid_t)fields[2];
         st.tty_nr = fields[3] >= INT32_MIN && fields[3] <= INT32_MAX ? (int)fields[3] : 0;
         st.tpgid = fields[4] > 0 && fields[4] <= INT32_MAX ? (pid_t)fields[4] : -1;
+        st.kthread = fields[5] >= 0 && (fields[5] & 0x00200000); /* PF_KTHREAD */
         st.start_time = (uint64_t)fields[18];
         if (fields[10] >= 0 && fields[11] >= 0)
                 st.cpu_ticks = (uint64_t)fields[10] + (uint64_t)fields[11];

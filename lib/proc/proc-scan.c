@@ -389,6 +389,7 @@ static int scan_one(struct scan *sc, pid_t pid, gr_process *p, unsigned *unreada
         p->state = st.state;
         p->tty_nr = st.tty_nr;
         p->tpgid = st.tpgid;
+        p->kthread = st.kthread;
         p->start_time = st.start_time;
         memcpy(p->comm, st.comm, sizeof(p->comm));
         if (h) {
