@@ -75,6 +75,7 @@ struct run {
         unsigned reaped_orphans;
         unsigned killed_term, killed_kill;
         bool cgroup_tried;
+        bool out_broken, err_broken; /* our stdout or stderr cannot be written any more */
 };
 
 static int64_t now_ms_since(const struct run *r)
@@ -147,10 +148,17 @@ static void pump(struct run *r, int fd, int to)
                 }
                 return;
         }
-        for (ssize_t o = 0; o < n;) {
+        /* a reader that went away (| head) or a closed fd: the output is dropped, never the
+         * supervision; the pipe from the command is still drained so it does not block */
+        bool *broken = to == STDOUT_FILENO ? &r->out_broken : &r->err_broken;
+        for (ssize_t o = 0; o < n && !*broken;) {
                 ssize_t w = write(to, buf + o, (size_t)(n - o));
-                if (w <= 0)
+                if (w < 0 && errno == EINTR)
+                        continue;
+                if (w <= 0) {
+                        *broken = true;
                         break;
+                }
                 o += w;
         }
         r->last_activity_ms = gr_now_ms();
@@ -400,6 +408,9 @@ int cmd_run(int argc, char **argv)
         bool pipe_output = want_ready || r.stall_timeout;
 
         prctl(PR_SET_CHILD_SUBREAPER, 1);
+        /* gpureap must outlive its own output: a reader that exits (| head) or a closed pipe
+         * never ends the supervision, and the command's status is always passed on */
+        signal(SIGPIPE, SIG_IGN);
         sigset_t mask, old;
         sigemptyset(&mask);
         int sigs[] = { SIGCHLD, SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2 };
@@ -427,6 +438,7 @@ int cmd_run(int argc, char **argv)
                 setenv("GPUREAP_RUN_PID", gpid, 1); /* lets 'status' name a killed supervisor's tree */
                 for (size_t i = 0; i < GR_ELEMENTSOF(sigs); i++)
                         signal(sigs[i], SIG_DFL);
+                signal(SIGPIPE, SIG_DFL); /* an ignored disposition would survive the exec */
                 sigprocmask(SIG_SETMASK, &old, NULL);
                 if (pipe_output) {
                         dup2(outp[1], STDOUT_FILENO);
