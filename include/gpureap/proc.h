@@ -184,6 +184,9 @@ const char *gr_proc_root_default(void);
 const char *gr_dev_dir_default(void);
 
 int gr_proc_scan(const gr_proc_options *opts, gr_proc_table **ret);
+/* The one walk of the process table (the scan uses the same listing): cb gets every process's
+ * parsed stat, in PID order; a process that vanishes is skipped; cb returns <0 to stop */
+int gr_proc_walk(const char *proc_root, int (*cb)(pid_t pid, const gr_stat *st, void *userdata), void *userdata);
 /* Read status, cmdline, cgroup and environment marks of one process of the table (no-op when
  * already read). */
 int gr_proc_load_details(const gr_proc_options *opts, gr_process *p);

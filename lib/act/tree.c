@@ -54,52 +54,41 @@ static void mark_cgroup(struct link *l, size_t n, const char *cgroup)
 
 /* Every process of the /proc root with its parent, group and start time, sorted by PID: the one
  * walker of the whole process table outside the holder scan */
+struct links {
+        struct link *l;
+        size_t n, cap;
+};
+
+static int add_link(pid_t pid, const gr_stat *st, void *userdata)
+{
+        struct links *ls = userdata;
+        (void)pid;
+        if (ls->n == ls->cap) {
+                size_t cap = ls->cap ? ls->cap * 2 : 512;
+                struct link *nl = realloc(ls->l, cap * sizeof(*nl));
+                if (!nl)
+                        return -ENOMEM;
+                ls->l = nl;
+                ls->cap = cap;
+        }
+        struct link *k = &ls->l[ls->n++];
+        *k = (struct link){ .pid = st->pid, .ppid = st->ppid, .pgrp = st->pgrp, .start_time = st->start_time,
+                            .cpu = st->cpu_ticks, .state = st->state, .kthread = st->kthread };
+        gr_strlcpy(k->comm, st->comm, sizeof(k->comm));
+        return 0;
+}
+
+/* Every process with its parent, group and start time, sorted by PID (gr_proc_walk) */
 static int walk_links(const char *proc_root, struct link **ret, size_t *ret_n)
 {
-        DIR *d = opendir(proc_root ? proc_root : "/proc");
-        if (!d)
-                return -errno;
-        struct link *l = NULL;
-        size_t n = 0, cap = 0;
-        struct dirent *de;
-        int r = 0;
-        while ((de = readdir(d))) {
-                uint64_t v;
-                if (gr_parse_u64(de->d_name, &v) < 0 || v == 0 || v > GR_PROC_PID_MAX)
-                        continue;
-                int dfd = openat(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-                if (dfd < 0)
-                        continue;
-                char buf[1024];
-                size_t len;
-                gr_stat st;
-                int q = gr_read_file_at(dfd, "stat", buf, sizeof(buf), &len);
-                close(dfd);
-                if (q < 0 || gr_parse_stat(buf, len, &st) < 0)
-                        continue;
-                if (n == cap) {
-                        cap = cap ? cap * 2 : 512;
-                        struct link *nl = realloc(l, cap * sizeof(*nl));
-                        if (!nl) {
-                                r = -ENOMEM;
-                                break;
-                        }
-                        l = nl;
-                }
-                l[n] = (struct link){ .pid = st.pid, .ppid = st.ppid, .pgrp = st.pgrp, .start_time = st.start_time,
-                                      .cpu = st.cpu_ticks, .state = st.state, .kthread = st.kthread };
-                gr_strlcpy(l[n].comm, st.comm, sizeof(l[n].comm));
-                n++;
-        }
-        closedir(d);
+        struct links ls = { 0 };
+        int r = gr_proc_walk(proc_root ? proc_root : "/proc", add_link, &ls);
         if (r < 0) {
-                free(l);
+                free(ls.l);
                 return r;
         }
-        if (n > 0)
-                qsort(l, n, sizeof(*l), cmp_link);
-        *ret = l;
-        *ret_n = n;
+        *ret = ls.l;
+        *ret_n = ls.n;
         return 0;
 }
 

@@ -488,6 +488,35 @@ static int list_pids(int rootfd, const gr_proc_options *opts, pid_t **ret, size_
         return 0;
 }
 
+int gr_proc_walk(const char *proc_root, int (*cb)(pid_t pid, const gr_stat *st, void *userdata), void *userdata)
+{
+        int rootfd = open(proc_root ? proc_root : gr_proc_root_default(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (rootfd < 0)
+                return -errno;
+        pid_t *pids = NULL;
+        size_t n = 0;
+        int r = list_pids(rootfd, NULL, &pids, &n);
+        for (size_t i = 0; r == 0 && i < n; i++) {
+                char name[16], buf[1024];
+                size_t len;
+                gr_stat st;
+                snprintf(name, sizeof(name), "%d", (int)pids[i]);
+                int fd = openat(rootfd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+                if (fd < 0)
+                        continue; /* gone meanwhile */
+                int q = gr_read_file_at(fd, "stat", buf, sizeof(buf), &len);
+                close(fd);
+                if (q < 0 || gr_parse_stat(buf, len, &st) < 0 || st.pid != pids[i])
+                        continue;
+                r = cb(pids[i], &st, userdata);
+                if (r > 0)
+                        r = 0;
+        }
+        free(pids);
+        close(rootfd);
+        return r;
+}
+
 static unsigned scan_threads(const gr_proc_options *opts, size_t n_pids)
 {
         if (opts && opts->threads)
