@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <syslog.h>
 #include <unistd.h>
 
 #include "gpureap/act.h"
@@ -380,6 +381,17 @@ static bool run_plan(struct reap *r, const gr_snapshot *s, const gr_plan *plan)
                         tw->pgids[tw->n_pgids++] = t->pgrp;
         }
         /* --timeout bounds the whole command: the SIGKILL comes early enough to take effect */
+        for (size_t i = 0; i < plan->n; i++) {
+                const gr_target *t = &plan->targets[i];
+                if (t->refused != GR_REFUSE_NONE)
+                        continue;
+                const gr_process *tp = gr_proc_table_find(s->procs, t->pid);
+                audit_log(LOG_NOTICE, "signalling pid %d start %llu uid %u comm '%s' cmdline '%.200s' job '%s': %s%s%s%s%s",
+                          (int)t->pid, (unsigned long long)t->start_time, (unsigned)t->uid, t->comm,
+                          tp && tp->cmdline ? tp->cmdline : "", t->job, why_names[t->why],
+                          t->judged ? "; judged " : "", t->judged ? gr_judgement_name(t->judgement) : "",
+                          t->judged ? ": " : "", t->judged ? t->reason : "");
+        }
         uint64_t budget = left_ms(r), reserve = budget / 5 < 1000 ? budget / 5 : 1000;
         gr_kill_options ko = { .proc_root = s->proc_root,
                                .grace_ms = r->grace < budget - reserve ? r->grace : budget - reserve,
@@ -412,6 +424,12 @@ static bool run_plan(struct reap *r, const gr_snapshot *s, const gr_plan *plan)
                 json_object_object_add(e, "forked_during_kill", json_object_new_boolean(forked));
                 json_object_array_add(outs, e);
                 all_ended = all_ended && !gr_kill_result_failed(res[i].result);
+                audit_log(gr_kill_result_failed(res[i].result) ? LOG_WARNING : LOG_NOTICE,
+                          "pid %d start %llu comm '%s'%s: %s%s%s", (int)res[i].pid,
+                          (unsigned long long)res[i].start_time, res[i].comm,
+                          forked ? " (forked into a target's group during the kill)" : "",
+                          gr_kill_result_name(res[i].result), res[i].error ? ": " : "",
+                          res[i].error ? strerror(-res[i].error) : "");
         }
         json_object_object_add(r->out, "outcomes", outs);
         free(res);
@@ -502,6 +520,8 @@ int cmd_reap(int argc, char **argv)
                 return EXIT_DRIVER;
         }
         gr_raise_fd_limit(); /* one pidfd per target */
+        if (!r.dry)
+                audit_open("reap");
         r.t0 = gr_now_ms();
         r.deadline = r.t0 + r.timeout;
         r.out = json_object_new_object();

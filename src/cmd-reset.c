@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <syslog.h>
 #include <unistd.h>
 
 #include "gpureap/act.h"
@@ -230,10 +231,19 @@ int cmd_reset(int argc, char **argv)
                                                gr_refusal_text(plan->targets[i].refused));
                                         left = true;
                                 }
+                        audit_open("reset");
+                        for (size_t i = 0; i < plan->n; i++)
+                                if (plan->targets[i].refused == GR_REFUSE_NONE)
+                                        audit_log(LOG_NOTICE, "signalling pid %d start %llu uid %u comm '%s': a monitor of GPU %u, stopped for its reset (--stop-monitors)",
+                                                  (int)plan->targets[i].pid, (unsigned long long)plan->targets[i].start_time,
+                                                  (unsigned)plan->targets[i].uid, plan->targets[i].comm, g->index);
                         if (gr_kill_plan(plan, &ko, &res, &n_res) == 0) {
                                 for (size_t i = 0; i < n_res; i++) {
                                         printf("  monitor %-8d %s\n", (int)res[i].pid, gr_kill_result_name(res[i].result));
                                         left |= gr_kill_result_failed(res[i].result);
+                                        audit_log(LOG_NOTICE, "pid %d start %llu comm '%s': %s", (int)res[i].pid,
+                                                  (unsigned long long)res[i].start_time, res[i].comm,
+                                                  gr_kill_result_name(res[i].result));
                                 }
                                 free(res);
                         }
@@ -249,6 +259,8 @@ int cmd_reset(int argc, char **argv)
         if (!smi || !*smi)
                 smi = "nvidia-smi";
         char out[4096];
+        audit_open("reset");
+        audit_log(LOG_NOTICE, "GPU %u (%s %s): '%s --gpu-reset -i %u'", g->index, g->uuid, g->pci_bus_id, smi, g->index);
         int rc = run_smi(smi, g->index, timeout, out, sizeof(out));
         for (char *nl; (nl = strrchr(out, '\n')) && nl[1] == '\0';)
                 *nl = '\0';

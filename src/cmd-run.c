@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <syslog.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -244,8 +245,8 @@ static void tree_refresh(gr_ladder *l, void *userdata)
         if (gr_tree_list(NULL, getpid(), tl->r->cgroup, NULL, 0, &t, &n) < 0)
                 return;
         for (size_t i = 0; i < n; i++)
-                if (t[i].state != 'Z')
-                        gr_ladder_add(l, t[i].pid, t[i].start_time, NULL);
+                if (t[i].state != 'Z' && gr_ladder_add(l, t[i].pid, t[i].start_time, NULL) > 0)
+                        gr_strlcpy(l->m[l->n - 1].comm, t[i].comm, sizeof(l->m[l->n - 1].comm));
         free(t);
 }
 
@@ -281,6 +282,11 @@ static void end_tree(struct run *r, int *child_status, bool *child_done)
         for (size_t i = 0; i < l.n; i++) {
                 r->killed_term += l.m[i].signalled;
                 r->killed_kill += l.m[i].result == GR_KILL_KILLED;
+                if (l.m[i].signalled || gr_kill_result_failed(l.m[i].result))
+                        audit_log(gr_kill_result_failed(l.m[i].result) ? LOG_WARNING : LOG_NOTICE,
+                                  "'%s' (supervised): pid %d start %llu comm '%s': a member of its tree: %s",
+                                  r->cmd[0], (int)l.m[i].ref.pid, (unsigned long long)l.m[i].ref.start_time,
+                                  l.m[i].comm, gr_kill_result_name(l.m[i].result));
         }
         gr_ladder_done(&l);
 reaped:
@@ -407,6 +413,7 @@ int cmd_run(int argc, char **argv)
          * the last line in a diagnosis */
         bool pipe_output = want_ready || r.stall_timeout;
 
+        audit_open("run");
         prctl(PR_SET_CHILD_SUBREAPER, 1);
         /* gpureap must outlive its own output: a reader that exits (| head) or a closed pipe
          * never ends the supervision, and the command's status is always passed on */

@@ -68,6 +68,12 @@ int no_stray_arguments(int argc, char **argv, const char *cmd);    /* after geto
 
 void error_msg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* src/audit.c: every signal and the verdict behind it, to syslog ($GPUREAP_SYSLOG_SOCKET or
+ * /dev/log, facility authpriv) */
+void audit_open(const char *command);
+void audit_log(int priority, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void audit_close(void);
+
 /* src/safety.c: gpureap, its helpers and ancestors, never signalled */
 struct gr_plan_options;
 int self_plan_options(struct gr_plan_options *po);

@@ -42,6 +42,7 @@ typedef struct gr_target {
         gr_judgement judgement;
         gr_confidence confidence;
         char reason[240];     /* the diagnosis' reason, "" for a process that holds nothing */
+        char job[96];         /* what it belongs to ("process group 700", "torchelastic run r1") */
 } gr_target;
 
 typedef struct gr_plan_options {
@@ -111,6 +112,7 @@ typedef struct gr_ladder_options {
 
 typedef struct gr_ladder_member {
         gr_pidref ref;
+        char comm[GR_COMM_MAX];   /* for the record; set by whoever added it */
         gr_kill_result result;
         int error;                /* -errno with GR_KILL_ERROR and GR_KILL_DENIED */
         bool done, signalled;
@@ -136,6 +138,8 @@ void gr_ladder_done(gr_ladder *l);
 /* The ladder over the plan's targets, each checked to still be the planned process and owner */
 typedef struct gr_kill_outcome {
         pid_t pid;
+        uint64_t start_time;
+        char comm[GR_COMM_MAX];
         gr_kill_result result;
         int error;
 } gr_kill_outcome;

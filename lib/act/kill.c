@@ -16,8 +16,8 @@ int gr_kill_plan(const gr_plan *plan, const gr_kill_options *o, gr_kill_outcome 
         int r = 0;
         for (size_t i = 0; r >= 0 && i < plan->n; i++) {
                 const gr_target *t = &plan->targets[i];
-                if (t->refused == GR_REFUSE_NONE)
-                        r = gr_ladder_add(&l, t->pid, t->start_time, &t->uid);
+                if (t->refused == GR_REFUSE_NONE && (r = gr_ladder_add(&l, t->pid, t->start_time, &t->uid)) > 0)
+                        gr_strlcpy(l.m[l.n - 1].comm, t->comm, sizeof(l.m[l.n - 1].comm));
         }
         if (r >= 0)
                 r = gr_ladder_run(&l);
@@ -27,7 +27,11 @@ int gr_kill_plan(const gr_plan *plan, const gr_kill_options *o, gr_kill_outcome 
                 return r < 0 ? r : -ENOMEM;
         }
         for (size_t i = 0; i < l.n; i++)
-                out[i] = (gr_kill_outcome){ l.m[i].ref.pid, l.m[i].result, l.m[i].error };
+        {
+                out[i] = (gr_kill_outcome){ .pid = l.m[i].ref.pid, .start_time = l.m[i].ref.start_time,
+                                            .result = l.m[i].result, .error = l.m[i].error };
+                gr_strlcpy(out[i].comm, l.m[i].comm, sizeof(out[i].comm));
+        }
         *ret = out;
         *ret_n = l.n;
         gr_ladder_done(&l);

@@ -146,6 +146,9 @@ static int add(struct builder *b, pid_t pid, gr_plan_why why, gr_refusal judged)
                 t->judgement = v->judgement;
                 t->confidence = v->confidence;
                 gr_strlcpy(t->reason, v->reason, sizeof(t->reason));
+                gr_job_text(&v->job, t->job, sizeof(t->job));
+        } else {
+                snprintf(t->job, sizeof(t->job), "process group %d", (int)proc->pgrp);
         }
         return 0;
 }
