@@ -7,6 +7,7 @@ pkgs=(
         libcmocka-dev                        # unit tests
         jq util-linux procps psmisc          # integration tests: JSON checks, unshare, fuser
         tini                                 # bench/bench-run.sh compares against it
+        prometheus                           # promtool checks 'gpureap metrics' in the tests
 )
 missing=()
 for p in "${pkgs[@]}"; do

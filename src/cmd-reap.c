@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/wait.h>
 #include <syslog.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "gpureap/act.h"
@@ -46,6 +47,9 @@ static void reap_usage(FILE *f)
 
 struct reap {
         bool dry, yes, json;
+        unsigned n_targets, n_failed;
+        char survived[2048];       /* "survived PID START" lines for the state file */
+        size_t survived_len;
         char gpus[1024];
         pid_t pids[256];
         size_t n_pids;
@@ -424,6 +428,15 @@ static bool run_plan(struct reap *r, const gr_snapshot *s, const gr_plan *plan)
                 json_object_object_add(e, "forked_during_kill", json_object_new_boolean(forked));
                 json_object_array_add(outs, e);
                 all_ended = all_ended && !gr_kill_result_failed(res[i].result);
+                r->n_targets++;
+                if (gr_kill_result_failed(res[i].result)) {
+                        r->n_failed++;
+                        if (res[i].result == GR_KILL_SURVIVED && r->survived_len < sizeof(r->survived))
+                                r->survived_len += (size_t)snprintf(r->survived + r->survived_len,
+                                                                    sizeof(r->survived) - r->survived_len,
+                                                                    "survived %d %llu\n", (int)res[i].pid,
+                                                                    (unsigned long long)res[i].start_time);
+                }
                 audit_log(gr_kill_result_failed(res[i].result) ? LOG_WARNING : LOG_NOTICE,
                           "pid %d start %llu comm '%s'%s: %s%s%s", (int)res[i].pid,
                           (unsigned long long)res[i].start_time, res[i].comm,
@@ -641,6 +654,13 @@ int cmd_reap(int argc, char **argv)
         s = NULL;
         d = NULL;
         code = verify_and_report(&r, gpus, n > 0, before, all_ended);
+        {
+                /* for 'gpureap metrics': when, how, and what survived a SIGKILL */
+                char st[2400];
+                snprintf(st, sizeof(st), "time %llu\nexit %d\ntargets %u\nfailed %u\n%s",
+                         (unsigned long long)time(NULL), code, r.n_targets, r.n_failed, r.survived);
+                state_write("last-reap", st);
+        }
 out:
         emit_json(&r, code);
         json_object_put(r.out);

@@ -48,6 +48,8 @@ int cmd_reap(int argc, char **argv);
 int cmd_wait(int argc, char **argv);
 int cmd_reset(int argc, char **argv);
 int cmd_run(int argc, char **argv);
+int cmd_check(int argc, char **argv);
+int cmd_metrics(int argc, char **argv);
 
 /* the wait loop of 'wait' and 'reap' (src/waitloop.c) */
 typedef bool (*wait_cond_fn)(const gr_snapshot *s, const gr_diagnosis *d, void *userdata);
@@ -73,6 +75,10 @@ void error_msg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void audit_open(const char *command);
 void audit_log(int priority, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void audit_close(void);
+
+/* src/state.c: what is kept between runs ($GPUREAP_STATE_DIR, /run/gpureap, ...) */
+int state_file_path(const char *name, char *buf, size_t size);
+int state_write(const char *name, const char *content); /* atomically */
 
 /* src/safety.c: gpureap, its helpers and ancestors, never signalled */
 struct gr_plan_options;

@@ -18,6 +18,8 @@ static const struct command commands[] = {
         { "wait", cmd_wait, "wait until GPUs are clean or have enough memory free" },
         { "run", cmd_run, "run a command so that it leaves no process and no GPU memory behind" },
         { "reset", cmd_reset, "reset a GPU that nothing holds (nvidia-smi --gpu-reset), verified" },
+        { "check", cmd_check, "one line and an exit code for a health check (Nagios, NHC, node-problem-detector)" },
+        { "metrics", cmd_metrics, "the Prometheus text format, for node_exporter's textfile collector" },
 };
 
 void error_msg(const char *fmt, ...)

@@ -15,6 +15,7 @@
  *   daemon-worker PATH ROLE MINOR GPU MIB
  *                          the same through a double fork: the worker is reparented at once
  *   listen PATH            listen on a TCP port of 127.0.0.1 and record "port N" in PATH
+ *   name STR               set its own process name (comm) with prctl(PR_SET_NAME)
  *   ignore-term            ignore SIGTERM
  *   setuid-on-usr1 UID     wait for SIGUSR1, then become UID (real, effective, saved) and sleep:
  *                          a process whose owner changes between a plan and its signal
@@ -30,6 +31,7 @@
 #include <netinet/in.h>
 #include <stdbool.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <sys/stat.h>
@@ -239,6 +241,9 @@ int main(int argc, char **argv)
                                 die("fork");
                         if (c > 0)
                                 sleep_forever(); /* never reaps */
+                } else if (strcmp(v, "name") == 0 && left >= 1) {
+                        if (prctl(PR_SET_NAME, argv[++i], 0, 0, 0) < 0)
+                                die("PR_SET_NAME");
                 } else if (strcmp(v, "setuid-on-usr1") == 0 && left >= 1) {
                         setuid_on_usr1((uid_t)strtoul(argv[i + 1], NULL, 10));
                 } else if (strcmp(v, "ignore-term") == 0) {

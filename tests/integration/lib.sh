@@ -19,6 +19,7 @@ export GPUREAP_DEV_DIR=$T/dev
 export GPUREAP_FAKE_CTX_DIR=$T/ctx
 export GPUREAP_NVML_LIBRARY=$FAKE_NVML
 export GPUREAP_FAKE_NVML_SCENARIO=$T/scenario
+export GPUREAP_STATE_DIR=$T/state # the last reap's result: never in the machine's /run
 unset GPUREAP_PROC_ROOT GPUREAP_NVML_TIMEOUT
 CHECKS=0
 LAUNCHED=""

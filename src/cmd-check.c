@@ -1,0 +1,191 @@
+/* gpureap check: one line and an exit code for a health framework (Nagios and LBNL NHC, or a
+ * Kubernetes node-problem-detector custom plugin). Busy is fine: a node runs jobs. A leftover or
+ * stale memory is a problem: the next job gets less of the GPU than it asks for. A driver that
+ * does not answer is critical too, not unknown: a node whose driver hangs cannot run GPU jobs,
+ * and a framework drains a node on critical, not on unknown. Unknown is kept for a check that
+ * cannot judge at all (no NVIDIA driver on this machine). */
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "gpureap/basic.h"
+#include "gpureap.h"
+
+static void check_usage(FILE *f)
+{
+        fprintf(f,
+                "usage: gpureap check [--format nagios|npd] [--gpu SEL] [--nvml-timeout DUR]\n"
+                "\n"
+                "One line for a health framework, and its exit code. Busy GPUs are fine; leftovers,\n"
+                "stale memory and a driver that does not answer are problems (docs/integrations.md).\n"
+                "\n"
+                "  --format nagios  Nagios, Icinga, LBNL NHC (the default): 0 OK, 1 WARNING (a holder\n"
+                "                   gpureap cannot judge), 2 CRITICAL (a leftover, stale memory, a GPU or\n"
+                "                   driver that cannot be read), 3 UNKNOWN (no NVIDIA driver here)\n"
+                "  --format npd     a node-problem-detector custom plugin: 0 OK, 1 problem (critical),\n"
+                "                   2 unknown; the message fits in 80 characters\n"
+                "  --gpu SEL        only these GPUs\n"
+                "  --nvml-timeout   how long the driver gets (default 5s)\n");
+}
+
+enum level { OK, WARNING, CRITICAL, UNKNOWN };
+
+/* a bad command line is the check's own failure: UNKNOWN for Nagios, "other" (unknown) for
+ * node-problem-detector; never 2, which Nagios reads as CRITICAL */
+#define CHECK_USAGE 3
+
+static const char *const level_names[] = { "OK", "WARNING", "CRITICAL", "UNKNOWN" };
+
+struct summary {
+        enum level level;
+        char text[512];
+        size_t o;
+};
+
+__attribute__((format(printf, 3, 4)))
+static void say(struct summary *m, enum level l, const char *fmt, ...)
+{
+        if (l > m->level)
+                m->level = l;
+        if (m->o >= sizeof(m->text))
+                return;
+        if (m->o)
+                m->o += (size_t)snprintf(m->text + m->o, sizeof(m->text) - m->o, "; ");
+        va_list ap;
+        va_start(ap, fmt);
+        if (m->o < sizeof(m->text))
+                m->o += (size_t)vsnprintf(m->text + m->o, sizeof(m->text) - m->o, fmt, ap);
+        va_end(ap);
+}
+
+/* What is wrong with GPU i, in a few words */
+static void judge_gpu(struct summary *m, const gr_snapshot *s, const gr_diagnosis *d, unsigned i)
+{
+        const gr_gpu *g = &s->gpu->gpus[i];
+        unsigned leftovers = 0, suspects = 0;
+        uint64_t bytes = 0;
+        char mem[32];
+        for (size_t k = 0; k < d->n_findings; k++) {
+                const gr_finding *f = &d->findings[k];
+                if (f->gpu != (int)i)
+                        continue;
+                if (f->kind == GR_FIND_GHOST || f->kind == GR_FIND_ORPHAN) {
+                        leftovers += f->n_pids;
+                        if (f->memory != GR_UNKNOWN_U64)
+                                bytes += f->memory;
+                }
+                suspects += f->kind == GR_FIND_SUSPECT ? f->n_pids : 0;
+        }
+        switch (d->gpus[i].state) {
+        case GR_GPU_CLEAN:
+        case GR_GPU_BUSY:
+                if (suspects)
+                        say(m, WARNING, "GPU %u: %u holder%s gpureap cannot judge", g->index, suspects,
+                            suspects == 1 ? "" : "s");
+                break;
+        case GR_GPU_DIRTY:
+                say(m, CRITICAL, "GPU %u: %u leftover%s hold %s (gpureap reap --gpu %u)", g->index, leftovers,
+                    leftovers == 1 ? "" : "s", gr_format_bytes(bytes, mem, sizeof(mem)), g->index);
+                break;
+        case GR_GPU_STALE:
+                say(m, CRITICAL, "GPU %u: %s stale, no holder", g->index,
+                    gr_format_bytes(d->gpus[i].unaccounted, mem, sizeof(mem)));
+                break;
+        case GR_GPU_UNKNOWN:
+                say(m, CRITICAL, "GPU %u: cannot be read%s%s", g->index, g->error[0] ? ": " : "", g->error);
+                break;
+        }
+}
+
+int cmd_check(int argc, char **argv)
+{
+        static const struct option opts[] = {
+                { "format", required_argument, NULL, 'f' },
+                { "gpu", required_argument, NULL, 'g' },
+                { "nvml-timeout", required_argument, NULL, 't' },
+                { "help", no_argument, NULL, 'h' },
+                { NULL, 0, NULL, 0 },
+        };
+        bool npd = false;
+        char gpus[1024] = "";
+        gr_snapshot_options so = { 0 };
+        if (nvml_timeout_from_env(&so.gpu.timeout_ms) < 0)
+                return CHECK_USAGE;
+        optind = 1;
+        int c;
+        while ((c = getopt_long(argc, argv, "+f:g:t:h", opts, NULL)) != -1) {
+                switch (c) {
+                case 'f':
+                        if (strcmp(optarg, "npd") == 0)
+                                npd = true;
+                        else if (strcmp(optarg, "nagios") != 0) {
+                                error_msg("unknown --format '%s' (nagios or npd)", optarg);
+                                return CHECK_USAGE;
+                        }
+                        break;
+                case 'g':
+                        if (gpu_option_append(gpus, sizeof(gpus), optarg) < 0)
+                                return CHECK_USAGE;
+                        break;
+                case 't':
+                        if (parse_duration_option(optarg, &so.gpu.timeout_ms, false) < 0)
+                                return CHECK_USAGE;
+                        break;
+                case 'h':
+                        check_usage(stdout);
+                        return EXIT_CLEAN;
+                default:
+                        fprintf(stderr, "see 'gpureap check --help'\n");
+                        return CHECK_USAGE;
+                }
+        }
+        if (no_stray_arguments(argc, argv, "check") < 0)
+                return CHECK_USAGE;
+        struct gpu_selection sel = { .list = gpus[0] ? gpus : NULL };
+        struct summary m = { .level = OK };
+        gr_snapshot *s = NULL;
+        gr_diagnosis *d = NULL;
+        unsigned n_sel = 0;
+        int r = gr_snapshot_take(&so, &s);
+        if (r < 0) {
+                say(&m, UNKNOWN, "cannot take a snapshot: %s", strerror(-r));
+        } else if (s->gpu->status == GR_GPU_NO_LIBRARY) {
+                say(&m, UNKNOWN, "no NVIDIA driver: %s", s->gpu->error);
+        } else if (s->gpu->status != GR_GPU_OK) {
+                say(&m, CRITICAL, "%s", s->gpu->error);
+        } else if (gpu_selection_unmatched(&sel, s->gpu, m.text, sizeof(m.text))) {
+                gpu_selection_error(&sel, s->gpu);
+                gr_snapshot_free(s);
+                return CHECK_USAGE;
+        } else if ((r = gr_diagnose(s, getuid(), &d)) < 0) {
+                say(&m, UNKNOWN, "cannot diagnose: %s", strerror(-r));
+        } else {
+                for (unsigned i = 0; i < s->gpu->n_gpus; i++)
+                        if (gpu_selected(&sel, &s->gpu->gpus[i])) {
+                                n_sel++;
+                                judge_gpu(&m, s, d, i);
+                        }
+        }
+        if (m.o == 0) {
+                unsigned busy = 0;
+                for (unsigned i = 0; d && i < s->gpu->n_gpus; i++)
+                        busy += gpu_selected(&sel, &s->gpu->gpus[i]) && d->gpus[i].state == GR_GPU_BUSY;
+                if (busy)
+                        say(&m, OK, "%u GPU%s, %u busy, none with leftovers", n_sel, n_sel == 1 ? "" : "s", busy);
+                else
+                        say(&m, OK, "%u GPU%s clean", n_sel, n_sel == 1 ? "" : "s");
+        }
+        gr_diagnosis_free(d);
+        gr_snapshot_free(s);
+        if (npd) {
+                /* node-problem-detector keeps the first 80 characters of the message */
+                char line[81];
+                snprintf(line, sizeof(line), "gpureap %s: %s", level_names[m.level], m.text);
+                puts(line);
+                return m.level == CRITICAL ? 1 : m.level == UNKNOWN ? 2 : 0;
+        }
+        printf("GPUREAP %s - %s\n", level_names[m.level], m.text);
+        return (int)m.level;
+}

@@ -1,0 +1,374 @@
+/* gpureap metrics: the snapshot and its diagnosis in the Prometheus text format, for
+ * node_exporter's textfile collector (--textfile, written atomically) or a scrape of stdout. The
+ * labels gpu and UUID are dcgm-exporter's, so that the two join in PromQL. */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "gpureap/basic.h"
+#include "gpureap.h"
+
+#define PROCESS_SERIES_MAX 64 /* per GPU: the biggest holders only, so a node never floods */
+
+static void metrics_usage(FILE *f)
+{
+        fprintf(f,
+                "usage: gpureap metrics [--textfile FILE] [--gpu SEL] [--nvml-timeout DUR]\n"
+                "\n"
+                "The GPUs' memory, holders by role, leftovers by kind, per-process memory and the last\n"
+                "reap's result, in the Prometheus text format (docs/integrations.md).\n"
+                "\n"
+                "  --textfile FILE  write FILE atomically (for node_exporter --collector.textfile.directory)\n"
+                "  --gpu SEL        only these GPUs\n"
+                "  --nvml-timeout   how long the driver gets (default 5s)\n");
+}
+
+/* A label value: backslash, double quote and newline escaped, other control bytes dropped */
+static void label(FILE *f, const char *s)
+{
+        for (; *s; s++) {
+                unsigned char c = (unsigned char)*s;
+                if (c == '\\' || c == '"')
+                        fprintf(f, "\\%c", c);
+                else if (c == '\n')
+                        fputs("\\n", f);
+                else if (c >= 0x20 && c != 0x7f)
+                        fputc(c, f);
+        }
+}
+
+static void help(FILE *f, const char *name, const char *text)
+{
+        fprintf(f, "# HELP %s %s\n# TYPE %s gauge\n", name, text, name);
+}
+
+static void gpu_labels(FILE *f, const gr_gpu *g)
+{
+        fprintf(f, "gpu=\"%u\",UUID=\"", g->index);
+        label(f, g->uuid);
+        fprintf(f, "\",device=\"nvidia%d\",model_name=\"", g->minor);
+        label(f, g->name);
+        fputc('"', f);
+}
+
+static void value(FILE *f, uint64_t v)
+{
+        if (v == GR_UNKNOWN_U64)
+                fputs("NaN\n", f);
+        else
+                fprintf(f, "%llu\n", (unsigned long long)v);
+}
+
+struct last_reap {
+        bool known;
+        uint64_t time, targets, failed;
+        int exit_code;
+        pid_t survived[64];
+        uint64_t survived_start[64];
+        unsigned n_survived;
+};
+
+static void read_last_reap(struct last_reap *lr)
+{
+        char path[4096];
+        if (state_file_path("last-reap", path, sizeof(path)) < 0)
+                return;
+        FILE *f = fopen(path, "re");
+        if (!f)
+                return;
+        char line[256];
+        while (fgets(line, sizeof(line), f)) {
+                unsigned long long a, b;
+                int e;
+                if (sscanf(line, "time %llu", &a) == 1)
+                        lr->time = a;
+                else if (sscanf(line, "exit %d", &e) == 1)
+                        lr->exit_code = e;
+                else if (sscanf(line, "targets %llu", &a) == 1)
+                        lr->targets = a;
+                else if (sscanf(line, "failed %llu", &a) == 1)
+                        lr->failed = a;
+                else if (sscanf(line, "survived %llu %llu", &a, &b) == 2 && lr->n_survived < 64) {
+                        lr->survived[lr->n_survived] = (pid_t)a;
+                        lr->survived_start[lr->n_survived++] = b;
+                }
+        }
+        fclose(f);
+        lr->known = lr->time > 0;
+}
+
+enum { K_GHOST, K_ORPHAN, K_STALE, K_STOPPED, K_UNKILLABLE, K_COUNT };
+static const char *const kind_names[] = { "ghost", "orphan", "stale", "stopped", "unkillable" };
+
+static uint64_t listed_bytes(const gr_gpu *g, pid_t pid)
+{
+        for (unsigned j = 0; j < g->n_procs; j++)
+                if ((pid_t)g->procs[j].pid == pid && g->procs[j].used_bytes != GR_UNKNOWN_U64)
+                        return g->procs[j].used_bytes;
+        return 0;
+}
+
+static void leftovers(const gr_snapshot *s, const gr_diagnosis *d, const struct last_reap *lr, unsigned gi,
+                      uint64_t *count, uint64_t *bytes)
+{
+        const gr_gpu *g = &s->gpu->gpus[gi];
+        for (size_t k = 0; k < d->n_findings; k++) {
+                const gr_finding *f = &d->findings[k];
+                if (f->gpu != (int)gi)
+                        continue;
+                uint64_t mem = f->memory == GR_UNKNOWN_U64 ? 0 : f->memory;
+                if (f->kind == GR_FIND_GHOST) {
+                        count[K_GHOST]++;
+                        bytes[K_GHOST] += mem;
+                } else if (f->kind == GR_FIND_ORPHAN) {
+                        count[K_ORPHAN] += f->n_pids;
+                        bytes[K_ORPHAN] += mem;
+                } else if (f->kind == GR_FIND_STALE || f->kind == GR_FIND_TEARDOWN) {
+                        count[K_STALE]++;
+                        bytes[K_STALE] += mem;
+                }
+        }
+        for (size_t k = 0; k < d->n_holders; k++) {
+                const gr_holder_verdict *v = &d->holders[k];
+                if (v->judgement != GR_JUDGE_LEFTOVER || gr_process_fds_on_minor(v->process, g->minor) == 0)
+                        continue;
+                if (v->conditions & GR_COND_STOPPED) {
+                        count[K_STOPPED]++;
+                        bytes[K_STOPPED] += listed_bytes(g, v->pid);
+                }
+                for (unsigned i = 0; i < lr->n_survived; i++)
+                        if (lr->survived[i] == v->pid && lr->survived_start[i] == v->process->start_time) {
+                                count[K_UNKILLABLE]++; /* a SIGKILL of the last reap did not end it */
+                                bytes[K_UNKILLABLE] += listed_bytes(g, v->pid);
+                        }
+        }
+}
+
+static void process_series(FILE *f, const gr_snapshot *s, const gr_diagnosis *d, unsigned gi)
+{
+        const gr_gpu *g = &s->gpu->gpus[gi];
+        bool shown[GR_GPU_PROCS_MAX] = { false };
+        for (unsigned n = 0; n < PROCESS_SERIES_MAX && n < g->n_procs; n++) {
+                unsigned best = g->n_procs;
+                for (unsigned j = 0; j < g->n_procs; j++)
+                        if (!shown[j] && (best == g->n_procs ||
+                                          (g->procs[j].used_bytes != GR_UNKNOWN_U64 &&
+                                           (g->procs[best].used_bytes == GR_UNKNOWN_U64 ||
+                                            g->procs[j].used_bytes > g->procs[best].used_bytes))))
+                                best = j;
+                shown[best] = true;
+                const gr_gpu_proc *o = &g->procs[best];
+                const gr_holder_verdict *v = gr_diagnosis_holder(d, (pid_t)o->pid);
+                const gr_process *p = gr_proc_table_find(s->procs, (pid_t)o->pid);
+                char job[96] = "";
+                if (v)
+                        gr_job_text(&v->job, job, sizeof(job));
+                fputs("gpureap_process_gpu_memory_bytes{", f);
+                gpu_labels(f, g);
+                fprintf(f, ",pid=\"%u\",comm=\"", o->pid);
+                label(f, p ? p->comm : "");
+                fputs("\",job=\"", f);
+                label(f, job);
+                fprintf(f, "\",judgement=\"%s\"} ", v ? gr_judgement_name(v->judgement) : "gone");
+                value(f, o->used_bytes);
+        }
+}
+
+static void render(FILE *f, const gr_snapshot *s, const gr_diagnosis *d, const struct gpu_selection *sel)
+{
+        const gr_gpu_report *rep = s->gpu;
+        help(f, "gpureap_up", "1 when the driver answered, 0 when it failed or did not answer in time");
+        fprintf(f, "gpureap_up %d\n", rep->status == GR_GPU_OK);
+        help(f, "gpureap_driver_duration_seconds", "time the driver took to answer");
+        fprintf(f, "gpureap_driver_duration_seconds %.3f\n", (double)rep->elapsed_ms / 1000);
+        if (rep->status == GR_GPU_OK && d) {
+                static const struct { const char *name, *text; size_t off; } mem[] = {
+                        { "gpureap_gpu_memory_total_bytes", "total memory", offsetof(gr_gpu, mem_total) },
+                        { "gpureap_gpu_memory_used_bytes", "used memory (v2: without the driver's reserve)", offsetof(gr_gpu, mem_used) },
+                        { "gpureap_gpu_memory_reserved_bytes", "memory the driver reserves (v2 only)", offsetof(gr_gpu, mem_reserved) },
+                        { "gpureap_gpu_memory_free_bytes", "free memory", offsetof(gr_gpu, mem_free) },
+                };
+                for (size_t m = 0; m < GR_ELEMENTSOF(mem); m++) {
+                        help(f, mem[m].name, mem[m].text);
+                        for (unsigned i = 0; i < rep->n_gpus; i++) {
+                                if (!gpu_selected(sel, &rep->gpus[i]))
+                                        continue;
+                                fprintf(f, "%s{", mem[m].name);
+                                gpu_labels(f, &rep->gpus[i]);
+                                fputs("} ", f);
+                                value(f, *(const uint64_t *)((const char *)&rep->gpus[i] + mem[m].off));
+                        }
+                }
+                help(f, "gpureap_gpu_unaccounted_memory_bytes", "used memory that no live listed process accounts for");
+                for (unsigned i = 0; i < rep->n_gpus; i++) {
+                        if (!gpu_selected(sel, &rep->gpus[i]))
+                                continue;
+                        fputs("gpureap_gpu_unaccounted_memory_bytes{", f);
+                        gpu_labels(f, &rep->gpus[i]);
+                        fputs("} ", f);
+                        value(f, d->gpus[i].unaccounted);
+                }
+                help(f, "gpureap_gpu_state", "1 for the GPU's state: clean, busy, dirty, stale or unknown");
+                for (unsigned i = 0; i < rep->n_gpus; i++)
+                        for (int st = GR_GPU_CLEAN; gpu_selected(sel, &rep->gpus[i]) && st <= GR_GPU_UNKNOWN; st++) {
+                                fputs("gpureap_gpu_state{", f);
+                                gpu_labels(f, &rep->gpus[i]);
+                                fprintf(f, ",state=\"%s\"} %d\n", gr_gpu_state_name((gr_gpu_state)st), d->gpus[i].state == (gr_gpu_state)st);
+                        }
+                help(f, "gpureap_gpu_holders", "processes with the GPU's device file open, by role");
+                for (unsigned i = 0; i < rep->n_gpus; i++)
+                        for (int role = GR_ROLE_OWNER; gpu_selected(sel, &rep->gpus[i]) && role <= GR_ROLE_MONITOR; role++) {
+                                unsigned n = 0;
+                                for (size_t k = 0; k < d->n_holders; k++)
+                                        n += d->holders[k].role == (gr_role)role &&
+                                             gr_process_fds_on_minor(d->holders[k].process, rep->gpus[i].minor) > 0;
+                                fputs("gpureap_gpu_holders{", f);
+                                gpu_labels(f, &rep->gpus[i]);
+                                fprintf(f, ",role=\"%s\"} %u\n", gr_role_name((gr_role)role), n);
+                        }
+        }
+        struct last_reap lr = { 0 };
+        read_last_reap(&lr);
+        if (rep->status == GR_GPU_OK && d) {
+                uint64_t count[GR_GPUS_MAX][K_COUNT] = { { 0 } }, bytes[GR_GPUS_MAX][K_COUNT] = { { 0 } };
+                for (unsigned i = 0; i < rep->n_gpus && i < GR_GPUS_MAX; i++)
+                        leftovers(s, d, &lr, i, count[i], bytes[i]);
+                help(f, "gpureap_gpu_leftovers", "leftovers by kind: ghost, orphan, stale, stopped, unkillable (survived the last reap)");
+                for (unsigned i = 0; i < rep->n_gpus && i < GR_GPUS_MAX; i++)
+                        for (int k = 0; gpu_selected(sel, &rep->gpus[i]) && k < K_COUNT; k++) {
+                                fputs("gpureap_gpu_leftovers{", f);
+                                gpu_labels(f, &rep->gpus[i]);
+                                fprintf(f, ",kind=\"%s\"} %llu\n", kind_names[k], (unsigned long long)count[i][k]);
+                        }
+                help(f, "gpureap_gpu_leftover_bytes", "GPU memory that leftovers keep, by kind");
+                for (unsigned i = 0; i < rep->n_gpus && i < GR_GPUS_MAX; i++)
+                        for (int k = 0; gpu_selected(sel, &rep->gpus[i]) && k < K_COUNT; k++) {
+                                fputs("gpureap_gpu_leftover_bytes{", f);
+                                gpu_labels(f, &rep->gpus[i]);
+                                fprintf(f, ",kind=\"%s\"} %llu\n", kind_names[k], (unsigned long long)bytes[i][k]);
+                        }
+                help(f, "gpureap_process_gpu_memory_bytes", "memory the driver lists per process (the biggest 64 per GPU)");
+                for (unsigned i = 0; i < rep->n_gpus; i++)
+                        if (gpu_selected(sel, &rep->gpus[i]))
+                                process_series(f, s, d, i);
+        }
+        if (lr.known) {
+                help(f, "gpureap_last_reap_timestamp_seconds", "when the last reap ended (seconds since the epoch)");
+                fprintf(f, "gpureap_last_reap_timestamp_seconds %llu\n", (unsigned long long)lr.time);
+                help(f, "gpureap_last_reap_success", "1 when the last reap verified its GPUs and every target ended");
+                fprintf(f, "gpureap_last_reap_success %d\n", lr.exit_code == 0);
+                help(f, "gpureap_last_reap_targets", "processes the last reap signalled");
+                fprintf(f, "gpureap_last_reap_targets %llu\n", (unsigned long long)lr.targets);
+                help(f, "gpureap_last_reap_failed_targets", "targets of the last reap that survived, were denied, or could not be signalled");
+                fprintf(f, "gpureap_last_reap_failed_targets %llu\n", (unsigned long long)lr.failed);
+        }
+}
+
+static int write_atomically(const char *path, const gr_snapshot *s, const gr_diagnosis *d,
+                            const struct gpu_selection *sel)
+{
+        char tmp[4096];
+        if (snprintf(tmp, sizeof(tmp), "%s.%d.tmp", path, (int)getpid()) >= (int)sizeof(tmp))
+                return -ENAMETOOLONG;
+        int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
+        if (fd < 0)
+                return -errno;
+        FILE *f = fdopen(fd, "w");
+        if (!f) {
+                int r = -errno;
+                close(fd);
+                unlink(tmp);
+                return r;
+        }
+        render(f, s, d, sel);
+        /* a collector must never read half a file: the whole of it, on disk, then the rename */
+        int r = fflush(f) == 0 && fsync(fileno(f)) == 0 ? 0 : -errno;
+        if (fclose(f) != 0 && r == 0)
+                r = -errno;
+        if (r == 0 && rename(tmp, path) < 0)
+                r = -errno;
+        if (r < 0)
+                unlink(tmp);
+        return r;
+}
+
+int cmd_metrics(int argc, char **argv)
+{
+        static const struct option opts[] = {
+                { "textfile", required_argument, NULL, 'o' },
+                { "gpu", required_argument, NULL, 'g' },
+                { "nvml-timeout", required_argument, NULL, 't' },
+                { "help", no_argument, NULL, 'h' },
+                { NULL, 0, NULL, 0 },
+        };
+        const char *textfile = NULL;
+        char gpus[1024] = "";
+        gr_snapshot_options so = { 0 };
+        if (nvml_timeout_from_env(&so.gpu.timeout_ms) < 0)
+                return EXIT_USAGE;
+        optind = 1;
+        int c;
+        while ((c = getopt_long(argc, argv, "+o:g:t:h", opts, NULL)) != -1) {
+                switch (c) {
+                case 'o': textfile = optarg; break;
+                case 'g':
+                        if (gpu_option_append(gpus, sizeof(gpus), optarg) < 0)
+                                return EXIT_USAGE;
+                        break;
+                case 't':
+                        if (parse_duration_option(optarg, &so.gpu.timeout_ms, false) < 0)
+                                return EXIT_USAGE;
+                        break;
+                case 'h':
+                        metrics_usage(stdout);
+                        return EXIT_CLEAN;
+                default:
+                        fprintf(stderr, "see 'gpureap metrics --help'\n");
+                        return EXIT_USAGE;
+                }
+        }
+        if (no_stray_arguments(argc, argv, "metrics") < 0)
+                return EXIT_USAGE;
+        if (textfile && !textfile[0]) {
+                error_msg("--textfile needs a file name");
+                return EXIT_USAGE;
+        }
+        struct gpu_selection sel = { .list = gpus[0] ? gpus : NULL };
+        gr_snapshot *s = NULL;
+        gr_diagnosis *d = NULL;
+        int r = gr_snapshot_take(&so, &s);
+        if (r < 0) {
+                error_msg("cannot take a snapshot: %s", strerror(-r));
+                return EXIT_DRIVER;
+        }
+        char bad[128];
+        if (s->gpu->status == GR_GPU_OK && gpu_selection_unmatched(&sel, s->gpu, bad, sizeof(bad))) {
+                gpu_selection_error(&sel, s->gpu);
+                gr_snapshot_free(s);
+                return EXIT_USAGE;
+        }
+        if (s->gpu->status == GR_GPU_OK && (r = gr_diagnose(s, getuid(), &d)) < 0) {
+                error_msg("cannot diagnose: %s", strerror(-r));
+                gr_snapshot_free(s);
+                return EXIT_DRIVER;
+        }
+        int code = s->gpu->status == GR_GPU_OK ? EXIT_CLEAN : EXIT_DRIVER;
+        if (textfile) {
+                if ((r = write_atomically(textfile, s, d, &sel)) < 0) {
+                        error_msg("cannot write '%s': %s", textfile, strerror(-r));
+                        code = EXIT_USAGE;
+                }
+        } else {
+                render(stdout, s, d, &sel);
+        }
+        if (s->gpu->status != GR_GPU_OK)
+                error_msg("%s", s->gpu->error); /* the metrics say gpureap_up 0 */
+        gr_diagnosis_free(d);
+        gr_snapshot_free(s);
+        return code;
+}

@@ -1,0 +1,54 @@
+/* The little gpureap keeps between runs: the last reap's result, for the metrics. One directory:
+ * $GPUREAP_STATE_DIR, /run/gpureap for root, $XDG_RUNTIME_DIR/gpureap for a user. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "gpureap/basic.h"
+#include "gpureap.h"
+
+int state_file_path(const char *name, char *buf, size_t size)
+{
+        const char *dir = getenv("GPUREAP_STATE_DIR");
+        char tmp[4096];
+        if (!dir || !*dir) {
+                const char *xdg = getenv("XDG_RUNTIME_DIR");
+                if (geteuid() == 0)
+                        dir = "/run/gpureap";
+                else if (xdg && *xdg && snprintf(tmp, sizeof(tmp), "%s/gpureap", xdg) < (int)sizeof(tmp))
+                        dir = tmp;
+                else
+                        return -ENOENT;
+        }
+        if (snprintf(buf, size, "%s/%s", dir, name) >= (int)size)
+                return -ENAMETOOLONG;
+        return 0;
+}
+
+int state_write(const char *name, const char *content)
+{
+        char path[4096], tmp[4200];
+        int r = state_file_path(name, path, sizeof(path));
+        if (r < 0)
+                return r;
+        char *slash = strrchr(path, '/');
+        *slash = '\0';
+        if (mkdir(path, geteuid() == 0 ? 0755 : 0700) < 0 && errno != EEXIST)
+                return -errno;
+        *slash = '/';
+        snprintf(tmp, sizeof(tmp), "%s.%d.tmp", path, (int)getpid());
+        int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
+        if (fd < 0)
+                return -errno;
+        size_t len = strlen(content);
+        r = write(fd, content, len) == (ssize_t)len ? 0 : -EIO;
+        close(fd);
+        if (r == 0 && rename(tmp, path) < 0)
+                r = -errno;
+        if (r < 0)
+                unlink(tmp);
+        return r;
+}
