@@ -20,7 +20,7 @@ static void reap_usage(FILE *f)
         fprintf(f,
                 "usage: gpureap reap [--dry-run] [--yes] [--json] [--gpu SEL] [--pid PID[,PID...]]\n"
                 "                    [--likely] [--all] [--tree] [--user USER] [--all-users]\n"
-                "                    [--grace DUR] [--timeout DUR]\n"
+                "                    [--grace DUR] [--timeout DUR] [--job ID|--cgroup P|--container ID|--pod UID [--ended]]\n"
                 "\n"
                 "Kill the leftovers the diagnosis is sure of (hidden holders of ghosts, workers whose\n"
                 "launcher is gone), never live jobs, unsure holders, monitors, PID 1, gpureap or its\n"
@@ -37,6 +37,8 @@ static void reap_usage(FILE *f)
                 "  --tree           with each target, its whole process group (never gpureap's own)\n"
                 "  --user USER      only processes of this user (name or uid)\n"
                 "  --all-users      as root, other users' processes too\n"
+                SCOPE_USAGE
+                "  --ended          the scope is over (a job's epilog): every holder of it is a target\n"
                 "  --grace DUR      between SIGTERM and SIGKILL (default 5s)\n"
                 "  --timeout DUR    bounds the whole command: signals, drain, verification (default 30s)\n"
                 "\n"
@@ -57,16 +59,18 @@ struct reap {
         gr_snapshot_options so;
         uint64_t grace, timeout, t0, deadline;
         struct gpu_selection sel;
+        gr_scope scope;
         json_object *out;          /* the --json result, filled as things happen */
 };
 
-static const char *const why_names[] = { "leftover", "asked (--pid)", "asked (--all)", "its process group (--tree)" };
-static const char *const why_keys[] = { "leftover", "pid", "all", "tree" };
+static const char *const why_names[] = { "leftover", "asked (--pid)", "asked (--all)", "its process group (--tree)",
+                                         "a process of the ended scope (--ended)" };
+static const char *const why_keys[] = { "leftover", "pid", "all", "tree", "ended" };
 
 static const char *refusal_key(gr_refusal r)
 {
         static const char *const k[] = { "none", "init", "self", "kernel", "monitor", "other_user", "zombie",
-                                         "gone", "live", "unsure", "likely", "no_uid" };
+                                         "gone", "live", "unsure", "likely", "no_uid", "out_of_scope" };
         return (unsigned)r < GR_ELEMENTSOF(k) ? k[r] : "unknown";
 }
 
@@ -174,6 +178,11 @@ static int parse_args(struct reap *r, int argc, char **argv)
                 { "grace", required_argument, NULL, 'G' },
                 { "timeout", required_argument, NULL, 'T' },
                 { "nvml-timeout", required_argument, NULL, 't' },
+                { "job", required_argument, NULL, OPT_JOB },
+                { "cgroup", required_argument, NULL, OPT_CGROUP },
+                { "container", required_argument, NULL, OPT_CONTAINER },
+                { "pod", required_argument, NULL, OPT_POD },
+                { "ended", no_argument, NULL, OPT_ENDED },
                 { "help", no_argument, NULL, 'h' },
                 { NULL, 0, NULL, 0 },
         };
@@ -224,6 +233,16 @@ static int parse_args(struct reap *r, int argc, char **argv)
                         if (parse_duration_option(optarg, &r->so.gpu.timeout_ms, false) < 0)
                                 return -1;
                         break;
+                case OPT_JOB:
+                case OPT_CGROUP:
+                case OPT_CONTAINER:
+                case OPT_POD:
+                        if (scope_option(scope_option_name(c), optarg, &r->scope) < 0)
+                                return -1;
+                        break;
+                case OPT_ENDED:
+                        r->po.scope_ended = true;
+                        break;
                 case 'h':
                         reap_usage(stdout);
                         return 1;
@@ -236,6 +255,10 @@ static int parse_args(struct reap *r, int argc, char **argv)
                 return -1;
         if (r->po.all && r->n_pids > 0) {
                 error_msg("--all and --pid exclude each other");
+                return -1;
+        }
+        if (r->po.scope_ended && r->scope.kind == GR_SCOPE_NONE) {
+                error_msg("--ended needs the scope that ended: --job, --cgroup, --container or --pod");
                 return -1;
         }
         return 0;
@@ -525,7 +548,9 @@ int cmd_reap(int argc, char **argv)
         if (pa != 0)
                 return pa > 0 ? EXIT_CLEAN : EXIT_USAGE;
         r.sel.list = r.gpus[0] ? r.gpus : NULL;
+        r.sel.scope = &r.scope;
         r.po.gpus = r.sel.list;
+        r.po.scope = r.scope.kind != GR_SCOPE_NONE ? &r.scope : NULL;
         r.po.pids = r.pids;
         r.po.n_pids = r.n_pids;
         if (self_plan_options(&r.po) < 0) {
@@ -565,6 +590,7 @@ int cmd_reap(int argc, char **argv)
                 code = EXIT_USAGE;
                 goto out;
         }
+        r.sel.scope_mask = scope_gpus(s, &r.scope);
         /* whoever is named gets its owner read, holder or not: the plan refuses what it cannot
          * attribute to a user, and the ladder checks the owner again before the signal */
         for (size_t i = 0; i < r.n_pids; i++) {

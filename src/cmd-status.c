@@ -23,6 +23,8 @@ static void status_usage(FILE *f)
                 "                         this machine (for bug reports and tests)\n"
                 "  --gpu SEL              only these GPUs: index, UUID (or its first 8+ characters)\n"
                 "                         or PCI bus id; comma separated or repeated\n"
+                SCOPE_USAGE
+                "                         (without --gpu: the GPUs its processes hold)\n"
                 "  --nvml-timeout DUR     give the driver this long to answer (default 5s;\n"
                 "                         also $GPUREAP_NVML_TIMEOUT)\n"
                 "\n"
@@ -99,10 +101,15 @@ int cmd_status(int argc, char **argv)
                 { "gpu", required_argument, NULL, 'g' },
                 { "nvml-timeout", required_argument, NULL, 't' },
                 { "replay", required_argument, NULL, 'r' },
+                { "job", required_argument, NULL, OPT_JOB },
+                { "cgroup", required_argument, NULL, OPT_CGROUP },
+                { "container", required_argument, NULL, OPT_CONTAINER },
+                { "pod", required_argument, NULL, OPT_POD },
                 { "help", no_argument, NULL, 'h' },
                 {},
         };
         bool json = false, why = false;
+        gr_scope scope = { .kind = GR_SCOPE_NONE };
         const char *replay = NULL;
         char gpus[1024] = "";
         gr_snapshot_options so = { 0 };
@@ -130,6 +137,13 @@ int cmd_status(int argc, char **argv)
                 case 'r':
                         replay = optarg;
                         break;
+                case OPT_JOB:
+                case OPT_CGROUP:
+                case OPT_CONTAINER:
+                case OPT_POD:
+                        if (scope_option(scope_option_name(c), optarg, &scope) < 0)
+                                return EXIT_USAGE;
+                        break;
                 case 'h':
                         status_usage(stdout);
                         return EXIT_CLEAN;
@@ -140,7 +154,7 @@ int cmd_status(int argc, char **argv)
         }
         if (no_stray_arguments(argc, argv, "status") < 0)
                 return EXIT_USAGE;
-        struct gpu_selection sel = { .list = gpus[0] ? gpus : NULL };
+        struct gpu_selection sel = { .list = gpus[0] ? gpus : NULL, .scope = &scope };
 
         gr_snapshot *s = NULL;
         if (replay) {
@@ -165,6 +179,7 @@ int cmd_status(int argc, char **argv)
                 }
         }
 
+        sel.scope_mask = scope_gpus(s, &scope);
         gr_diagnosis *d = NULL;
         int r = gr_diagnose(s, getuid(), &d);
         if (r < 0) {

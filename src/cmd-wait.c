@@ -17,6 +17,9 @@ static void wait_usage(FILE *f)
                 "benchmark or a server started with --mem-fraction-static.\n"
                 "\n"
                 "  --gpu SEL          only these GPUs (index, UUID prefix, PCI bus id)\n"
+                SCOPE_USAGE
+                "                     (with a scope: until none of its processes holds a GPU and the\n"
+                "                     GPUs they held are clean)\n"
                 "  --free SIZE        e.g. 40GiB, or 90%% of the GPU's total memory\n"
                 "  --timeout DUR      give up after this long (default 60s; 0: look once)\n"
                 "  --nvml-timeout DUR how long the driver gets for each look (default 5s)\n"
@@ -27,6 +30,8 @@ static void wait_usage(FILE *f)
 
 struct wait_args {
         struct gpu_selection sel;
+        gr_scope scope;
+        bool mask_fixed;          /* the scope's GPUs, as its processes held them at the start */
         uint64_t free_bytes;
         unsigned free_percent; /* 0: not asked */
         bool free_set;
@@ -34,7 +39,18 @@ struct wait_args {
 
 static bool cond(const gr_snapshot *s, const gr_diagnosis *d, void *userdata)
 {
-        const struct wait_args *a = userdata;
+        struct wait_args *a = userdata;
+        if (a->scope.kind != GR_SCOPE_NONE) {
+                /* a scope: until none of its processes holds a GPU, and the GPUs they held are
+                 * clean (or have the memory free) */
+                uint64_t now = scope_gpus(s, &a->scope);
+                if (!a->mask_fixed) {
+                        a->sel.scope_mask = now;
+                        a->mask_fixed = true;
+                }
+                if (now)
+                        return false;
+        }
         for (unsigned i = 0; i < s->gpu->n_gpus; i++) {
                 const gr_gpu *g = &s->gpu->gpus[i];
                 if (!gpu_selected(&a->sel, g))
@@ -83,6 +99,10 @@ int cmd_wait(int argc, char **argv)
                 { "free", required_argument, NULL, 'f' },
                 { "timeout", required_argument, NULL, 'T' },
                 { "nvml-timeout", required_argument, NULL, 't' },
+                { "job", required_argument, NULL, OPT_JOB },
+                { "cgroup", required_argument, NULL, OPT_CGROUP },
+                { "container", required_argument, NULL, OPT_CONTAINER },
+                { "pod", required_argument, NULL, OPT_POD },
                 { "help", no_argument, NULL, 'h' },
                 { NULL, 0, NULL, 0 },
         };
@@ -131,6 +151,13 @@ int cmd_wait(int argc, char **argv)
                         if (parse_duration_option(optarg, &so.gpu.timeout_ms, false) < 0)
                                 return EXIT_USAGE;
                         break;
+                case OPT_JOB:
+                case OPT_CGROUP:
+                case OPT_CONTAINER:
+                case OPT_POD:
+                        if (scope_option(scope_option_name(c), optarg, &a.scope) < 0)
+                                return EXIT_USAGE;
+                        break;
                 case 'h':
                         wait_usage(stdout);
                         return EXIT_CLEAN;
@@ -142,6 +169,7 @@ int cmd_wait(int argc, char **argv)
         if (no_stray_arguments(argc, argv, "wait") < 0)
                 return EXIT_USAGE;
         a.sel.list = gpus[0] ? gpus : NULL;
+        a.sel.scope = &a.scope;
         bool tty = isatty(STDERR_FILENO);
         struct wait_spec w = { .so = &so, .timeout_ms = timeout, .progress = tty ? progress : NULL };
         gr_snapshot *s = NULL;

@@ -20,7 +20,24 @@ enum {
 
 struct gpu_selection {
         const char *list;     /* --gpu value, comma separated; NULL for all */
+        const gr_scope *scope; /* --job, --cgroup, --container, --pod: and then, without --gpu,
+                                  only the GPUs that its processes hold (mask below) */
+        uint64_t scope_mask;
 };
+
+/* the scope options' codes for getopt_long, beyond any short option */
+enum { OPT_JOB = 1000, OPT_CGROUP, OPT_CONTAINER, OPT_POD, OPT_ENDED };
+const char *scope_option_name(int code);
+#define SCOPE_USAGE \
+        "  --job ID         only the processes of this Slurm job (its cgroup, or SLURM_JOB_ID)\n" \
+        "  --cgroup PATH    only the processes of this cgroup and those below it\n" \
+        "  --container ID   only the processes of this container (12+ hex digits)\n" \
+        "  --pod UID        only the processes of this Kubernetes pod\n"
+/* --job/--cgroup/--container/--pod VALUE into sc; -1 (message printed) when malformed or a
+ * second scope */
+int scope_option(const char *option, const char *value, gr_scope *sc);
+/* The GPUs (bit i: index i of the report) that the scope's processes hold */
+uint64_t scope_gpus(const gr_snapshot *s, const gr_scope *sc);
 
 bool gpu_selected(const struct gpu_selection *sel, const gr_gpu *g);
 /* An unknown or ambiguous selector: returns it (why in *ret_ambiguous), or NULL when every

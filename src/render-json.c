@@ -78,6 +78,24 @@ static json_object *verdict_json(const gr_holder_verdict *v)
         return o;
 }
 
+/* Where it runs, as its cgroup path (and for escapees of a job, SLURM_JOB_ID) shows it */
+static json_object *placement_json(const gr_process *p)
+{
+        if (!p->has_details)
+                return NULL;
+        json_object *o = json_object_new_object();
+        char name[128], id[80];
+        gr_cgroup_kind k = p->cgroup ? gr_cgroup_manager(p->cgroup, name, sizeof(name)) : GR_CG_NONE;
+        add(o, "manager", k == GR_CG_NONE ? NULL : json_object_new_string(gr_cgroup_kind_name(k)));
+        add(o, "systemd_unit", k == GR_CG_SERVICE ? json_object_new_string(name) : NULL);
+        const char *job = p->cgroup && gr_cgroup_slurm_job(p->cgroup, id, sizeof(id)) == 0 ? id :
+                          p->env_read && p->env.slurm_job_id[0] ? p->env.slurm_job_id : NULL;
+        add(o, "slurm_job", j_str(job));
+        add(o, "kubernetes_pod", k == GR_CG_POD ? json_object_new_string(name) : NULL);
+        add(o, "container", p->cgroup && gr_cgroup_container_id(p->cgroup, id, sizeof(id)) == 0 ? json_object_new_string(id) : NULL);
+        return o;
+}
+
 static json_object *env_json(const gr_process *p)
 {
         if (!p->has_details || !p->env_read)
@@ -111,9 +129,14 @@ static json_object *net_json(const gr_net *n)
         return o;
 }
 
-static json_object *process_json(const gr_snapshot *s, const gr_diagnosis *d, const gr_process *p)
+static json_object *process_json(const gr_snapshot *s, const gr_diagnosis *d, const gr_process *p,
+                                 const struct gpu_selection *sel)
 {
         json_object *o = json_object_new_object();
+        if (sel && sel->scope && sel->scope->kind != GR_SCOPE_NONE) {
+                static const char *const m[] = { "out", "in", "escaped" };
+                add(o, "in_scope", json_object_new_string(m[gr_scope_contains(sel->scope, p)]));
+        }
         add(o, "pid", json_object_new_int(p->pid));
         add(o, "start_time_ticks", json_object_new_int64((int64_t)p->start_time));
         if (s->procs->boot_time && s->procs->clock_ticks > 0)
@@ -139,6 +162,7 @@ static json_object *process_json(const gr_snapshot *s, const gr_diagnosis *d, co
         snprintf(sig, sizeof(sig), "%016llx", (unsigned long long)p->sig_ignored);
         add(o, "sig_ignored", p->has_details ? json_object_new_string(sig) : NULL);
         add(o, "environ", env_json(p));
+        add(o, "placement", placement_json(p));
         add(o, "net", net_json(p->net));
         json_object *dev = NULL;
         if (p->hold) {
@@ -331,6 +355,12 @@ int render_status_json(FILE *f, const gr_snapshot *s, const gr_diagnosis *d,
         add(view, "replayed", json_object_new_boolean(s->replayed));
         add(view, "limits", d ? j_str(d->view) : NULL);
         add(root, "view", view);
+        if (sel && sel->scope && sel->scope->kind != GR_SCOPE_NONE) {
+                json_object *sc = json_object_new_object();
+                add(sc, "kind", json_object_new_string(gr_scope_kind_name(sel->scope->kind)));
+                add(sc, "id", json_object_new_string(sel->scope->id));
+                add(root, "scope", sc);
+        }
 
         json_object *gpus = json_object_new_array();
         for (unsigned i = 0; i < rep->n_gpus; i++)
@@ -342,7 +372,7 @@ int render_status_json(FILE *f, const gr_snapshot *s, const gr_diagnosis *d,
         bool *want = wanted_processes(s);
         for (size_t i = 0; want && s->procs && i < s->procs->n; i++)
                 if (want[i])
-                        json_object_array_add(procs, process_json(s, d, &s->procs->procs[i]));
+                        json_object_array_add(procs, process_json(s, d, &s->procs->procs[i], sel));
         free(want);
         add(root, "processes", procs);
 

@@ -83,13 +83,26 @@ static void print_process_row(const struct out *o, const gr_snapshot *s, const g
                         n += (size_t)snprintf(ports + n, sizeof(ports) - n, " :%u", p->net->listen_ports[i]);
         }
         const char *cmd = p->cmdline ? p->cmdline : p->comm;
+        /* where it runs: a Slurm job, a pod, a container, a service */
+        char name[128], id[80], where[160] = "";
+        gr_cgroup_kind k = p->cgroup ? gr_cgroup_manager(p->cgroup, name, sizeof(name)) : GR_CG_NONE;
+        if (p->cgroup && gr_cgroup_slurm_job(p->cgroup, id, sizeof(id)) == 0)
+                snprintf(where, sizeof(where), "  job %s", id);
+        else if (p->env_read && p->env.slurm_job_id[0])
+                snprintf(where, sizeof(where), "  job %s (escaped its cgroup)", p->env.slurm_job_id);
+        else if (k == GR_CG_POD)
+                snprintf(where, sizeof(where), "  pod %s", name);
+        else if (k == GR_CG_CONTAINER)
+                snprintf(where, sizeof(where), "  container %s", name);
+        else if (k == GR_CG_SERVICE)
+                snprintf(where, sizeof(where), "  %s", name);
         char maps[16] = "-";
         if (p->hold && p->hold->maps_read)
                 snprintf(maps, sizeof(maps), "%u", p->hold->n_maps);
         fprintf(o->f, "%s%-8d %-7d %-6s %-2c %4u %4u %5s  %-7s %-28s %.60s%s%s%s\n", indent, (int)p->pid,
                 (int)p->ppid, uid, p->state, fds_here, p->hold ? p->hold->n_uvm : 0,
                 maps, nspid, role, cmd[0] ? cmd : p->comm,
-                ports[0] ? "  listening" : "", ports, "");
+                ports[0] ? "  listening" : "", ports, where);
 }
 
 static void print_memory(const struct out *o, const gr_gpu *g, const gr_gpu_verdict *v)

@@ -5,6 +5,8 @@
 
 bool gpu_selected(const struct gpu_selection *sel, const gr_gpu *g)
 {
+        if (sel && sel->scope && sel->scope->kind != GR_SCOPE_NONE && !sel->list)
+                return g->index < 64 && (sel->scope_mask >> g->index & 1);
         return gr_gpu_matches_list(g, sel ? sel->list : NULL);
 }
 
@@ -54,4 +56,53 @@ bool finding_selected(const struct gpu_selection *sel, const gr_snapshot *s, con
         if (f->gpu < 0 || (unsigned)f->gpu >= s->gpu->n_gpus)
                 return true;
         return gpu_selected(sel, &s->gpu->gpus[f->gpu]);
+}
+
+int scope_option(const char *option, const char *value, gr_scope *sc)
+{
+        static const struct { const char *name; gr_scope_kind kind; const char *hint; } kinds[] = {
+                { "job", GR_SCOPE_SLURM_JOB, "a Slurm job id: digits" },
+                { "cgroup", GR_SCOPE_CGROUP, "a cgroup path from the hierarchy's root, starting with '/'" },
+                { "container", GR_SCOPE_CONTAINER, "a container id: at least 12 hex digits" },
+                { "pod", GR_SCOPE_POD, "a pod UID" },
+        };
+        for (size_t i = 0; i < GR_ELEMENTSOF(kinds); i++) {
+                if (strcmp(option, kinds[i].name) != 0)
+                        continue;
+                if (sc->kind != GR_SCOPE_NONE) {
+                        error_msg("one scope at a time: --%s and --%s", gr_scope_kind_name(sc->kind), option);
+                        return -1;
+                }
+                if (gr_scope_parse(kinds[i].kind, value, sc) < 0) {
+                        error_msg("invalid --%s '%s': %s", option, value, kinds[i].hint);
+                        return -1;
+                }
+                return 0;
+        }
+        return -1;
+}
+
+uint64_t scope_gpus(const gr_snapshot *s, const gr_scope *sc)
+{
+        uint64_t m = 0;
+        for (size_t k = 0; s->procs && k < s->procs->n; k++) {
+                const gr_process *p = &s->procs->procs[k];
+                if (!p->hold || gr_scope_contains(sc, p) == GR_SCOPE_OUT)
+                        continue;
+                for (unsigned i = 0; i < s->gpu->n_gpus; i++)
+                        if (s->gpu->gpus[i].index < 64 && gr_process_fds_on_minor(p, s->gpu->gpus[i].minor) > 0)
+                                m |= 1ULL << s->gpu->gpus[i].index;
+        }
+        return m;
+}
+
+const char *scope_option_name(int code)
+{
+        switch (code) {
+        case OPT_JOB: return "job";
+        case OPT_CGROUP: return "cgroup";
+        case OPT_CONTAINER: return "container";
+        case OPT_POD: return "pod";
+        }
+        return "?";
 }

@@ -12,6 +12,7 @@ typedef enum gr_plan_why {
         GR_WHY_ASKED_PID,     /* --pid */
         GR_WHY_ASKED_ALL,     /* --all: every holder of the selected GPUs */
         GR_WHY_TREE,          /* --tree: a member of a target's process group */
+        GR_WHY_ENDED,         /* a holder of the scope (job, pod) that has ended */
 } gr_plan_why;
 
 typedef enum gr_refusal {
@@ -27,6 +28,7 @@ typedef enum gr_refusal {
         GR_REFUSE_UNSURE,     /* the evidence conflicts: only --pid names it */
         GR_REFUSE_LIKELY,     /* a likely leftover: only with --likely (or --pid) */
         GR_REFUSE_NO_UID,     /* its owner could not be read */
+        GR_REFUSE_OUT_OF_SCOPE, /* not a process of the --job, --cgroup, --container or --pod */
 } gr_refusal;
 
 typedef struct gr_target {
@@ -51,6 +53,8 @@ typedef struct gr_plan_options {
         size_t n_pids;
         bool all;             /* every holder of the selected GPUs, live owners too */
         bool likely;          /* leftovers judged likely too, not only sure ones */
+        const gr_scope *scope; /* only the processes of this job, cgroup, container or pod */
+        bool scope_ended;     /* the scope is over (a job's epilog): each of its holders is a target */
         bool tree;            /* add the whole process group of each target */
         bool user_set;        /* --user */
         uid_t user;

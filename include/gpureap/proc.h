@@ -113,6 +113,7 @@ const char *gr_cgroup_kind_name(gr_cgroup_kind k);
 
 /* ---- the scan ---- */
 
+
 typedef struct gr_holding {
         unsigned n_fds;          /* fds on any NVIDIA device file */
         unsigned n_ctl, n_uvm, n_caps, n_other;
@@ -198,6 +199,31 @@ void gr_proc_table_free(gr_proc_table *t);
 /* The NVIDIA device files one process holds (fds only: no maps, no details); 0 with *ret NULL
  * when it holds none, -errno when its fd directory cannot be read */
 int gr_proc_holding(const char *proc_root, const char *dev_dir, pid_t pid, gr_holding **ret);
+
+/* ---- scopes (lib/proc/scope.c): one job, cgroup, container or pod ---- */
+
+typedef enum gr_scope_kind {
+        GR_SCOPE_NONE,
+        GR_SCOPE_SLURM_JOB,     /* a job id: its cgroup (.../job_ID/...), or SLURM_JOB_ID=ID */
+        GR_SCOPE_CGROUP,        /* a cgroup path and everything below it */
+        GR_SCOPE_CONTAINER,     /* a container id (at least 12 hex digits) */
+        GR_SCOPE_POD,           /* a Kubernetes pod UID */
+} gr_scope_kind;
+
+typedef struct gr_scope {
+        gr_scope_kind kind;
+        char id[512];
+} gr_scope;
+
+typedef enum gr_scope_match {
+        GR_SCOPE_OUT,
+        GR_SCOPE_IN,
+        GR_SCOPE_ESCAPED,       /* not in the job's cgroup, but carries its SLURM_JOB_ID */
+} gr_scope_match;
+
+int gr_scope_parse(gr_scope_kind kind, const char *value, gr_scope *ret); /* -EINVAL: malformed */
+gr_scope_match gr_scope_contains(const gr_scope *sc, const gr_process *p);
+const char *gr_scope_kind_name(gr_scope_kind k);
 
 /* Identity check before acting: does pid still name the process that started at start_time?
  * 1 yes, 0 no (another process, or none), -errno when it could not be read */

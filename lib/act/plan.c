@@ -21,6 +21,7 @@ const char *gr_refusal_text(gr_refusal r)
         case GR_REFUSE_UNSURE: return "unsure: name it with --pid if it is a leftover";
         case GR_REFUSE_LIKELY: return "a likely leftover: add --likely, or name it with --pid";
         case GR_REFUSE_NO_UID: return "its owner could not be read";
+        case GR_REFUSE_OUT_OF_SCOPE: return "not a process of the given job, cgroup, container or pod";
         }
         return "?";
 }
@@ -113,6 +114,9 @@ static int add(struct builder *b, pid_t pid, gr_plan_why why, gr_refusal judged)
         const gr_process *proc = gr_proc_table_find(b->s->procs, pid);
         if (b->o->user_set && proc && (!proc->has_uid || proc->uid != b->o->user))
                 return 0;
+        if (proc && judged == GR_REFUSE_NONE && why != GR_WHY_ENDED && b->o->scope &&
+            gr_scope_contains(b->o->scope, proc) == GR_SCOPE_OUT)
+                judged = GR_REFUSE_OUT_OF_SCOPE;
         if (p->n == b->cap) {
                 if (b->cap >= GR_PLAN_MAX)
                         return -E2BIG;
@@ -187,12 +191,20 @@ int gr_plan_make(const gr_snapshot *s, const gr_diagnosis *d, const gr_plan_opti
                                         r = add(&b, (pid_t)s->gpu->gpus[i].procs[j].pid, GR_WHY_ASKED_ALL, GR_REFUSE_NONE);
         } else {
                 /* every holder of the chosen GPUs: the leftovers the confidence allows become
-                 * targets, the others are listed as spared, with the diagnosis' reason */
+                 * targets, the others are listed as spared, with the diagnosis' reason. In a
+                 * scope that has ended (a job's epilog) every holder of the scope is a leftover by
+                 * definition: nothing of the job may use the GPU any more */
                 for (size_t i = 0; r == 0 && i < d->n_holders; i++) {
                         const gr_holder_verdict *v = &d->holders[i];
                         if (!v->process || !(gpus_of(s, v->process) & chosen))
                                 continue;
-                        r = add(&b, v->pid, GR_WHY_LEFTOVER, judged_refusal(v, o->likely));
+                        bool in = gr_scope_contains(o->scope, v->process) != GR_SCOPE_OUT;
+                        if (!in)
+                                r = add(&b, v->pid, GR_WHY_LEFTOVER, GR_REFUSE_OUT_OF_SCOPE);
+                        else if (o->scope_ended)
+                                r = add(&b, v->pid, GR_WHY_ENDED, GR_REFUSE_NONE);
+                        else
+                                r = add(&b, v->pid, GR_WHY_LEFTOVER, judged_refusal(v, o->likely));
                 }
         }
         if (r == 0 && o->tree) {

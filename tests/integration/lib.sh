@@ -34,6 +34,15 @@ cleanup() {
         for pid in $LAUNCHED; do
                 wait "$pid" 2>/dev/null || true
         done
+        # a 'gpureap run' killed by a test leaves its (empty) leaf cgroup: ours to remove
+        local mnt d
+        mnt=$(awk '$9 == "cgroup2" { print $5; exit }' /proc/self/mountinfo 2>/dev/null)
+        for pid in $LAUNCHED; do
+                [ -n "$mnt" ] || break
+                for d in $(find "$mnt" -maxdepth 6 -type d -name "gpureap-run-$pid" 2>/dev/null); do
+                        rmdir "$d" 2>/dev/null || true
+                done
+        done
         rm -rf "$T"
 }
 trap cleanup EXIT

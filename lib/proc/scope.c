@@ -1,0 +1,98 @@
+/* Scopes: the processes of one Slurm job, cgroup, container or Kubernetes pod, as the cgroup
+ * path lays them out, and for a Slurm job also its escapees (a setsid'd leftover that left the
+ * job's cgroup still carries SLURM_JOB_ID in its environment). Pure: a function of what the scan
+ * read. */
+#include <errno.h>
+#include <string.h>
+
+#include "gpureap/basic.h"
+#include "gpureap/proc.h"
+
+const char *gr_scope_kind_name(gr_scope_kind k)
+{
+        static const char *const n[] = { "none", "slurm_job", "cgroup", "container", "pod" };
+        return (unsigned)k < GR_ELEMENTSOF(n) ? n[k] : "none";
+}
+
+int gr_scope_parse(gr_scope_kind kind, const char *value, gr_scope *ret)
+{
+        gr_scope sc = { .kind = kind };
+        size_t n = strlen(value);
+        if (n == 0 || n >= sizeof(sc.id))
+                return -EINVAL;
+        switch (kind) {
+        case GR_SCOPE_SLURM_JOB:
+                for (size_t i = 0; i < n; i++)
+                        if (value[i] < '0' || value[i] > '9')
+                                return -EINVAL;
+                break;
+        case GR_SCOPE_CGROUP:
+                if (value[0] != '/')
+                        return -EINVAL;
+                while (n > 1 && value[n - 1] == '/')
+                        n--; /* "/a/b/" and "/a/b" name the same cgroup */
+                break;
+        case GR_SCOPE_CONTAINER:
+                if (n < 12)
+                        return -EINVAL; /* a shorter prefix names too many containers */
+                for (size_t i = 0; i < n; i++)
+                        if (!((value[i] >= '0' && value[i] <= '9') || (value[i] >= 'a' && value[i] <= 'f')))
+                                return -EINVAL;
+                break;
+        case GR_SCOPE_POD:
+                for (size_t i = 0; i < n; i++)
+                        if (!((value[i] >= '0' && value[i] <= '9') || (value[i] >= 'a' && value[i] <= 'f') ||
+                              value[i] == '-' || value[i] == '_'))
+                                return -EINVAL;
+                break;
+        case GR_SCOPE_NONE:
+                return -EINVAL;
+        }
+        memcpy(sc.id, value, n);
+        sc.id[n] = '\0';
+        if (kind == GR_SCOPE_POD)
+                for (char *c = sc.id; *c; c++)
+                        if (*c == '_')
+                                *c = '-'; /* the systemd cgroup driver writes '-' as '_' */
+        *ret = sc;
+        return 0;
+}
+
+gr_scope_match gr_scope_contains(const gr_scope *sc, const gr_process *p)
+{
+        if (!sc || sc->kind == GR_SCOPE_NONE)
+                return GR_SCOPE_IN;
+        char name[128];
+        const char *cg = p->cgroup;
+        switch (sc->kind) {
+        case GR_SCOPE_SLURM_JOB:
+                if (cg && gr_cgroup_manager(cg, name, sizeof(name)) == GR_CG_SLURM && strcmp(name, sc->id) == 0)
+                        return GR_SCOPE_IN;
+                if (cg && gr_cgroup_slurm_job(cg, name, sizeof(name)) == 0 && strcmp(name, sc->id) == 0)
+                        return GR_SCOPE_IN;
+                if (p->env_read && strcmp(p->env.slurm_job_id, sc->id) == 0)
+                        return GR_SCOPE_ESCAPED; /* out of the job's cgroup, its environment kept */
+                return GR_SCOPE_OUT;
+        case GR_SCOPE_CGROUP: {
+                size_t n = strlen(sc->id);
+                if (cg && strncmp(cg, sc->id, n) == 0 && (cg[n] == '\0' || cg[n] == '/' || n == 1))
+                        return GR_SCOPE_IN;
+                return GR_SCOPE_OUT;
+        }
+        case GR_SCOPE_CONTAINER:
+                if (cg && gr_cgroup_container_id(cg, name, sizeof(name)) == 0) {
+                        /* the path gives 12 digits; an id given longer matches on them */
+                        size_t k = strlen(name) < strlen(sc->id) ? strlen(name) : strlen(sc->id);
+                        if (strncmp(name, sc->id, k) == 0)
+                                return GR_SCOPE_IN;
+                }
+                return GR_SCOPE_OUT;
+        case GR_SCOPE_POD:
+                if (cg && gr_cgroup_manager(cg, name, sizeof(name)) == GR_CG_POD && strcmp(name, sc->id) == 0)
+                        return GR_SCOPE_IN;
+                return GR_SCOPE_OUT;
+        case GR_SCOPE_NONE:
+                break;
+        }
+        return GR_SCOPE_IN;
+}
