@@ -5,7 +5,6 @@
  * and a framework drains a node on critical, not on unknown. Unknown is kept for a check that
  * cannot judge at all (no NVIDIA driver on this machine). */
 #include <getopt.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -30,74 +29,11 @@ static void check_usage(FILE *f)
                 "  --nvml-timeout   how long the driver gets (default 5s)\n");
 }
 
-enum level { OK, WARNING, CRITICAL, UNKNOWN };
-
 /* a bad command line is the check's own failure: UNKNOWN for Nagios, "other" (unknown) for
  * node-problem-detector; never 2, which Nagios reads as CRITICAL */
 #define CHECK_USAGE 3
 
 static const char *const level_names[] = { "OK", "WARNING", "CRITICAL", "UNKNOWN" };
-
-struct summary {
-        enum level level;
-        char text[512];
-        size_t o;
-};
-
-__attribute__((format(printf, 3, 4)))
-static void say(struct summary *m, enum level l, const char *fmt, ...)
-{
-        if (l > m->level)
-                m->level = l;
-        if (m->o >= sizeof(m->text))
-                return;
-        if (m->o)
-                m->o += (size_t)snprintf(m->text + m->o, sizeof(m->text) - m->o, "; ");
-        va_list ap;
-        va_start(ap, fmt);
-        if (m->o < sizeof(m->text))
-                m->o += (size_t)vsnprintf(m->text + m->o, sizeof(m->text) - m->o, fmt, ap);
-        va_end(ap);
-}
-
-/* What is wrong with GPU i, in a few words */
-static void judge_gpu(struct summary *m, const gr_snapshot *s, const gr_diagnosis *d, unsigned i)
-{
-        const gr_gpu *g = &s->gpu->gpus[i];
-        unsigned leftovers = 0, suspects = 0;
-        uint64_t bytes = 0;
-        char mem[32];
-        for (size_t k = 0; k < d->n_findings; k++) {
-                const gr_finding *f = &d->findings[k];
-                if (f->gpu != (int)i)
-                        continue;
-                if (f->kind == GR_FIND_GHOST || f->kind == GR_FIND_ORPHAN) {
-                        leftovers += f->n_pids;
-                        if (f->memory != GR_UNKNOWN_U64)
-                                bytes += f->memory;
-                }
-                suspects += f->kind == GR_FIND_SUSPECT ? f->n_pids : 0;
-        }
-        switch (d->gpus[i].state) {
-        case GR_GPU_CLEAN:
-        case GR_GPU_BUSY:
-                if (suspects)
-                        say(m, WARNING, "GPU %u: %u holder%s gpureap cannot judge", g->index, suspects,
-                            suspects == 1 ? "" : "s");
-                break;
-        case GR_GPU_DIRTY:
-                say(m, CRITICAL, "GPU %u: %u leftover%s hold %s (gpureap reap --gpu %u)", g->index, leftovers,
-                    leftovers == 1 ? "" : "s", gr_format_bytes(bytes, mem, sizeof(mem)), g->index);
-                break;
-        case GR_GPU_STALE:
-                say(m, CRITICAL, "GPU %u: %s stale, no holder", g->index,
-                    gr_format_bytes(d->gpus[i].unaccounted, mem, sizeof(mem)));
-                break;
-        case GR_GPU_UNKNOWN:
-                say(m, CRITICAL, "GPU %u: cannot be read%s%s", g->index, g->error[0] ? ": " : "", g->error);
-                break;
-        }
-}
 
 int cmd_check(int argc, char **argv)
 {
@@ -144,28 +80,28 @@ int cmd_check(int argc, char **argv)
         if (no_stray_arguments(argc, argv, "check") < 0)
                 return CHECK_USAGE;
         struct gpu_selection sel = { .list = gpus[0] ? gpus : NULL };
-        struct summary m = { .level = OK };
+        struct summary m = { .level = SUMMARY_OK };
         gr_snapshot *s = NULL;
         gr_diagnosis *d = NULL;
         unsigned n_sel = 0;
         int r = gr_snapshot_take(&so, &s);
         if (r < 0) {
-                say(&m, UNKNOWN, "cannot take a snapshot: %s", strerror(-r));
+                summary_say(&m, SUMMARY_UNKNOWN, "cannot take a snapshot: %s", strerror(-r));
         } else if (s->gpu->status == GR_GPU_NO_LIBRARY) {
-                say(&m, UNKNOWN, "no NVIDIA driver: %s", s->gpu->error);
+                summary_say(&m, SUMMARY_UNKNOWN, "no NVIDIA driver: %s", s->gpu->error);
         } else if (s->gpu->status != GR_GPU_OK) {
-                say(&m, CRITICAL, "%s", s->gpu->error);
+                summary_say(&m, SUMMARY_CRITICAL, "%s", s->gpu->error);
         } else if (gpu_selection_unmatched(&sel, s->gpu, m.text, sizeof(m.text))) {
                 gpu_selection_error(&sel, s->gpu);
                 gr_snapshot_free(s);
                 return CHECK_USAGE;
         } else if ((r = gr_diagnose(s, getuid(), &d)) < 0) {
-                say(&m, UNKNOWN, "cannot diagnose: %s", strerror(-r));
+                summary_say(&m, SUMMARY_UNKNOWN, "cannot diagnose: %s", strerror(-r));
         } else {
                 for (unsigned i = 0; i < s->gpu->n_gpus; i++)
                         if (gpu_selected(&sel, &s->gpu->gpus[i])) {
                                 n_sel++;
-                                judge_gpu(&m, s, d, i);
+                                summary_gpu(&m, s, d, i);
                         }
         }
         if (m.o == 0) {
@@ -173,9 +109,9 @@ int cmd_check(int argc, char **argv)
                 for (unsigned i = 0; d && i < s->gpu->n_gpus; i++)
                         busy += gpu_selected(&sel, &s->gpu->gpus[i]) && d->gpus[i].state == GR_GPU_BUSY;
                 if (busy)
-                        say(&m, OK, "%u GPU%s, %u busy, none with leftovers", n_sel, n_sel == 1 ? "" : "s", busy);
+                        summary_say(&m, SUMMARY_OK, "%u GPU%s, %u busy, none with leftovers", n_sel, n_sel == 1 ? "" : "s", busy);
                 else
-                        say(&m, OK, "%u GPU%s clean", n_sel, n_sel == 1 ? "" : "s");
+                        summary_say(&m, SUMMARY_OK, "%u GPU%s clean", n_sel, n_sel == 1 ? "" : "s");
         }
         gr_diagnosis_free(d);
         gr_snapshot_free(s);
@@ -184,7 +120,7 @@ int cmd_check(int argc, char **argv)
                 char line[81];
                 snprintf(line, sizeof(line), "gpureap %s: %s", level_names[m.level], m.text);
                 puts(line);
-                return m.level == CRITICAL ? 1 : m.level == UNKNOWN ? 2 : 0;
+                return m.level == SUMMARY_CRITICAL ? 1 : m.level == SUMMARY_UNKNOWN ? 2 : 0;
         }
         printf("GPUREAP %s - %s\n", level_names[m.level], m.text);
         return (int)m.level;

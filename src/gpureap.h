@@ -67,6 +67,8 @@ int cmd_reset(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_check(int argc, char **argv);
 int cmd_metrics(int argc, char **argv);
+int cmd_slurm_prolog(int argc, char **argv);
+int cmd_slurm_epilog(int argc, char **argv);
 
 /* the wait loop of 'wait' and 'reap' (src/waitloop.c) */
 typedef bool (*wait_cond_fn)(const gr_snapshot *s, const gr_diagnosis *d, void *userdata);
@@ -86,6 +88,16 @@ int nvml_timeout_from_env(uint64_t *ret);                          /* $GPUREAP_N
 int no_stray_arguments(int argc, char **argv, const char *cmd);    /* after getopt */
 
 void error_msg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* src/summary.c: what is wrong with the GPUs, in one line */
+enum summary_level { SUMMARY_OK, SUMMARY_WARNING, SUMMARY_CRITICAL, SUMMARY_UNKNOWN };
+struct summary {
+        enum summary_level level;
+        char text[512];
+        size_t o;
+};
+void summary_say(struct summary *m, enum summary_level l, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+void summary_gpu(struct summary *m, const gr_snapshot *s, const gr_diagnosis *d, unsigned i);
 
 /* src/audit.c: every signal and the verdict behind it, to syslog ($GPUREAP_SYSLOG_SOCKET or
  * /dev/log, facility authpriv) */

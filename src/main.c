@@ -20,6 +20,8 @@ static const struct command commands[] = {
         { "reset", cmd_reset, "reset a GPU that nothing holds (nvidia-smi --gpu-reset), verified" },
         { "check", cmd_check, "one line and an exit code for a health check (Nagios, NHC, node-problem-detector)" },
         { "metrics", cmd_metrics, "the Prometheus text format, for node_exporter's textfile collector" },
+        { "slurm-prolog", cmd_slurm_prolog, "Slurm's Prolog: refuse a job whose GPUs are not clean" },
+        { "slurm-epilog", cmd_slurm_epilog, "Slurm's Epilog: reap the ended job's leftovers on its GPUs, verify" },
 };
 
 void error_msg(const char *fmt, ...)
@@ -37,7 +39,7 @@ static void usage(FILE *f)
 {
         fprintf(f, "usage: gpureap [COMMAND] [OPTIONS]\n\ncommands:\n");
         for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
-                fprintf(f, "  %-8s %s\n", commands[i].name, commands[i].summary);
+                fprintf(f, "  %-13s %s\n", commands[i].name, commands[i].summary);
         fprintf(f,
                 "\nwithout a command, gpureap runs 'status'. 'gpureap COMMAND --help' tells more.\n"
                 "\nexit codes:\n"

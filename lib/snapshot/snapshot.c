@@ -216,6 +216,9 @@ bool gr_gpu_matches(const gr_gpu *g, const char *sel)
         uint64_t v;
         if (gr_parse_u64(sel, &v) == 0)
                 return v == g->index;
+        /* its device file's name: what Slurm's gres.conf and a container's --device give */
+        if (strncmp(sel, "nvidia", 6) == 0 && gr_parse_u64(sel + 6, &v) == 0)
+                return g->minor >= 0 && v == (uint64_t)g->minor;
         if (g->uuid[0] && strncasecmp(sel, g->uuid, strlen(sel)) == 0 && strlen(sel) >= 8)
                 return true;
         if (g->pci_bus_id[0] && strcasecmp(sel, g->pci_bus_id) == 0)

@@ -1,0 +1,334 @@
+/* gpureap slurm-prolog and slurm-epilog: job-scoped cleanup where leftovers are made. Slurm runs
+ * them as root with its job's environment, no PATH and no terminal; they never ask, never hang
+ * (one deadline bounds everything), and log to syslog. The epilog reaps every process of the
+ * ended job that still holds one of its GPUs (the job is over: each is a leftover by definition),
+ * waits for the memory and verifies; it fails only when a GPU stays dirty, so that Slurm drains
+ * the node, and says why. The prolog refuses a GPU that is not clean. */
+#include <errno.h>
+#include <getopt.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <syslog.h>
+#include <unistd.h>
+
+#include "gpureap/basic.h"
+#include "gpureap.h"
+
+static void slurm_usage(FILE *f, const char *cmd)
+{
+        fprintf(f,
+                "usage: gpureap %s [--drain] [--gpus LIST] [--timeout DUR] [--grace DUR]\n"
+                "                          [--scontrol PATH] [--node NAME]\n"
+                "\n"
+                "For slurm.conf's %s= (docs/integrations.md). Reads SLURM_JOB_ID, SLURM_JOB_UID and\n"
+                "SLURM_JOB_GPUS (else CUDA_VISIBLE_DEVICES): GRES indices, taken as /dev/nvidiaN, as\n"
+                "gres.conf's File=/dev/nvidia[0-N] and AutoDetect=nvml number them.\n"
+                "%s"
+                "\n"
+                "  --drain          also drain the node with gpureap's reason (scontrol update)\n"
+                "  --gpus LIST      the job's GPUs, as for --gpu, instead of SLURM_JOB_GPUS\n"
+                "  --timeout DUR    bounds the whole command (default %s)\n"
+                "  --grace DUR      between SIGTERM and SIGKILL (epilog; default 3s)\n"
+                "  --scontrol PATH  the scontrol to run (default: /usr/bin/scontrol, /usr/local/bin, ...)\n"
+                "  --node NAME      this node's name in Slurm (default $SLURMD_NODENAME, else the host name)\n"
+                "\n"
+                "exit codes: 0 the job's GPUs are clean (epilog: after reaping), 1 a GPU is not\n"
+                "(the reason on stderr and in syslog; Slurm drains the node), 2 usage\n",
+                cmd, strcmp(cmd, "slurm-epilog") == 0 ? "Epilog" : "Prolog",
+                strcmp(cmd, "slurm-epilog") == 0
+                        ? "Reaps every process of the ended job that still holds one of its GPUs, waits for\n"
+                          "the memory, verifies.\n"
+                        : "Refuses the job (exit 1) when one of its GPUs is not clean within the timeout.\n",
+                strcmp(cmd, "slurm-epilog") == 0 ? "60s" : "10s");
+}
+
+struct slurm {
+        const char *cmd;
+        bool epilog, drain;
+        const char *job, *gpus_opt, *scontrol, *node;
+        char gpus[1024];          /* "nvidia0,nvidia1" */
+        uint64_t timeout, grace;
+};
+
+/* SLURM_JOB_GPUS (GRES indices) into a --gpu list of device files */
+static int job_gpus(struct slurm *sl)
+{
+        if (sl->gpus_opt) {
+                if (!gr_strlcpy(sl->gpus, sl->gpus_opt, sizeof(sl->gpus)))
+                        return -1;
+                return 0;
+        }
+        const char *v = getenv("SLURM_JOB_GPUS");
+        if (!v || !*v)
+                v = getenv("CUDA_VISIBLE_DEVICES");
+        if (!v || !*v || strcmp(v, "NoDevFiles") == 0)
+                return 0; /* no GPU: the scope's processes tell which GPUs they held */
+        size_t o = 0;
+        char item[32];
+        for (const char *p = v; *p;) {
+                size_t n = strcspn(p, ",");
+                uint64_t idx;
+                if (n == 0 || n >= sizeof(item))
+                        return -1;
+                memcpy(item, p, n);
+                item[n] = '\0';
+                if (gr_parse_u64(item, &idx) < 0 || idx > 4096)
+                        return -1; /* a UUID in CUDA_VISIBLE_DEVICES: give --gpus */
+                o += (size_t)snprintf(sl->gpus + o, o < sizeof(sl->gpus) ? sizeof(sl->gpus) - o : 0, "%snvidia%llu",
+                                      o ? "," : "", (unsigned long long)idx);
+                p += n;
+                if (*p == ',')
+                        p++;
+        }
+        return o < sizeof(sl->gpus) ? 0 : -1;
+}
+
+static const char *find_scontrol(const char *given)
+{
+        if (given)
+                return given;
+        static const char *const paths[] = { "/usr/bin/scontrol", "/usr/local/bin/scontrol", "/opt/slurm/bin/scontrol",
+                                             "/usr/sbin/scontrol" };
+        for (size_t i = 0; i < GR_ELEMENTSOF(paths); i++)
+                if (access(paths[i], X_OK) == 0)
+                        return paths[i];
+        return NULL;
+}
+
+/* scontrol update nodename=NODE state=drain reason="gpureap: ...", bounded by the deadline */
+static void drain_node(const struct slurm *sl, const char *why, uint64_t deadline)
+{
+        const char *sc = find_scontrol(sl->scontrol);
+        char node[256], reason[400], nodearg[300];
+        if (sl->node)
+                gr_strlcpy(node, sl->node, sizeof(node));
+        else if (getenv("SLURMD_NODENAME") && *getenv("SLURMD_NODENAME"))
+                gr_strlcpy(node, getenv("SLURMD_NODENAME"), sizeof(node));
+        else if (gethostname(node, sizeof(node) - 1) < 0)
+                node[0] = '\0';
+        node[strcspn(node, ".")] = '\0'; /* Slurm's node names are short */
+        if (!sc || !node[0]) {
+                error_msg("cannot drain the node: %s", sc ? "no node name" : "no scontrol found (--scontrol PATH)");
+                return;
+        }
+        snprintf(nodearg, sizeof(nodearg), "nodename=%s", node);
+        snprintf(reason, sizeof(reason), "reason=gpureap: %.180s", why);
+        pid_t pid = fork();
+        if (pid == 0) {
+                char *const env[] = { NULL };
+                execle(sc, sc, "update", nodearg, "state=drain", reason, (char *)NULL, env);
+                _exit(127);
+        }
+        if (pid < 0)
+                return;
+        int st = 0;
+        for (;;) {
+                pid_t w = waitpid(pid, &st, WNOHANG);
+                if (w == pid)
+                        break;
+                if (gr_now_ms() >= deadline) {
+                        kill(pid, SIGKILL);
+                        waitpid(pid, &st, 0);
+                        error_msg("'%s update' did not finish in time", sc);
+                        return;
+                }
+                poll(NULL, 0, 20);
+        }
+        if (WIFEXITED(st) && WEXITSTATUS(st) == 0) {
+                audit_log(LOG_WARNING, "job %s: node %s drained: %s", sl->job, node, why);
+                fprintf(stderr, "gpureap: node %s drained: %s\n", node, why);
+        } else {
+                error_msg("'%s update %s state=drain' failed", sc, nodearg);
+        }
+}
+
+/* What is wrong with the job's GPUs now, in one line; true when nothing is */
+static bool gpus_ok(struct slurm *sl, const gr_scope *scope, struct summary *m)
+{
+        gr_snapshot_options so = { 0 };
+        nvml_timeout_from_env(&so.gpu.timeout_ms);
+        gr_snapshot *s = NULL;
+        gr_diagnosis *d = NULL;
+        int r = gr_snapshot_take(&so, &s);
+        if (r < 0) {
+                summary_say(m, SUMMARY_CRITICAL, "cannot take a snapshot: %s", strerror(-r));
+                return false;
+        }
+        struct gpu_selection sel = { .list = sl->gpus[0] ? sl->gpus : NULL, .scope = scope };
+        sel.scope_mask = scope_gpus(s, scope);
+        if (s->gpu->status != GR_GPU_OK)
+                summary_say(m, SUMMARY_CRITICAL, "%s", s->gpu->error);
+        else if ((r = gr_diagnose(s, 0, &d)) < 0)
+                summary_say(m, SUMMARY_CRITICAL, "cannot diagnose: %s", strerror(-r));
+        else
+                for (unsigned i = 0; i < s->gpu->n_gpus; i++) {
+                        if (!gpu_selected(&sel, &s->gpu->gpus[i]))
+                                continue;
+                        summary_gpu(m, s, d, i);
+                        /* at a prolog, any holder of the job's GPU is somebody else's */
+                        if (!sl->epilog && d->gpus[i].state == GR_GPU_BUSY)
+                                summary_say(m, SUMMARY_CRITICAL, "GPU %u: held by another job's processes",
+                                            s->gpu->gpus[i].index);
+                }
+        gr_diagnosis_free(d);
+        gr_snapshot_free(s);
+        return m->level < SUMMARY_CRITICAL;
+}
+
+/* Without SLURM_JOB_GPUS: the GPUs the job's processes hold now, before they are reaped */
+static void gpus_of_scope(struct slurm *sl, const gr_scope *scope)
+{
+        gr_snapshot_options so = { 0 };
+        nvml_timeout_from_env(&so.gpu.timeout_ms);
+        gr_snapshot *s = NULL;
+        if (gr_snapshot_take(&so, &s) < 0)
+                return;
+        size_t o = 0;
+        for (unsigned i = 0; i < s->gpu->n_gpus; i++) {
+                const gr_gpu *g = &s->gpu->gpus[i];
+                bool held = false;
+                for (size_t k = 0; s->procs && k < s->procs->n && !held; k++)
+                        held = s->procs->procs[k].hold && gr_scope_contains(scope, &s->procs->procs[k]) != GR_SCOPE_OUT &&
+                               gr_process_fds_on_minor(&s->procs->procs[k], g->minor) > 0;
+                if (held && g->minor >= 0 && o < sizeof(sl->gpus))
+                        o += (size_t)snprintf(sl->gpus + o, sizeof(sl->gpus) - o, "%snvidia%d", o ? "," : "", g->minor);
+        }
+        gr_snapshot_free(s);
+}
+
+static int run_epilog(struct slurm *sl, uint64_t deadline)
+{
+        /* the reap of the ended job's scope: the same plan, checks, ladder, drain and audit as
+         * 'gpureap reap --job ID --ended' */
+        char timeout[32], grace[32];
+        uint64_t left = deadline > gr_now_ms() ? deadline - gr_now_ms() : 0;
+        snprintf(timeout, sizeof(timeout), "%llums", (unsigned long long)(left > 1000 ? left - 500 : left));
+        snprintf(grace, sizeof(grace), "%llums", (unsigned long long)sl->grace);
+        char *argv[16];
+        int argc = 0;
+        argv[argc++] = (char *)"reap";
+        argv[argc++] = (char *)"--yes";
+        argv[argc++] = (char *)"--job";
+        argv[argc++] = (char *)sl->job;
+        argv[argc++] = (char *)"--ended";
+        argv[argc++] = (char *)"--all-users"; /* the job's processes are its user's; we are root */
+        argv[argc++] = (char *)"--timeout";
+        argv[argc++] = timeout;
+        argv[argc++] = (char *)"--grace";
+        argv[argc++] = grace;
+        if (sl->gpus[0]) {
+                argv[argc++] = (char *)"--gpu";
+                argv[argc++] = sl->gpus;
+        }
+        argv[argc] = NULL;
+        return cmd_reap(argc, argv);
+}
+
+static int cmd_slurm(int argc, char **argv, bool epilog)
+{
+        static const struct option opts[] = {
+                { "drain", no_argument, NULL, 'd' },
+                { "gpus", required_argument, NULL, 'g' },
+                { "timeout", required_argument, NULL, 'T' },
+                { "grace", required_argument, NULL, 'G' },
+                { "scontrol", required_argument, NULL, 's' },
+                { "node", required_argument, NULL, 'n' },
+                { "help", no_argument, NULL, 'h' },
+                { NULL, 0, NULL, 0 },
+        };
+        struct slurm sl = { .cmd = epilog ? "slurm-epilog" : "slurm-prolog", .epilog = epilog,
+                            .timeout = epilog ? 60000 : 10000, .grace = 3000 };
+        optind = 1;
+        int c;
+        while ((c = getopt_long(argc, argv, "+dg:T:G:s:n:h", opts, NULL)) != -1) {
+                switch (c) {
+                case 'd': sl.drain = true; break;
+                case 'g':
+                        if (!list_items_ok(optarg)) {
+                                error_msg("invalid --gpus '%s'", optarg);
+                                return EXIT_USAGE;
+                        }
+                        sl.gpus_opt = optarg;
+                        break;
+                case 'T':
+                        if (parse_duration_option(optarg, &sl.timeout, false) < 0)
+                                return EXIT_USAGE;
+                        break;
+                case 'G':
+                        if (parse_duration_option(optarg, &sl.grace, true) < 0)
+                                return EXIT_USAGE;
+                        break;
+                case 's': sl.scontrol = optarg; break;
+                case 'n': sl.node = optarg; break;
+                case 'h':
+                        slurm_usage(stdout, sl.cmd);
+                        return EXIT_CLEAN;
+                default:
+                        fprintf(stderr, "see 'gpureap %s --help'\n", sl.cmd);
+                        return EXIT_USAGE;
+                }
+        }
+        if (no_stray_arguments(argc, argv, sl.cmd) < 0)
+                return EXIT_USAGE;
+        uint64_t deadline = gr_now_ms() + sl.timeout;
+        sl.job = getenv("SLURM_JOB_ID");
+        gr_scope scope;
+        if (!sl.job || gr_scope_parse(GR_SCOPE_SLURM_JOB, sl.job, &scope) < 0) {
+                error_msg("no valid SLURM_JOB_ID in the environment: run me as Slurm's %s", epilog ? "Epilog" : "Prolog");
+                return EXIT_USAGE;
+        }
+        if (job_gpus(&sl) < 0) {
+                error_msg("cannot read the job's GPUs from SLURM_JOB_GPUS or CUDA_VISIBLE_DEVICES: give --gpus");
+                return EXIT_USAGE;
+        }
+        audit_open(sl.cmd);
+        const char *uid = getenv("SLURM_JOB_UID");
+        audit_log(LOG_INFO, "job %s (uid %s): GPUs %s", sl.job, uid ? uid : "?", sl.gpus[0] ? sl.gpus : "(those it holds)");
+        if (epilog) {
+                if (!sl.gpus[0])
+                        gpus_of_scope(&sl, &scope);
+                if (!sl.gpus[0]) {
+                        audit_log(LOG_INFO, "job %s: no GPU, nothing of it holds one", sl.job);
+                        return EXIT_CLEAN;
+                }
+                /* what the reap could not end keeps its GPU dirty: the verdict below says so,
+                 * after the teardown of the memory has had its time */
+                if (run_epilog(&sl, deadline) == EXIT_USAGE)
+                        return EXIT_USAGE;
+        }
+        /* the verdict the node is judged by: the job's GPUs now (after the epilog's reap, or
+         * before the job at the prolog, given the teardown of the last job's memory time) */
+        struct summary m = { .level = SUMMARY_OK };
+        bool ok = false;
+        for (;;) {
+                m = (struct summary){ .level = SUMMARY_OK };
+                ok = gpus_ok(&sl, &scope, &m);
+                if (ok || gr_now_ms() + 200 >= deadline)
+                        break;
+                poll(NULL, 0, 200);
+        }
+        if (ok) {
+                audit_log(LOG_INFO, "job %s: its GPUs are clean", sl.job);
+                return EXIT_CLEAN;
+        }
+        char why[600];
+        snprintf(why, sizeof(why), "job %s: %s", sl.job, m.o ? m.text : "a process of the job could not be ended");
+        error_msg("%s", why);
+        audit_log(LOG_WARNING, "%s", why);
+        if (sl.drain)
+                drain_node(&sl, why, deadline + 2000);
+        return EXIT_NOT_CLEAN;
+}
+
+int cmd_slurm_epilog(int argc, char **argv)
+{
+        return cmd_slurm(argc, argv, true);
+}
+
+int cmd_slurm_prolog(int argc, char **argv)
+{
+        return cmd_slurm(argc, argv, false);
+}
