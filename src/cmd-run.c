@@ -73,6 +73,8 @@ struct run {
         size_t line_len;
         char line[1024];
         uint64_t gpu_minors;            /* device minors the tree was seen holding */
+        struct sampled *sampled;        /* who was looked at, and when to look again */
+        size_t n_sampled, cap_sampled;
         unsigned reaped_orphans;
         unsigned killed_term, killed_kill;
         bool cgroup_tried;
@@ -84,23 +86,67 @@ static int64_t now_ms_since(const struct run *r)
         return (int64_t)(gr_now_ms() - r->start_ms);
 }
 
-/* Note which GPUs the tree holds (cheap: the tree's own fd directories) */
+/* Who of the tree was looked at for GPU files: a process is looked at when it is first seen,
+ * then again at growing intervals while it holds none (CUDA is often opened seconds after the
+ * start, after the imports), and never again once it holds one: its GPUs are noted. A tree of
+ * thousands costs a look at the new ones, not a walk of every fd every 250 ms. */
+struct sampled {
+        pid_t pid;
+        uint64_t start_time, next_ms, interval_ms;
+        bool holds;
+};
+
+static int cmp_sampled(const void *a, const void *b)
+{
+        pid_t x = ((const struct sampled *)a)->pid, y = ((const struct sampled *)b)->pid;
+        return (x > y) - (x < y);
+}
+
+/* Note which GPUs the tree holds (the tree's own fd directories, the due ones only). The
+ * record is rebuilt from the listing each time (both sorted by PID): what is gone is forgotten,
+ * since PIDs come back. */
 static void sample_gpus(struct run *r)
 {
         gr_tree_proc *t = NULL;
         size_t n = 0;
         if (gr_tree_list(NULL, getpid(), r->cgroup, NULL, 0, &t, &n) < 0)
                 return;
+        struct sampled *now_set = calloc(n ? n : 1, sizeof(*now_set));
+        if (!now_set) {
+                free(t);
+                return;
+        }
+        uint64_t now = gr_now_ms();
+        size_t k = 0;
         for (size_t i = 0; i < n; i++) {
+                if (t[i].state == 'Z')
+                        continue;
+                struct sampled key = { .pid = t[i].pid };
+                struct sampled *old = r->n_sampled ? bsearch(&key, r->sampled, r->n_sampled, sizeof(key), cmp_sampled) : NULL;
+                struct sampled *sm = &now_set[k++];
+                if (old && old->start_time == t[i].start_time)
+                        *sm = *old;
+                else
+                        *sm = (struct sampled){ .pid = t[i].pid, .start_time = t[i].start_time, .interval_ms = 250 };
+                if (sm->holds || now < sm->next_ms)
+                        continue;
+                sm->next_ms = now + sm->interval_ms;
+                if (sm->interval_ms < 5000)
+                        sm->interval_ms *= 2;
                 gr_holding *h = NULL;
                 if (gr_proc_holding(NULL, NULL, t[i].pid, &h) < 0 || !h)
                         continue;
-                for (unsigned k = 0; k < h->n_gpus; k++)
-                        if (h->gpus[k].minor < 64)
-                                r->gpu_minors |= 1ULL << h->gpus[k].minor;
+                for (unsigned g = 0; g < h->n_gpus; g++)
+                        if (h->gpus[g].minor < 64) {
+                                r->gpu_minors |= 1ULL << h->gpus[g].minor;
+                                sm->holds = true;
+                        }
                 free(h);
         }
         free(t);
+        free(r->sampled);
+        r->sampled = now_set;
+        r->n_sampled = k;
 }
 
 /* reap every zombie child; true when no child is left at all */
@@ -235,14 +281,21 @@ struct tree_ladder {
         struct run *r;
         int *child_status;
         bool *child_done;
+        uint64_t next_us;         /* the next look at the tree: at most a third of the time looking */
 };
 
 static void tree_refresh(gr_ladder *l, void *userdata)
 {
         struct tree_ladder *tl = userdata;
+        uint64_t t0 = gr_now_us();
+        if (t0 < tl->next_us)
+                return;
         gr_tree_proc *t = NULL;
         size_t n = 0;
-        if (gr_tree_list(NULL, getpid(), tl->r->cgroup, NULL, 0, &t, &n) < 0)
+        int q = gr_tree_list(NULL, getpid(), tl->r->cgroup, NULL, 0, &t, &n);
+        uint64_t cost = gr_now_us() - t0;
+        tl->next_us = gr_now_us() + (2 * cost > 5000 ? 2 * cost : 5000);
+        if (q < 0)
                 return;
         for (size_t i = 0; i < n; i++)
                 if (t[i].state != 'Z' && gr_ladder_add(l, t[i].pid, t[i].start_time, NULL) > 0)
@@ -250,10 +303,29 @@ static void tree_refresh(gr_ladder *l, void *userdata)
         free(t);
 }
 
-static void tree_tick(void *userdata)
+/* Reap what has ended, each by its PID: the kernel finds one child in constant time, while a
+ * wait for any child walks all of them, and a tree of a thousand orphans made that quadratic */
+static void tree_tick(gr_ladder *l, void *userdata)
 {
         struct tree_ladder *tl = userdata;
-        reap_children(tl->r, tl->child_status, tl->child_done);
+        for (size_t i = 0; i < l->n; i++) {
+                gr_ladder_member *m = &l->m[i];
+                int st;
+                if (!m->done || m->reaped)
+                        continue;
+                pid_t w = waitpid(m->ref.pid, &st, WNOHANG);
+                if (w == m->ref.pid) {
+                        m->reaped = true;
+                        if (w == tl->r->child) {
+                                *tl->child_status = st;
+                                *tl->child_done = true;
+                        } else {
+                                tl->r->reaped_orphans++;
+                        }
+                } else if (w < 0 && errno == ECHILD) {
+                        m->reaped = true; /* not ours: its own parent waits for it */
+                }
+        }
         struct signalfd_siginfo si;
         while (read(tl->r->sigfd, &si, sizeof(si)) == sizeof(si))
                 ; /* SIGCHLD and what we forward: the tree is ending anyway */
@@ -266,21 +338,19 @@ static void tree_before_kill(void *userdata)
                 gr_cgroup_kill(tl->r->cgroup);
 }
 
-static void end_tree(struct run *r, int *child_status, bool *child_done)
+/* One ladder over what the tree holds now; grace 0: straight to SIGKILL (a later round) */
+static void ladder_round(struct run *r, int *child_status, bool *child_done, uint64_t grace)
 {
-        if (tree_gone(r, child_status, child_done))
-                goto reaped;
-        sample_gpus(r);
-        struct tree_ladder tl = { r, child_status, child_done };
+        struct tree_ladder tl = { r, child_status, child_done, 0 };
         gr_ladder l;
-        gr_ladder_options lo = { .grace_ms = r->grace, .deadline_ms = r->grace + 10000, .refresh = tree_refresh,
+        gr_ladder_options lo = { .grace_ms = grace, .deadline_ms = grace + 10000, .refresh = tree_refresh,
                                  .tick = tree_tick, .before_kill = tree_before_kill, .userdata = &tl };
         gr_ladder_init(&l, &lo);
         tree_refresh(&l, &tl);
         if (l.n > 0)
                 gr_ladder_run(&l);
         for (size_t i = 0; i < l.n; i++) {
-                r->killed_term += l.m[i].signalled;
+                r->killed_term += l.m[i].signalled && grace > 0;
                 r->killed_kill += l.m[i].result == GR_KILL_KILLED;
                 if (l.m[i].signalled || gr_kill_result_failed(l.m[i].result))
                         audit_log(gr_kill_result_failed(l.m[i].result) ? LOG_WARNING : LOG_NOTICE,
@@ -289,13 +359,40 @@ static void end_tree(struct run *r, int *child_status, bool *child_done)
                                   l.m[i].comm, gr_kill_result_name(l.m[i].result));
         }
         gr_ladder_done(&l);
-reaped:
-        reap_children(r, child_status, child_done);
-        if (r->cgroup[0]) {
-                for (int i = 0; i < 100 && !gr_cgroup_empty(r->cgroup); i++)
-                        usleep(1000);
-                gr_cgroup_remove(r->cgroup);
+}
+
+static void end_tree(struct run *r, int *child_status, bool *child_done)
+{
+        if (tree_gone(r, child_status, child_done))
+                goto reaped;
+        /* Signal first, look after: the command's process group in one call (its number is the
+         * command's own while the command is not reaped: no other group can have it), then the
+         * GPUs of the tree (a CUDA process takes its time to exit, its files still open), then
+         * the ladder for the rest and for the record */
+        if (!*child_done) {
+                kill(-r->child, SIGTERM);
+                kill(-r->child, SIGCONT);
         }
+        sample_gpus(r);
+        ladder_round(r, child_status, child_done, r->grace);
+        /* Return only when nothing is left: every child reaped (orphans of the tree come to us,
+         * as a subreaper, some only as their parents finish exiting) and the cgroup empty. What
+         * forked after the ladder's last look gets SIGKILL in a round of its own. */
+        for (int round = 0; round < 1000 && !tree_gone(r, child_status, child_done); round++) {
+                gr_tree_proc *t = NULL;
+                size_t n = 0, alive = 0;
+                if (gr_tree_list(NULL, getpid(), r->cgroup, NULL, 0, &t, &n) == 0)
+                        for (size_t i = 0; i < n; i++)
+                                alive += t[i].state != 'Z';
+                free(t);
+                if (alive > 0)
+                        ladder_round(r, child_status, child_done, 0);
+                else
+                        poll(NULL, 0, 1); /* zombies on their way to us */
+        }
+reaped:
+        if (r->cgroup[0])
+                gr_cgroup_remove(r->cgroup);
 }
 
 /* Create the leaf cgroup and move the tree into it: listed again until a round finds nobody

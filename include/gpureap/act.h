@@ -109,7 +109,7 @@ typedef struct gr_ladder_options {
         /* each round: add what appeared since (gr_ladder_add), reap zombies, and before the
          * SIGKILL rung anything else that kills (cgroup.kill); each may be NULL */
         void (*refresh)(gr_ladder *l, void *userdata);
-        void (*tick)(void *userdata);
+        void (*tick)(gr_ladder *l, void *userdata);
         void (*before_kill)(void *userdata);
         void *userdata;
 } gr_ladder_options;
@@ -120,6 +120,7 @@ typedef struct gr_ladder_member {
         gr_kill_result result;
         int error;                /* -errno with GR_KILL_ERROR and GR_KILL_DENIED */
         bool done, signalled;
+        bool reaped;              /* the caller's: a parent that waited for it says so */
 } gr_ladder_member;
 
 struct gr_ladder {

@@ -18,10 +18,16 @@ typedef struct gr_tree_proc {
         char comm[64];
 } gr_tree_proc;
 
-/* The descendants of root (root itself left out) and, with cgroup set, that cgroup's members;
- * sorted by PID. skip: PIDs left out (gpureap's own helpers). */
+/* The descendants of root (root itself left out) and, with cgroup set, that cgroup's members
+ * and their descendants; sorted by PID. skip: PIDs left out (gpureap's own helpers). From the
+ * cgroup's list and the kernel's children files: it reads only the tree, whatever else runs on
+ * the machine (a full walk where the children files are missing). */
 int gr_tree_list(const char *proc_root, pid_t root, const char *cgroup, const pid_t *skip,
                  size_t n_skip, gr_tree_proc **ret, size_t *ret_n);
+
+/* The same from a walk of the whole process table (the fallback, and the cross-check of tests) */
+int gr_tree_list_by_walk(const char *proc_root, pid_t root, const char *cgroup, const pid_t *skip,
+                         size_t n_skip, gr_tree_proc **ret, size_t *ret_n);
 
 /* The members of these process groups, sorted by PID */
 int gr_tree_group_members(const char *proc_root, const pid_t *pgids, size_t n_pgids, gr_tree_proc **ret,

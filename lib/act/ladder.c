@@ -109,18 +109,41 @@ int gr_ladder_add(gr_ladder *l, pid_t pid, uint64_t start_time, const uid_t *uid
         return 1;
 }
 
-/* Mark the members that have ended; true when none is left */
+/* Mark the members that have ended; true when none is left. The pidfds are polled in batches:
+ * one system call for a thousand members, not one each */
 static bool sweep(gr_ladder *l)
 {
+        struct pollfd p[1024];
+        size_t idx[1024];
         bool all = true;
-        for (size_t i = 0; i < l->n; i++) {
-                gr_ladder_member *m = &l->m[i];
-                if (m->done)
+        for (size_t i = 0; i < l->n;) {
+                nfds_t k = 0;
+                for (; i < l->n && k < GR_ELEMENTSOF(p); i++) {
+                        gr_ladder_member *m = &l->m[i];
+                        if (m->done)
+                                continue;
+                        if (m->ref.fd < 0) {
+                                if (gr_pidref_gone(&m->ref, l->o.proc_root))
+                                        settle(m, m->result, 0);
+                                else
+                                        all = false;
+                                continue;
+                        }
+                        idx[k] = i;
+                        p[k++] = (struct pollfd){ .fd = m->ref.fd, .events = POLLIN };
+                }
+                if (k == 0)
                         continue;
-                if (gr_pidref_gone(&m->ref, l->o.proc_root))
-                        settle(m, m->result, 0);
-                else
+                if (poll(p, k, 0) < 0) {
                         all = false;
+                        continue;
+                }
+                for (nfds_t j = 0; j < k; j++) {
+                        if (p[j].revents)
+                                settle(&l->m[idx[j]], l->m[idx[j]].result, 0);
+                        else
+                                all = false;
+                }
         }
         return all;
 }
@@ -131,7 +154,7 @@ static bool wait_until(gr_ladder *l, uint64_t deadline)
         struct pollfd p[256];
         for (;;) {
                 if (l->o.tick)
-                        l->o.tick(l->o.userdata);
+                        l->o.tick(l, l->o.userdata);
                 if (l->o.refresh)
                         l->o.refresh(l, l->o.userdata);
                 if (sweep(l))

@@ -135,15 +135,214 @@ int gr_tree_group_members(const char *proc_root, const pid_t *pgids, size_t n_pg
         return emit(l, n, 0, NULL, 0, ret, ret_n);
 }
 
-int gr_tree_list(const char *proc_root, pid_t root, const char *cgroup, const pid_t *skip,
-                 size_t n_skip, gr_tree_proc **ret, size_t *ret_n)
+/* ---- O(tree): the cgroup's members and the descendants by the kernel's children files ---- */
+
+/* PIDs in the order found, with an open-addressing index so that a tree of thousands is
+ * listed in linear time */
+struct pidset {
+        pid_t *p;
+        size_t n, cap;
+        pid_t *slots;             /* 0 empty */
+        size_t mask;
+};
+
+static bool pidset_seen(struct pidset *ps, pid_t pid)
+{
+        for (size_t h = ((uint32_t)pid * 2654435761u) & ps->mask;; h = (h + 1) & ps->mask) {
+                if (ps->slots[h] == pid)
+                        return true;
+                if (ps->slots[h] == 0) {
+                        ps->slots[h] = pid;
+                        return false;
+                }
+        }
+}
+
+static int pidset_add(struct pidset *ps, pid_t pid)
+{
+        if (ps->n * 2 >= ps->mask) { /* keep the index at most half full: rebuild it twice as big */
+                size_t slots = ps->mask ? (ps->mask + 1) * 2 : 256;
+                pid_t *ns = calloc(slots, sizeof(*ns));
+                if (!ns)
+                        return -ENOMEM;
+                free(ps->slots);
+                ps->slots = ns;
+                ps->mask = slots - 1;
+                for (size_t i = 0; i < ps->n; i++)
+                        pidset_seen(ps, ps->p[i]);
+        }
+        if (pidset_seen(ps, pid))
+                return 0;
+        if (ps->n == ps->cap) {
+                size_t cap = ps->cap ? ps->cap * 2 : 64;
+                pid_t *np = realloc(ps->p, cap * sizeof(*np));
+                if (!np)
+                        return -ENOMEM;
+                ps->p = np;
+                ps->cap = cap;
+        }
+        ps->p[ps->n++] = pid;
+        return 1;
+}
+
+/* The children of every thread of pid (/proc/PID/task/TID/children, Linux 3.5 with
+ * CONFIG_PROC_CHILDREN); -ENOENT when the kernel does not have the files */
+static int add_children(const char *proc_root, pid_t pid, struct pidset *ps)
+{
+        char path[4200];
+        snprintf(path, sizeof(path), "%s/%d/task", proc_root, (int)pid);
+        DIR *d = opendir(path);
+        if (!d)
+                return errno == ENOENT ? 0 : -errno; /* gone meanwhile */
+        struct dirent *de;
+        int r = 0;
+        while (r >= 0 && (de = readdir(d))) {
+                if (de->d_name[0] == '.')
+                        continue;
+                char file[4400], buf[8192];
+                snprintf(file, sizeof(file), "%s/%s/children", path, de->d_name);
+                int fd = open(file, O_RDONLY | O_CLOEXEC);
+                if (fd < 0) {
+                        if (errno == ENOENT && access(path, F_OK) == 0) {
+                                char t[4400];
+                                snprintf(t, sizeof(t), "%s/%s", path, de->d_name);
+                                if (access(t, F_OK) == 0)
+                                        r = -ENOENT; /* the thread is there, its children file is not */
+                        }
+                        continue;
+                }
+                ssize_t n;
+                char carry[16] = "";
+                while ((n = read(fd, buf, sizeof(buf) - 1)) > 0 && r >= 0) {
+                        buf[n] = '\0';
+                        /* "12 13 14 ": a number may straddle two reads */
+                        char *p = buf;
+                        if (carry[0]) {
+                                size_t k = strspn(p, "0123456789");
+                                char num[32];
+                                snprintf(num, sizeof(num), "%s%.*s", carry, (int)k, p);
+                                p += k;
+                                carry[0] = '\0';
+                                uint64_t v;
+                                if (gr_parse_u64(num, &v) == 0 && v > 0 && v <= GR_PROC_PID_MAX)
+                                        r = pidset_add(ps, (pid_t)v);
+                        }
+                        while (*p && r >= 0) {
+                                p += strspn(p, " \n");
+                                size_t k = strspn(p, "0123456789");
+                                if (k == 0)
+                                        break;
+                                if (p[k] == '\0' && k < sizeof(carry)) {
+                                        memcpy(carry, p, k);
+                                        carry[k] = '\0';
+                                        break;
+                                }
+                                char num[32];
+                                snprintf(num, sizeof(num), "%.*s", (int)k, p);
+                                uint64_t v;
+                                if (gr_parse_u64(num, &v) == 0 && v > 0 && v <= GR_PROC_PID_MAX)
+                                        r = pidset_add(ps, (pid_t)v);
+                                p += k;
+                        }
+                }
+                if (carry[0] && r >= 0) {
+                        uint64_t v;
+                        if (gr_parse_u64(carry, &v) == 0 && v > 0 && v <= GR_PROC_PID_MAX)
+                                r = pidset_add(ps, (pid_t)v);
+                }
+                close(fd);
+        }
+        closedir(d);
+        return r < 0 ? r : 0;
+}
+
+static int add_cgroup_members(const char *cgroup, struct pidset *ps)
+{
+        char path[4200];
+        snprintf(path, sizeof(path), "%s/cgroup.procs", cgroup);
+        FILE *f = fopen(path, "re");
+        if (!f)
+                return 0; /* removed, or never made */
+        char line[32];
+        int r = 0;
+        while (r >= 0 && fgets(line, sizeof(line), f)) {
+                uint64_t v;
+                line[strcspn(line, "\n")] = '\0';
+                if (gr_parse_u64(line, &v) == 0 && v > 0 && v <= GR_PROC_PID_MAX)
+                        r = pidset_add(ps, (pid_t)v);
+        }
+        fclose(f);
+        return r < 0 ? r : 0;
+}
+
+static int cmp_tree_proc(const void *a, const void *b)
+{
+        pid_t x = ((const gr_tree_proc *)a)->pid, y = ((const gr_tree_proc *)b)->pid;
+        return (x > y) - (x < y);
+}
+
+/* The descendants of root and the cgroup's members without reading the rest of /proc: the
+ * cost follows the tree, not the machine (a node runs thousands of other processes) */
+static int tree_by_children(const char *proc_root, pid_t root, const char *cgroup, const pid_t *skip,
+                            size_t n_skip, gr_tree_proc **ret, size_t *ret_n)
+{
+        struct pidset ps = { 0 };
+        int r = 0;
+        if (cgroup && cgroup[0])
+                r = add_cgroup_members(cgroup, &ps);
+        r = r < 0 ? r : add_children(proc_root, root, &ps);
+        /* breadth first: every PID's children (the cgroup's members' too: a member may have
+         * forked a child that is not yet listed), until no new one appears */
+        for (size_t i = 0; r >= 0 && i < ps.n; i++)
+                r = add_children(proc_root, ps.p[i], &ps);
+        free(ps.slots);
+        if (r < 0) {
+                free(ps.p);
+                return r;
+        }
+        gr_tree_proc *out = calloc(ps.n ? ps.n : 1, sizeof(*out));
+        if (!out) {
+                free(ps.p);
+                return -ENOMEM;
+        }
+        size_t k = 0;
+        for (size_t i = 0; i < ps.n; i++) {
+                bool skipped = ps.p[i] == root;
+                for (size_t j = 0; j < n_skip && !skipped; j++)
+                        skipped = skip[j] == ps.p[i];
+                char name[4200], buf[1024];
+                size_t len;
+                gr_stat st;
+                snprintf(name, sizeof(name), "%s/%d", proc_root, (int)ps.p[i]);
+                int fd = skipped ? -1 : open(name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+                if (fd < 0)
+                        continue;
+                int q = gr_read_file_at(fd, "stat", buf, sizeof(buf), &len);
+                close(fd);
+                if (q < 0 || gr_parse_stat(buf, len, &st) < 0)
+                        continue; /* gone meanwhile */
+                out[k] = (gr_tree_proc){ .pid = st.pid, .start_time = st.start_time, .cpu_ticks = st.cpu_ticks,
+                                         .state = st.state, .kthread = st.kthread };
+                gr_strlcpy(out[k].comm, st.comm, sizeof(out[k].comm));
+                k++;
+        }
+        free(ps.p);
+        if (k > 0)
+                qsort(out, k, sizeof(*out), cmp_tree_proc);
+        *ret = out;
+        *ret_n = k;
+        return 0;
+}
+
+/* The same from one walk of the whole process table: where the children files are missing */
+static int tree_by_walk(const char *proc_root, pid_t root, const char *cgroup, const pid_t *skip,
+                        size_t n_skip, gr_tree_proc **ret, size_t *ret_n)
 {
         struct link *l = NULL;
         size_t n = 0;
         int r = walk_links(proc_root, &l, &n);
         if (r < 0)
                 return r;
-
         /* mark descendants: repeat until nothing changes (parents may sort after children) */
         for (bool changed = true; changed;) {
                 changed = false;
@@ -164,6 +363,22 @@ int gr_tree_list(const char *proc_root, pid_t root, const char *cgroup, const pi
         if (cgroup && cgroup[0])
                 mark_cgroup(l, n, cgroup);
         return emit(l, n, root, skip, n_skip, ret, ret_n);
+}
+
+int gr_tree_list(const char *proc_root, pid_t root, const char *cgroup, const pid_t *skip,
+                 size_t n_skip, gr_tree_proc **ret, size_t *ret_n)
+{
+        const char *pr = proc_root ? proc_root : "/proc";
+        int r = tree_by_children(pr, root, cgroup, skip, n_skip, ret, ret_n);
+        if (r == -ENOENT)
+                r = tree_by_walk(pr, root, cgroup, skip, n_skip, ret, ret_n);
+        return r;
+}
+
+int gr_tree_list_by_walk(const char *proc_root, pid_t root, const char *cgroup, const pid_t *skip,
+                         size_t n_skip, gr_tree_proc **ret, size_t *ret_n)
+{
+        return tree_by_walk(proc_root ? proc_root : "/proc", root, cgroup, skip, n_skip, ret, ret_n);
 }
 
 int gr_cgroup2_mount(char *ret, size_t size)

@@ -1,0 +1,98 @@
+/* The supervisor's tree read two ways, from the kernel's children files and the cgroup (what run
+ * uses: O(tree)) and from a walk of all of /proc (the fallback), on a real tree of processes:
+ * children, grandchildren, a setsid'd one, an orphan handed to us as a subreaper. */
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "gpureap/basic.h"
+#include "gpureap/tree.h"
+
+static pid_t spawn_sleeper(void)
+{
+        pid_t p = fork();
+        if (p == 0) {
+                for (;;)
+                        pause();
+        }
+        return p;
+}
+
+/* a child that forks grandchildren (one setsid'd, one orphaned to us) and tells when ready */
+static pid_t spawn_family(int ready_fd)
+{
+        pid_t p = fork();
+        if (p == 0) {
+                spawn_sleeper();
+                pid_t s = fork();
+                if (s == 0) {
+                        setsid();
+                        spawn_sleeper(); /* a grandchild in its own session */
+                        for (;;)
+                                pause();
+                }
+                pid_t o = fork();
+                if (o == 0) {
+                        spawn_sleeper(); /* its parent exits: handed to our subreaper */
+                        _exit(0);
+                }
+                waitpid(o, NULL, 0);
+                char c = 'r';
+                if (write(ready_fd, &c, 1) != 1)
+                        _exit(1);
+                for (;;)
+                        pause();
+        }
+        return p;
+}
+
+static void same_tree_both_ways(void **state)
+{
+        prctl(PR_SET_CHILD_SUBREAPER, 1);
+        int pfd[2];
+        assert_int_equal(pipe(pfd), 0);
+        pid_t fam = spawn_family(pfd[1]);
+        char c;
+        assert_int_equal(read(pfd[0], &c, 1), 1);
+        gr_tree_proc *a = NULL, *b = NULL;
+        size_t na = 0, nb = 0;
+        assert_int_equal(gr_tree_list(NULL, getpid(), NULL, NULL, 0, &a, &na), 0);
+        assert_int_equal(gr_tree_list_by_walk(NULL, getpid(), NULL, NULL, 0, &b, &nb), 0);
+        /* the family (1), its sleeper, the setsid'd one and its sleeper, the orphan's sleeper */
+        assert_true(na >= 5);
+        assert_int_equal(na, nb);
+        for (size_t i = 0; i < na; i++) {
+                assert_int_equal(a[i].pid, b[i].pid);
+                assert_int_equal(a[i].start_time, b[i].start_time);
+        }
+        /* negative control: another root's tree is not ours */
+        gr_tree_proc *c1 = NULL;
+        size_t nc = 0;
+        assert_int_equal(gr_tree_list(NULL, fam, NULL, NULL, 0, &c1, &nc), 0);
+        assert_true(nc < na);
+        for (size_t i = 0; i < na; i++)
+                kill(a[i].pid, SIGKILL);
+        while (waitpid(-1, NULL, 0) > 0)
+                ;
+        free(a);
+        free(b);
+        free(c1);
+        close(pfd[0]);
+        close(pfd[1]);
+}
+
+int main(void)
+{
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(same_tree_both_ways),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
