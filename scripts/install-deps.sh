@@ -8,6 +8,8 @@ pkgs=(
         jq util-linux procps psmisc          # integration tests: JSON checks, unshare, fuser
         tini                                 # bench/bench-run.sh compares against it
         prometheus                           # promtool checks 'gpureap metrics' in the tests
+        scdoc man-db                         # the man pages, and 'man -l' in the package test
+        debhelper dpkg-dev lintian           # the Debian package, built and checked by a test
 )
 missing=()
 for p in "${pkgs[@]}"; do

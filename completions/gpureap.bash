@@ -1,0 +1,55 @@
+# bash completion for gpureap
+_gpureap()
+{
+        local cur prev cmd i
+        cur=${COMP_WORDS[COMP_CWORD]}
+        prev=${COMP_WORDS[COMP_CWORD-1]}
+        local commands="status reap wait run reset check metrics slurm-prolog slurm-epilog"
+        cmd=
+        for ((i = 1; i < COMP_CWORD; i++)); do
+                case ${COMP_WORDS[i]} in
+                -*) ;;
+                *) cmd=${COMP_WORDS[i]}; break ;;
+                esac
+        done
+        if [ "$cmd" = run ]; then
+                for ((i = 1; i < COMP_CWORD; i++)); do
+                        if [ "${COMP_WORDS[i]}" = -- ]; then
+                                _command_offset $((i + 1))
+                                return
+                        fi
+                done
+        fi
+        case $prev in
+        --replay | --textfile)
+                COMPREPLY=($(compgen -f -- "$cur"))
+                return ;;
+        --format)
+                COMPREPLY=($(compgen -W "nagios npd" -- "$cur"))
+                return ;;
+        --user)
+                COMPREPLY=($(compgen -u -- "$cur"))
+                return ;;
+        --gpu | --gpus | --pid | --job | --cgroup | --container | --pod | --grace | --timeout | \
+        --nvml-timeout | --free | --max-time | --ready-port | --ready-log | --ready-timeout | \
+        --stall-timeout | --drain-timeout | --scontrol | --node)
+                return ;;
+        esac
+        local opts
+        case $cmd in
+        "" | status) opts="--json --why --gpu --replay --job --cgroup --container --pod --nvml-timeout --help" ;;
+        reap) opts="--dry-run --yes --json --gpu --pid --likely --all --tree --user --all-users --grace --timeout --job --cgroup --container --pod --ended --nvml-timeout --help" ;;
+        wait) opts="--gpu --free --timeout --job --cgroup --container --pod --nvml-timeout --help" ;;
+        run) opts="--grace --max-time --ready-port --ready-log --ready-timeout --stall-timeout --drain-timeout --no-cgroup --quiet --help --" ;;
+        reset) opts="--gpu --yes --stop-monitors --timeout --help" ;;
+        check) opts="--format --gpu --nvml-timeout --help" ;;
+        metrics) opts="--textfile --gpu --nvml-timeout --help" ;;
+        slurm-prolog | slurm-epilog) opts="--drain --gpus --timeout --grace --scontrol --node --help" ;;
+        esac
+        if [ -z "$cmd" ] && [[ $cur != -* ]]; then
+                COMPREPLY=($(compgen -W "$commands" -- "$cur"))
+        else
+                COMPREPLY=($(compgen -W "$opts" -- "$cur"))
+        fi
+}
+complete -F _gpureap gpureap

@@ -1,0 +1,41 @@
+#!/bin/bash
+# The Debian package, built from the tree (dpkg-buildpackage -b -us -uc) in a copy of it, then
+# unpacked into a scratch root: the binary runs, the man pages open, the completions and the
+# Slurm scripts are where a distribution expects them, and lintian reports no error.
+set -eu
+SRC=${MESON_SOURCE_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
+for t in dpkg-buildpackage dh lintian scdoc man; do
+        command -v "$t" >/dev/null || { echo "1..0 # SKIP $t is not installed (scripts/install-deps.sh installs it)"; exit 77; }
+done
+T=$(mktemp -d "${TMPDIR:-/tmp}/gpureap-deb.XXXXXX")
+trap 'rm -rf "$T"' EXIT
+n=0
+ok() { n=$((n + 1)); echo "ok $n - $*"; }
+fail() { echo "FAIL: $*" >&2; exit 1; }
+# the tracked files only: no build directory travels into the package's source
+mkdir "$T/src"
+(cd "$SRC" && git ls-files -z --cached --others --exclude-standard | grep -zv '^build' | xargs -0 cp -P --parents -t "$T/src") 2>/dev/null ||
+        (cd "$SRC" && tar --exclude='./build*' -cf - . | tar -xf - -C "$T/src")
+(cd "$T/src" && dpkg-buildpackage -b -us -uc >"$T/build.log" 2>&1) || { tail -40 "$T/build.log" >&2; fail "dpkg-buildpackage failed"; }
+deb=$(ls "$T"/gpureap_*.deb)
+ok "built $(basename "$deb")"
+dpkg-deb -x "$deb" "$T/root"
+"$T/root/usr/bin/gpureap" --version | grep -q '^gpureap ' || fail "the installed gpureap does not run"
+ok "the installed gpureap runs: $("$T/root/usr/bin/gpureap" --version)"
+for page in gpureap gpureap-reap gpureap-status gpureap-slurm; do
+        f=$(ls "$T/root/usr/share/man/man1/$page.1"*)
+        man -l "$f" 2>/dev/null | grep -q "^NAME" || fail "man -l $page does not render"
+done
+ok "man -l renders the installed pages"
+[ -f "$T/root/usr/share/bash-completion/completions/gpureap" ] || fail "no bash completion"
+[ -f "$T/root/usr/share/zsh/vendor-completions/_gpureap" ] || fail "no zsh completion"
+ok "bash and zsh completions installed"
+[ -x "$T/root/usr/lib/gpureap/slurm-epilog" ] && [ -x "$T/root/usr/lib/gpureap/slurm-prolog" ] || fail "no Slurm scripts"
+ok "Slurm prolog and epilog scripts installed"
+lintian --no-tag-display-limit "$deb" >"$T/lintian" 2>&1 || true
+if grep -q '^E:' "$T/lintian"; then
+        cat "$T/lintian" >&2
+        fail "lintian reports errors"
+fi
+ok "lintian: no error ($(grep -c '^W:' "$T/lintian" || true) warnings)"
+echo "1..$n"
