@@ -73,7 +73,7 @@ int cmd_check(int argc, char **argv)
                         check_usage(stdout);
                         return EXIT_CLEAN;
                 default:
-                        fprintf(stderr, "see 'gpureap check --help'\n");
+                        unknown_option(argc, argv, opts, "check");
                         return CHECK_USAGE;
                 }
         }

@@ -328,7 +328,7 @@ int cmd_metrics(int argc, char **argv)
                         metrics_usage(stdout);
                         return EXIT_CLEAN;
                 default:
-                        fprintf(stderr, "see 'gpureap metrics --help'\n");
+                        unknown_option(argc, argv, opts, "metrics");
                         return EXIT_USAGE;
                 }
         }

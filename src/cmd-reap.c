@@ -247,7 +247,7 @@ static int parse_args(struct reap *r, int argc, char **argv)
                         reap_usage(stdout);
                         return 1;
                 default:
-                        fprintf(stderr, "see 'gpureap reap --help'\n");
+                        unknown_option(argc, argv, opts, "reap");
                         return -1;
                 }
         }

@@ -124,7 +124,7 @@ int cmd_reset(int argc, char **argv)
                         reset_usage(stdout);
                         return EXIT_CLEAN;
                 default:
-                        fprintf(stderr, "see 'gpureap reset --help'\n");
+                        unknown_option(argc, argv, opts, "reset");
                         return EXIT_USAGE;
                 }
         }

@@ -494,7 +494,7 @@ int cmd_run(int argc, char **argv)
                         run_usage(stdout);
                         return EXIT_CLEAN;
                 default:
-                        fprintf(stderr, "see 'gpureap run --help'\n");
+                        unknown_option(argc, argv, opts, "run");
                         return EXIT_USAGE;
                 }
         }

@@ -267,7 +267,7 @@ static int cmd_slurm(int argc, char **argv, bool epilog)
                         slurm_usage(stdout, sl.cmd);
                         return EXIT_CLEAN;
                 default:
-                        fprintf(stderr, "see 'gpureap %s --help'\n", sl.cmd);
+                        unknown_option(argc, argv, opts, sl.cmd);
                         return EXIT_USAGE;
                 }
         }

@@ -148,7 +148,7 @@ int cmd_status(int argc, char **argv)
                         status_usage(stdout);
                         return EXIT_CLEAN;
                 default:
-                        fprintf(stderr, "see 'gpureap status --help'\n");
+                        unknown_option(argc, argv, opts, "status");
                         return EXIT_USAGE;
                 }
         }

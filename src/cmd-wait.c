@@ -162,7 +162,7 @@ int cmd_wait(int argc, char **argv)
                         wait_usage(stdout);
                         return EXIT_CLEAN;
                 default:
-                        fprintf(stderr, "see 'gpureap wait --help'\n");
+                        unknown_option(argc, argv, opts, "wait");
                         return EXIT_USAGE;
                 }
         }

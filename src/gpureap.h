@@ -88,6 +88,11 @@ int nvml_timeout_from_env(uint64_t *ret);                          /* $GPUREAP_N
 int no_stray_arguments(int argc, char **argv, const char *cmd);    /* after getopt */
 
 void error_msg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* "did you mean": the nearest of words within two edits, or NULL */
+const char *closest_word(const char *word, const char *const *words, size_t n);
+/* After getopt_long returned '?': the option most likely meant, and where to look */
+struct option;
+void unknown_option(int argc, char **argv, const struct option *opts, const char *cmd);
 
 /* src/summary.c: what is wrong with the GPUs, in one line */
 enum summary_level { SUMMARY_OK, SUMMARY_WARNING, SUMMARY_CRITICAL, SUMMARY_UNKNOWN };

@@ -16,6 +16,17 @@ expect_rc 2 "unknown command"
 has err "^gpureap: 'frobnicate' is not a gpureap command" "names the command"
 gr status --bogus
 expect_rc 2 "unknown option"
+has err "^gpureap status: unknown option '--bogus'; see 'gpureap status --help'$" "one line, with the program's name"
+gr status --jsno
+expect_rc 2 "a mistyped option"
+has err "did you mean '--json'\\?" "did you mean the nearest option"
+gr sttaus
+expect_rc 2 "a mistyped command"
+has err "^gpureap: 'sttaus' is not a gpureap command; did you mean 'status'\\?" "did you mean the nearest command"
+gr reap --pid
+expect_rc 2 "an option without its value"
+has err "^gpureap reap: option '--pid' needs a value" "says which"
+hasnt err "/" "no build path in the messages"
 gr status --nvml-timeout soon
 expect_rc 2 "bad duration"
 has err "^gpureap: invalid duration 'soon'" "names the duration"
