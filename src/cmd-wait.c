@@ -22,7 +22,7 @@ static void wait_usage(FILE *f)
                 "                     GPUs they held are clean)\n"
                 "  --free SIZE        e.g. 40GiB, or 90%% of the GPU's total memory\n"
                 "  --timeout DUR      give up after this long (default 60s; 0: look once)\n"
-                "  --nvml-timeout DUR how long the driver gets for each look (default 5s)\n"
+                "  --nvml-timeout DUR how long the driver gets for each call (default 5s)\n"
                 "\n"
                 "exit codes: 0 the condition holds, 1 timeout (what still holds memory is printed),\n"
                 "2 usage error, 3 GPU or driver failure\n");

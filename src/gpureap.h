@@ -55,8 +55,13 @@ int render_status_table(FILE *f, const gr_snapshot *s, const gr_diagnosis *d,
                         const struct gpu_selection *sel, unsigned flags);
 int render_status_json(FILE *f, const gr_snapshot *s, const gr_diagnosis *d,
                        const struct gpu_selection *sel);
-/* A snapshot recorded with 'gpureap status --json' (schema 1 or 2), for --replay */
+/* A snapshot recorded with 'gpureap status --json' (schema 1 or 2), for --replay: a regular
+ * file of at most REPLAY_MAX_BYTES (docs/exit-codes.md); -errno and a one-line err otherwise */
+#define REPLAY_MAX_BYTES (64 << 20)
 int snapshot_from_json(const char *path, gr_snapshot **ret, char *err, size_t err_size);
+/* The same from a buffer of len bytes (path only names it in messages); the fuzz target's entry */
+int snapshot_from_json_buffer(const char *buf, size_t len, const char *path, gr_snapshot **ret,
+                              char *err, size_t err_size);
 /* Is finding f about a selected GPU (or about no GPU in particular)? */
 bool finding_selected(const struct gpu_selection *sel, const gr_snapshot *s, const gr_finding *f);
 

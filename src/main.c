@@ -26,16 +26,6 @@ static const struct command commands[] = {
         { "slurm-epilog", cmd_slurm_epilog, "Slurm's Epilog: reap the ended job's leftovers on its GPUs, verify" },
 };
 
-void error_msg(const char *fmt, ...)
-{
-        va_list ap;
-        fflush(stdout); /* one file for both: the lines in the order they happened */
-        fputs("gpureap: ", stderr);
-        va_start(ap, fmt);
-        vfprintf(stderr, fmt, ap);
-        va_end(ap);
-        fputc('\n', stderr);
-}
 
 /* Levenshtein distance, bounded: for "did you mean" */
 static size_t distance(const char *a, const char *b)
@@ -122,6 +112,13 @@ static void usage(FILE *f)
 int main(int argc, char **argv)
 {
         opterr = 0; /* each command says what it did not understand, with the program's name */
+        /* the NVML helper is this program again (one build: the layouts it shares match) */
+        if (argc == 2 && strcmp(argv[1], GR_NVML_HELPER_ARG) == 0) {
+                gr_nvml_helper_main(argc, argv);
+                error_msg("'%s' is gpureap's own NVML helper, started by gpureap, not by hand", GR_NVML_HELPER_ARG);
+                return EXIT_USAGE;
+        }
+        gr_gpu_set_helper("/proc/self/exe");
         if (argc >= 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
                           strcmp(argv[1], "help") == 0)) {
                 usage(stdout);

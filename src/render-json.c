@@ -9,12 +9,33 @@
 
 static json_object *j_u64(uint64_t v)
 {
-        return v == GR_UNKNOWN_U64 ? NULL : json_object_new_int64((int64_t)v);
+        if (v == GR_UNKNOWN_U64)
+                return NULL;
+        /* a driver's wrapped number stays the number it gave, never a negative one */
+        return v > INT64_MAX ? json_object_new_uint64(v) : json_object_new_int64((int64_t)v);
+}
+
+/* Every string as valid UTF-8 without control characters: what came from other processes was
+ * made safe where it was read, and this also covers text cut mid-character since (a finding's
+ * explanation is bounded) and paths from our own environment */
+static json_object *j_text(const char *s)
+{
+        if (!s)
+                return NULL;
+        if (gr_text_is_clean(s))
+                return json_object_new_string(s);
+        char *c = strdup(s);
+        if (!c)
+                return NULL;
+        gr_text_sanitize(c);
+        json_object *o = json_object_new_string(c);
+        free(c);
+        return o;
 }
 
 static json_object *j_str(const char *s)
 {
-        return s && *s ? json_object_new_string(s) : NULL;
+        return s && *s ? j_text(s) : NULL;
 }
 
 static void add(json_object *o, const char *k, json_object *v)
@@ -150,7 +171,7 @@ static json_object *process_json(const gr_snapshot *s, const gr_diagnosis *d, co
         add(o, "tty_nr", json_object_new_int(p->tty_nr));
         add(o, "tpgid", json_object_new_int(p->tpgid));
         add(o, "uid", p->has_uid ? json_object_new_int64(p->uid) : NULL);
-        add(o, "comm", json_object_new_string(p->comm));
+        add(o, "comm", j_text(p->comm));
         add(o, "cmdline", j_str(p->cmdline));
         json_object *ns = json_object_new_array();
         for (unsigned i = 0; i < p->n_nspid; i++)
@@ -203,7 +224,7 @@ static json_object *gpu_json(const gr_snapshot *s, const gr_diagnosis *d, unsign
         if (g->minor >= 0) {
                 char path[1100];
                 snprintf(path, sizeof(path), "%s/nvidia%d", s->dev_dir, g->minor);
-                add(o, "device_file", json_object_new_string(path));
+                add(o, "device_file", j_text(path));
         } else {
                 add(o, "device_file", NULL);
         }
@@ -213,6 +234,7 @@ static json_object *gpu_json(const gr_snapshot *s, const gr_diagnosis *d, unsign
         add(m, "used", j_u64(g->mem_used));
         add(m, "free", j_u64(g->mem_free));
         add(m, "api", g->mem_api ? json_object_new_string(g->mem_api == 2 ? "v2" : "v1") : NULL);
+        add(m, "consistent", g->mem_api ? json_object_new_boolean(!g->mem_inconsistent) : NULL);
         add(o, "memory", m);
 
         json_object *owners = NULL;
@@ -295,7 +317,7 @@ static json_object *finding_json(const gr_snapshot *s, const gr_diagnosis *d, co
         add(o, "related_pid", f->related ? json_object_new_int(f->related) : NULL);
         add(o, "memory", j_u64(f->memory));
         add(o, "confidence", json_object_new_string(gr_confidence_name(f->confidence)));
-        add(o, "explanation", json_object_new_string(f->explanation));
+        add(o, "explanation", j_text(f->explanation));
         add(o, "reason", j_str(f->reason));
         add(o, "next_step", j_str(f->next_step));
         add(o, "advice", j_str(f->advice));
@@ -339,13 +361,15 @@ int render_status_json(FILE *f, const gr_snapshot *s, const gr_diagnosis *d,
         add(root, "driver", drv);
 
         json_object *pr = json_object_new_object();
-        add(pr, "root", json_object_new_string(s->proc_root));
-        add(pr, "dev_dir", json_object_new_string(s->dev_dir));
+        add(pr, "root", j_text(s->proc_root));
+        add(pr, "dev_dir", j_text(s->dev_dir));
         add(pr, "error", s->proc_error < 0 ? json_object_new_string(strerror(-s->proc_error)) : NULL);
         add(pr, "processes_scanned", json_object_new_int64(s->procs ? (int64_t)s->procs->n : 0));
         add(pr, "vanished", json_object_new_int64(s->procs ? s->procs->n_vanished : 0));
         add(pr, "unreadable", json_object_new_int64(s->procs ? s->procs->n_unreadable : 0));
         add(pr, "boot_time", s->procs && s->procs->boot_time ? json_object_new_int64((int64_t)s->procs->boot_time) : NULL);
+        add(pr, "elapsed_ms", s->proc_elapsed_ms != GR_UNKNOWN_U64 ? json_object_new_int64((int64_t)s->proc_elapsed_ms) : NULL);
+        add(pr, "slow", json_object_new_boolean(s->proc_slow));
         add(root, "proc", pr);
 
         json_object *view = json_object_new_object();

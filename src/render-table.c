@@ -123,7 +123,9 @@ static void print_memory(const struct out *o, const gr_gpu *g, const gr_gpu_verd
                 fprintf(o->f, "  memory   %s used of %s (driver reserve included), %s free", used,
                         total, fr);
         }
-        if (v && v->unaccounted != GR_UNKNOWN_U64 && v->unaccounted > GR_BASELINE_SLACK)
+        if (g->mem_inconsistent)
+                fprintf(o->f, "; inconsistent: not used for any decision");
+        else if (v && v->unaccounted != GR_UNKNOWN_U64 && v->unaccounted > GR_BASELINE_SLACK)
                 fprintf(o->f, "; %s not accounted for by a live process",
                         gr_format_bytes(v->unaccounted, un, sizeof(un)));
         fputc('\n', o->f);
@@ -261,11 +263,16 @@ static void print_evidence(const struct out *o, const gr_snapshot *s, const gr_d
                         continue;
                 if (n++ == 0)
                         fprintf(o->f, "\nevidence:\n");
+                char reason[sizeof(v->reason)], value[GR_EVIDENCE_TEXT];
+                gr_strlcpy(reason, v->reason, sizeof(reason));
+                gr_text_sanitize(reason); /* texts cut at a fixed size may end mid-character */
                 fprintf(o->f, "  %d (%s)  %s, %s: %s\n", (int)v->pid, v->process->comm,
-                        gr_judgement_name(v->judgement), gr_confidence_name(v->confidence), v->reason);
+                        gr_judgement_name(v->judgement), gr_confidence_name(v->confidence), reason);
                 for (unsigned k = 0; k < v->evidence.n; k++) {
                         const gr_evidence *e = &v->evidence.items[k];
-                        fprintf(o->f, "      %-15s %-60s %s\n", gr_evidence_key_name(e->key), e->value,
+                        gr_strlcpy(value, e->value, sizeof(value));
+                        gr_text_sanitize(value);
+                        fprintf(o->f, "      %-15s %-60s %s\n", gr_evidence_key_name(e->key), value,
                                 e->lean == GR_LEAN_NEUTRAL ? "" : e->lean == GR_LEAN_LIVE ? "(live)" : "(leftover)");
                 }
         }
@@ -283,15 +290,26 @@ static void print_findings(const struct out *o, const gr_snapshot *s, const gr_d
                                 continue;
                         if (n++ == 0)
                                 fprintf(o->f, "\nfindings:\n");
+                        /* cut at a fixed size, an explanation may end mid-character */
+                        char expl[sizeof(f->explanation)], next[sizeof(f->next_step)], why[sizeof(f->reason)],
+                                advice[sizeof(f->advice)];
+                        gr_strlcpy(expl, f->explanation, sizeof(expl));
+                        gr_strlcpy(next, f->next_step, sizeof(next));
+                        gr_strlcpy(why, f->reason, sizeof(why));
+                        gr_strlcpy(advice, f->advice, sizeof(advice));
+                        gr_text_sanitize(expl);
+                        gr_text_sanitize(next);
+                        gr_text_sanitize(why);
+                        gr_text_sanitize(advice);
                         int w = (int)strlen(gr_finding_kind_name(f->kind));
                         fprintf(o->f, "  %s%s%s  %s\n", c_on(o, f->leftover ? "\033[1;31m" : "\033[1;36m"),
-                                gr_finding_kind_name(f->kind), c_off(o), f->explanation);
-                        if (f->reason[0])
-                                fprintf(o->f, "  %*s  why: %s [%s]\n", w, "", f->reason, gr_confidence_name(f->confidence));
-                        if (f->next_step[0])
-                                fprintf(o->f, "  %*s  next: %s%s%s\n", w, "", c_on(o, "\033[1m"), f->next_step, c_off(o));
-                        if (f->advice[0])
-                                fprintf(o->f, "  %*s  %s\n", w, "", f->advice);
+                                gr_finding_kind_name(f->kind), c_off(o), expl);
+                        if (why[0])
+                                fprintf(o->f, "  %*s  why: %s [%s]\n", w, "", why, gr_confidence_name(f->confidence));
+                        if (next[0])
+                                fprintf(o->f, "  %*s  next: %s%s%s\n", w, "", c_on(o, "\033[1m"), next, c_off(o));
+                        if (advice[0])
+                                fprintf(o->f, "  %*s  %s\n", w, "", advice);
                 }
         if (o->why)
                 print_evidence(o, s, d, sel);
@@ -338,5 +356,8 @@ int render_status_table(FILE *f, const gr_snapshot *s, const gr_diagnosis *d,
         if (d && d->view[0])
                 fprintf(f, "\nnote: this view is limited (%s): verdicts that depend on what it cannot see are capped%s\n",
                         d->view, s->uid != 0 ? "; run as root to see all holders" : "");
+        if (s->proc_slow)
+                fprintf(f, "\nnote: reading %s took %llu ms (%zu processes): a slow host, not a driver failure\n",
+                        s->proc_root, (unsigned long long)s->proc_elapsed_ms, s->procs ? s->procs->n : (size_t)0);
         return 0;
 }

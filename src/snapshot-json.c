@@ -1,9 +1,14 @@
 /* Load a snapshot recorded with 'gpureap status --json' (schema 1 or 2), so a report can be
  * diagnosed again anywhere: 'gpureap status --replay FILE'. Only the facts are read; verdicts
- * and findings in the file are ignored and computed anew. Bounded like the live readers. */
+ * and findings in the file are ignored and computed anew. Bounded like the live readers: at
+ * most REPLAY_MAX_BYTES of a regular file, GR_GPUS_MAX GPUs, GR_GPU_PROCS_MAX owners each. */
 #include <errno.h>
+#include <fcntl.h>
 #include <json-c/json.h>
+#include <limits.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "gpureap/basic.h"
 #include "gpureap.h"
@@ -20,7 +25,8 @@ static uint64_t get_u64(json_object *o, const char *k)
         if (!v || json_object_get_type(v) != json_type_int)
                 return GR_UNKNOWN_U64;
         int64_t x = json_object_get_int64(v);
-        return x < 0 ? GR_UNKNOWN_U64 : (uint64_t)x;
+        /* past INT64_MAX json-c keeps the number as unsigned: a driver's wrapped value */
+        return x < 0 ? GR_UNKNOWN_U64 : x == INT64_MAX ? json_object_get_uint64(v) : (uint64_t)x;
 }
 
 static int64_t get_int(json_object *o, const char *k, int64_t dflt)
@@ -29,10 +35,13 @@ static int64_t get_int(json_object *o, const char *k, int64_t dflt)
         return v && json_object_get_type(v) == json_type_int ? json_object_get_int64(v) : dflt;
 }
 
+/* A recorded snapshot is anyone's text: every string is made safe as it is loaded, as the live
+ * readers make theirs (a JSON string may hold "\u001b" or bytes that are not UTF-8) */
 static void get_str(json_object *o, const char *k, char *buf, size_t size)
 {
         json_object *v = get(o, k);
         gr_strlcpy(buf, v && json_object_get_type(v) == json_type_string ? json_object_get_string(v) : "", size);
+        gr_text_sanitize(buf);
 }
 
 static char *dup_str(json_object *o, const char *k)
@@ -46,6 +55,7 @@ static char *dup_str(json_object *o, const char *k)
         if (r) {
                 memcpy(r, s, n);
                 r[n] = '\0';
+                gr_text_sanitize(r);
         }
         return r;
 }
@@ -96,6 +106,7 @@ static int load_gpus(json_object *root, gr_gpu_report *rep)
                 char api[8];
                 get_str(m, "api", api, sizeof(api));
                 g->mem_api = strcmp(api, "v2") == 0 ? 2 : strcmp(api, "v1") == 0 ? 1 : 0;
+                gr_gpu_check_memory(g); /* the recorded numbers are the driver's too */
                 g->proc_stride = (unsigned)get_int(jg, "process_entry_bytes", 0);
                 json_object *owners = get(jg, "context_owners");
                 g->procs_ok = owners && json_object_get_type(owners) == json_type_array;
@@ -136,7 +147,7 @@ static int load_process(json_object *jp, gr_process *p)
         p->start_time = (uint64_t)get_int(jp, "start_time_ticks", 0);
         char st[4];
         get_str(jp, "state", st, sizeof(st));
-        p->state = st[0] ? st[0] : '?';
+        p->state = (st[0] >= 'A' && st[0] <= 'Z') || (st[0] >= 'a' && st[0] <= 'z') ? st[0] : '?';
         get_str(jp, "comm", p->comm, sizeof(p->comm));
         int64_t uid = get_int(jp, "uid", -1);
         p->has_uid = uid >= 0;
@@ -207,9 +218,105 @@ static int load_process(json_object *jp, gr_process *p)
         return 0;
 }
 
+/* The recording, whole, into a buffer: a regular file of at most REPLAY_MAX_BYTES. Opened
+ * without blocking and checked before reading, so a FIFO with no writer, /dev/zero or a
+ * terminal is refused at once instead of hanging or growing until memory runs out. */
+static int read_recording(const char *path, char **ret, size_t *ret_len, char *err, size_t err_size)
+{
+        int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+        if (fd < 0) {
+                int r = -errno;
+                snprintf(err, err_size, "cannot open '%s': %s", path, strerror(errno));
+                return r;
+        }
+        struct stat st;
+        if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+                snprintf(err, err_size, "'%s' is not a regular file: --replay reads a snapshot recorded with 'gpureap status --json'",
+                         path);
+                close(fd);
+                return -EINVAL;
+        }
+        if (st.st_size > REPLAY_MAX_BYTES) {
+                snprintf(err, err_size, "'%s' is larger than a snapshot may be (%d MiB)", path, REPLAY_MAX_BYTES >> 20);
+                close(fd);
+                return -EFBIG;
+        }
+        /* the size may change while we read: the bound is on what is read, not on what fstat said */
+        size_t cap = (size_t)st.st_size + 1, len = 0;
+        char *buf = malloc(cap + 1);
+        int r = buf ? 0 : -ENOMEM;
+        while (r == 0) {
+                if (len == cap) {
+                        if (cap > REPLAY_MAX_BYTES) {
+                                r = -EFBIG;
+                                break;
+                        }
+                        size_t ncap = cap * 2 > (size_t)REPLAY_MAX_BYTES + 1 ? (size_t)REPLAY_MAX_BYTES + 1 : cap * 2;
+                        char *nb = realloc(buf, ncap + 1);
+                        if (!nb) {
+                                r = -ENOMEM;
+                                break;
+                        }
+                        buf = nb;
+                        cap = ncap;
+                }
+                ssize_t n = read(fd, buf + len, cap - len);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n < 0)
+                        r = -errno;
+                else if (n == 0)
+                        break;
+                else
+                        len += (size_t)n;
+        }
+        close(fd);
+        if (r == 0 && len > REPLAY_MAX_BYTES)
+                r = -EFBIG;
+        if (r < 0) {
+                free(buf);
+                if (r == -EFBIG)
+                        snprintf(err, err_size, "'%s' is larger than a snapshot may be (%d MiB)", path, REPLAY_MAX_BYTES >> 20);
+                else
+                        snprintf(err, err_size, "cannot read '%s': %s", path, strerror(-r));
+                return r;
+        }
+        buf[len] = '\0';
+        *ret = buf;
+        *ret_len = len;
+        return 0;
+}
+
 int snapshot_from_json(const char *path, gr_snapshot **ret, char *err, size_t err_size)
 {
-        json_object *root = json_object_from_file(path);
+        char *buf = NULL;
+        size_t len = 0;
+        int r = read_recording(path, &buf, &len, err, err_size);
+        if (r < 0)
+                return r;
+        r = snapshot_from_json_buffer(buf, len, path, ret, err, err_size);
+        free(buf);
+        return r;
+}
+
+int snapshot_from_json_buffer(const char *buf, size_t len, const char *path, gr_snapshot **ret,
+                              char *err, size_t err_size)
+{
+        json_object *root = NULL;
+        json_tokener *tok = len <= REPLAY_MAX_BYTES && len <= INT_MAX ? json_tokener_new() : NULL;
+        if (tok) {
+                root = json_tokener_parse_ex(tok, buf, (int)len);
+                /* one value and nothing after it but white space */
+                if (json_tokener_get_error(tok) != json_tokener_success)
+                        root = NULL;
+                for (size_t i = root ? json_tokener_get_parse_end(tok) : len; i < len; i++)
+                        if (buf[i] != ' ' && buf[i] != '\n' && buf[i] != '\t' && buf[i] != '\r') {
+                                json_object_put(root);
+                                root = NULL;
+                                break;
+                        }
+                json_tokener_free(tok);
+        }
         if (!root || json_object_get_type(root) != json_type_object) {
                 snprintf(err, err_size, "cannot read '%s' as a gpureap JSON snapshot", path);
                 json_object_put(root);
@@ -235,6 +342,7 @@ int snapshot_from_json(const char *path, gr_snapshot **ret, char *err, size_t er
         }
         int r = 0;
         {
+                s->proc_elapsed_ms = GR_UNKNOWN_U64;
                 s->gpu = rep;
                 s->procs = t;
                 get_str(root, "host", s->hostname, sizeof(s->hostname));
@@ -263,6 +371,9 @@ int snapshot_from_json(const char *path, gr_snapshot **ret, char *err, size_t er
                 s->hidepid = hp && json_object_get_type(hp) == json_type_boolean && json_object_get_boolean(hp);
                 t->n_unreadable = (unsigned)get_int(pr, "unreadable", 0);
                 t->boot_time = get_u64(pr, "boot_time") == GR_UNKNOWN_U64 ? 0 : get_u64(pr, "boot_time");
+                s->proc_elapsed_ms = get_u64(pr, "elapsed_ms");
+                json_object *slow = get(pr, "slow");
+                s->proc_slow = slow && json_object_get_type(slow) == json_type_boolean && json_object_get_boolean(slow);
                 r = load_gpus(root, rep);
         }
         json_object *procs = r == 0 ? get(root, "processes") : NULL;

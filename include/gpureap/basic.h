@@ -23,10 +23,21 @@ static inline void gr_closep(int *fd) { if (*fd >= 0) close(*fd); }
 /* Copy src into dst (size bytes), always NUL-terminated; returns true when it fit. */
 bool gr_strlcpy(char *dst, const char *src, size_t size);
 
+/* Make text that another process or the driver chose (process names, command lines, cgroup
+ * paths, NVML strings, anything replayed) safe for a terminal and for JSON, in place: valid
+ * UTF-8 is kept; a control character (C0, DEL, C1 U+0080..U+009F) becomes one '?', and so does
+ * every byte of an invalid or truncated UTF-8 sequence. The text never grows. Returns how many
+ * '?' were put in. */
+size_t gr_text_sanitize(char *s);
+/* Would gr_text_sanitize leave s as it is? */
+bool gr_text_is_clean(const char *s);
+
 /* Read a whole (small, virtual) file relative to dirfd into buf (size bytes, NUL-terminated).
  * Reads one byte more than fits to notice truncation: returns -EFBIG when the file did not fit,
  * with the first size-1 bytes in buf and *ret_len set (callers that can use a prefix may).
- * ENOENT/ESRCH of a vanished process come back as -ESRCH. */
+ * ENOENT/ESRCH of a vanished process come back as -ESRCH. Only regular files are read (every
+ * /proc file is one): a FIFO or device planted in a recorded tree is -EINVAL, and it is
+ * opened without blocking, so a FIFO with no writer cannot hang the reader. */
 int gr_read_file_at(int dirfd, const char *name, char *buf, size_t size, size_t *ret_len);
 
 /* Stream a file relative to dirfd line by line (lines longer than the internal buffer are cut,

@@ -35,6 +35,8 @@ typedef struct gr_gpu {
          * apart from used), 1 for the v1 call (reserved counted in used), 0 when both failed */
         uint64_t mem_total, mem_reserved, mem_used, mem_free;
         int mem_api;
+        bool mem_inconsistent;                 /* the numbers cannot all be true (see
+                                                  gr_gpu_check_memory): the state is unknown */
         unsigned proc_stride;                  /* bytes per entry the driver wrote (_v3: 24 or 32) */
         bool procs_ok;                         /* the process lists were read */
         bool procs_truncated;
@@ -65,14 +67,19 @@ typedef struct gr_gpu_report {
 
 typedef struct gr_gpu_options {
         const char *library;      /* default $GPUREAP_NVML_LIBRARY or libnvidia-ml.so.1 */
-        uint64_t timeout_ms;      /* default 5000 */
+        uint64_t timeout_ms;      /* how long one NVML call may take, in the driver's own time
+                                     (the caller's other work meanwhile does not count); 5000 */
+        const char *helper;       /* the helper program; see gr_gpu_set_helper() */
 } gr_gpu_options;
 
 typedef struct gr_gpu_query gr_gpu_query;
 
 /* Start reading the driver in a helper process; the caller may do other work (the /proc scan)
- * before it collects the result with gr_gpu_query_finish(), which waits at most until the
- * deadline that began here. The helper's PID is given so a scan can leave it out. */
+ * before it collects the result with gr_gpu_query_finish(). An answer that came meanwhile is
+ * taken however late the caller looks; a call the helper is still in fails the query once it
+ * has taken timeout_ms. Call both from the same thread: the helper is killed when the thread
+ * that started it ends (PR_SET_PDEATHSIG). The helper's PID is given so a scan can leave it out
+ * (0 when the helper could not be started: finish then reports why). */
 int gr_gpu_query_start(const gr_gpu_options *opts, gr_gpu_query **ret, pid_t *ret_helper);
 int gr_gpu_query_finish(gr_gpu_query *q, gr_gpu_report **ret);
 void gr_gpu_report_free(gr_gpu_report *r);
@@ -93,19 +100,22 @@ bool gr_drain_wait(gr_drain *d, uint64_t deadline_ms, uint64_t *ret_drained_at_u
 void gr_drain_free(gr_drain *d);
 uint64_t gr_now_us(void);
 
-struct gr_drain_shared {
-        char current_call[64];
-        int ready, armed;
-        int status;               /* gr_gpu_status */
-        char error[256];
-        uint64_t targets[GR_GPUS_MAX];
-        uint64_t used[GR_GPUS_MAX];
-        uint64_t drained_at_us;
-};
-void gr_nvml_watch_drain(const char *library, struct gr_drain_shared *sh, void (*done)(int), int done_fd);
+/* The helper program. A query or drain watcher runs NVML in a process of its own, started with
+ * posix_spawn, so that a program with threads can use this library (a fork followed by dlopen
+ * is not safe there) and a driver stuck in state D cannot keep the caller from exiting. Which
+ * executable: gr_gpu_options.helper, else the one set here, else the installed
+ * gpureap-nvml-helper (GR_HELPER_PATH, libexecdir). Set before the first query; the gpureap
+ * command sets "/proc/self/exe", as it is its own helper. */
+void gr_gpu_set_helper(const char *path);
+/* The main of a helper program: a program is a helper when argv[1] is GR_NVML_HELPER_ARG; it
+ * then calls this and exits. Returns only on a bad start (-EINVAL: not started as a helper,
+ * -EBADF / -EPROTO: not by a library of the same build). */
+#define GR_NVML_HELPER_ARG "--gpureap-nvml-helper"
+int gr_nvml_helper_main(int argc, char **argv);
 
-/* Read the driver in this process (the helper's work); exposed for tests and benchmarks. */
-void gr_nvml_read(const char *library, gr_gpu_report *rep, gr_gpu *gpus, gr_gpu_proc *procs,
-                  volatile char *current_call, size_t current_call_size);
+/* Are the driver's memory numbers of g possible (no part above the total, the parts not adding
+ * up to more than it)? When not, mem_inconsistent is set and the reason added to g->error:
+ * nothing may then be concluded from them. Where a report is read or copied. */
+bool gr_gpu_check_memory(gr_gpu *g);
 
 #endif

@@ -31,7 +31,8 @@ typedef struct gr_stat {
         uint64_t cpu_ticks;  /* utime + stime (fields 14 and 15) */
 } gr_stat;
 
-/* Parse /proc/PID/stat. comm may hold spaces, ')' and newlines: it ends at the last ')'. */
+/* Parse /proc/PID/stat. comm may hold spaces, ')' and newlines: it ends at the last ')'. comm
+ * comes back made safe to show (gr_text_sanitize); a state that is not a letter as '?'. */
 int gr_parse_stat(const char *buf, size_t len, gr_stat *ret);
 
 typedef struct gr_status {
@@ -45,10 +46,11 @@ typedef struct gr_status {
 
 int gr_parse_status(const char *buf, size_t len, gr_status *ret);
 
-/* The cgroup v2 path ("0::/path") or, on a v1-only system, the first hierarchy's path. */
+/* The cgroup v2 path ("0::/path") or, on a v1-only system, the first hierarchy's path, made
+ * safe to show (gr_text_sanitize): it is for reading, not a path to open. */
 int gr_parse_cgroup(const char *buf, size_t len, char *ret, size_t size);
 
-/* NUL-separated argv to one line with spaces; control characters shown as '?'. */
+/* NUL-separated argv to one line with spaces, made safe to show (gr_text_sanitize). */
 void gr_render_cmdline(const char *buf, size_t len, char *ret, size_t size);
 
 typedef enum gr_dev_kind {

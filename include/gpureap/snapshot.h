@@ -25,6 +25,10 @@ typedef struct gr_snapshot {
         gr_gpu_report *gpu;       /* never NULL after a successful take */
         gr_proc_table *procs;     /* NULL when /proc could not be read: see proc_error */
         int proc_error;           /* -errno */
+        uint64_t proc_elapsed_ms; /* how long the /proc scan took (GR_UNKNOWN_U64 unknown) */
+        bool proc_slow;           /* longer than its bound: a slow host, reported, never a
+                                     failure (the scan is not cut short: a partial scan could
+                                     call a held GPU clean) */
         bool procs_partial;       /* a recorded table without lineage (schema 1): a PID that is
                                      missing may have been alive, so it is not taken as dead */
         uid_t uid;                /* who took it: root sees every process's files */
@@ -36,6 +40,9 @@ typedef struct gr_snapshot {
 typedef struct gr_snapshot_options {
         gr_gpu_options gpu;
         gr_proc_options proc;
+        uint64_t proc_slow_ms;    /* the scan's own bound; 0: as long as gpu.timeout_ms (5 s).
+                                     The driver's deadline does not count the scan, nor the
+                                     scan's the driver */
 } gr_snapshot_options;
 
 int gr_snapshot_take(const gr_snapshot_options *opts, gr_snapshot **ret);

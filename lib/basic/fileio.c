@@ -1,6 +1,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "gpureap/basic.h"
@@ -11,13 +12,34 @@ static int map_vanished(int err)
         return err == ENOENT ? -ESRCH : -err;
 }
 
+/* Open name for reading only if it is a regular file. O_NONBLOCK makes the open of a FIFO
+ * return at once instead of waiting for a writer; on the regular files we then read it changes
+ * nothing (the /proc files and plain files we read do not honour it). */
+static int open_regular_at(int dirfd, const char *name)
+{
+        int fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK);
+        if (fd < 0)
+                return map_vanished(errno);
+        struct stat st;
+        if (fstat(fd, &st) < 0) {
+                int r = map_vanished(errno);
+                close(fd);
+                return r;
+        }
+        if (!S_ISREG(st.st_mode)) {
+                close(fd);
+                return -EINVAL;
+        }
+        return fd;
+}
+
 int gr_read_file_at(int dirfd, const char *name, char *buf, size_t size, size_t *ret_len)
 {
         if (size < 2)
                 return -EINVAL;
-        int fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY);
+        int fd = open_regular_at(dirfd, name);
         if (fd < 0)
-                return map_vanished(errno);
+                return fd;
 
         size_t len = 0;
         char extra;
@@ -54,9 +76,9 @@ int gr_read_file_at(int dirfd, const char *name, char *buf, size_t size, size_t 
 
 int gr_read_lines_at(int dirfd, const char *name, gr_line_cb cb, void *userdata)
 {
-        int fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY);
+        int fd = open_regular_at(dirfd, name);
         if (fd < 0)
-                return map_vanished(errno);
+                return fd;
 
         char buf[16384];
         size_t have = 0;    /* bytes of a partial line kept at the start of buf */

@@ -420,7 +420,7 @@ static unsigned ghost_holders(const struct dx *x, const struct gpu_view *gv, pid
 static void attribute_ghosts(struct dx *x, unsigned gi)
 {
         const gr_gpu *g = &x->s->gpu->gpus[gi];
-        if (!g->procs_ok || g->mem_api == 0)
+        if (!g->procs_ok || g->mem_api == 0 || g->mem_inconsistent)
                 return;
         struct gpu_view gv;
         gpu_view_init(x, gi, &gv);
@@ -818,8 +818,8 @@ static int judge_gpu(struct dx *x, unsigned gi)
 {
         const gr_gpu *g = &x->s->gpu->gpus[gi];
         gr_gpu_verdict *gv = &x->d->gpus[gi];
-        if (!g->procs_ok || g->mem_api == 0) {
-                gv->state = GR_GPU_UNKNOWN;
+        if (!g->procs_ok || g->mem_api == 0 || g->mem_inconsistent) {
+                gv->state = GR_GPU_UNKNOWN; /* numbers the driver cannot have meant */
                 gv->unaccounted = GR_UNKNOWN_U64;
                 return 0;
         }

@@ -1,6 +1,7 @@
 /* The drain watch (gpu.h): a helper process polling NVML memory until the watched GPUs are back
  * at their targets. */
 #include <errno.h>
+#include <poll.h>
 #include <string.h>
 #include <time.h>
 
@@ -21,11 +22,6 @@ uint64_t gr_now_us(void)
         return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
 }
 
-static void drain_work(void *shm, const void *arg, int done_fd)
-{
-        gr_nvml_watch_drain(arg, shm, gr_helper_done, done_fd);
-}
-
 int gr_drain_start(const gr_gpu_options *opts, gr_drain **ret)
 {
         gr_drain *d = calloc(1, sizeof(*d));
@@ -33,7 +29,8 @@ int gr_drain_start(const gr_gpu_options *opts, gr_drain **ret)
                 return -ENOMEM;
         const char *lib = opts && opts->library ? opts->library : getenv("GPUREAP_NVML_LIBRARY");
         gr_strlcpy(d->library, lib && *lib ? lib : "libnvidia-ml.so.1", sizeof(d->library));
-        int r = gr_helper_start(&d->h, sizeof(struct gr_drain_shared), drain_work, d->library);
+        int r = gr_helper_start(&d->h, gr_helper_path(opts), GR_HELPER_DRAIN, sizeof(struct gr_drain_shared),
+                                d->library);
         if (r < 0) {
                 free(d);
                 return r;
@@ -48,8 +45,11 @@ bool gr_drain_arm(gr_drain *d, const uint64_t *targets, unsigned n, uint64_t dea
         while (!__atomic_load_n(&sh->ready, __ATOMIC_ACQUIRE)) {
                 if (gr_now_ms() >= deadline_ms)
                         return false;
+                /* a helper that ended before it was ready (not one of our build) ends the wait */
+                struct pollfd pfd = { .fd = d->h.pipe_rd, .events = POLLIN };
                 struct timespec nap = { 0, 200000 };
-                nanosleep(&nap, NULL);
+                if (ppoll(&pfd, 1, &nap, NULL) > 0 && !__atomic_load_n(&sh->ready, __ATOMIC_ACQUIRE))
+                        return false;
         }
         if (sh->status != GR_GPU_OK)
                 return false;
@@ -61,7 +61,7 @@ bool gr_drain_arm(gr_drain *d, const uint64_t *targets, unsigned n, uint64_t dea
 
 bool gr_drain_wait(gr_drain *d, uint64_t deadline_ms, uint64_t *ret_drained_at_us)
 {
-        int w = gr_helper_wait(&d->h, deadline_ms);
+        int w = gr_helper_wait(&d->h, deadline_ms, 0);
         const struct gr_drain_shared *sh = d->h.shm;
         d->finished = w == 1;
         if (w != 1 || sh->status != GR_GPU_OK)

@@ -1,18 +1,41 @@
-/* The helper process; see helper.h. A thread stuck in the driver (state D) would keep our whole
- * process from exiting, so driver work never runs in a thread of ours. */
+/* The caller's side of the helper process; see helper.h. A thread stuck in the driver (state D)
+ * would keep our whole process from exiting, so driver work never runs in a thread of ours; and
+ * a fork of a threaded program may only call async-signal-safe functions before exec, so the
+ * helper is a program of its own, started with posix_spawn. */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <spawn.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "gpu/helper.h"
 #include "gpureap/basic.h"
+
+#ifndef GR_HELPER_PATH
+#define GR_HELPER_PATH "/usr/local/libexec/gpureap-nvml-helper"
+#endif
+
+extern char **environ;
+
+/* Set once, before any query, by the program (the gpureap command names itself) */
+static const char *default_helper;
+
+void gr_gpu_set_helper(const char *path)
+{
+        default_helper = path;
+}
+
+const char *gr_helper_path(const gr_gpu_options *opts)
+{
+        if (opts && opts->helper && *opts->helper)
+                return opts->helper;
+        return default_helper ? default_helper : GR_HELPER_PATH;
+}
 
 /* Helpers that finished but had not yet exited (closing the driver's files takes a few ms):
  * reaped without blocking when the next helper starts. */
@@ -22,91 +45,209 @@ static void reap_pending(void)
 {
         for (size_t i = 0; i < GR_ELEMENTSOF(pending); i++) {
                 int st;
-                if (pending[i] > 0 && waitpid(pending[i], &st, WNOHANG) != 0)
-                        pending[i] = 0;
+                pid_t p = __atomic_load_n(&pending[i], __ATOMIC_RELAXED);
+                if (p > 0 && waitpid(p, &st, WNOHANG) != 0)
+                        __atomic_compare_exchange_n(&pending[i], &p, 0, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
         }
 }
 
 static void leave_pending(pid_t pid)
 {
         reap_pending();
-        for (size_t i = 0; i < GR_ELEMENTSOF(pending); i++)
-                if (pending[i] == 0) {
-                        pending[i] = pid;
+        for (size_t i = 0; i < GR_ELEMENTSOF(pending); i++) {
+                pid_t none = 0;
+                if (__atomic_compare_exchange_n(&pending[i], &none, pid, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
                         return;
-                }
+        }
         int st;
         waitpid(pid, &st, 0); /* no room: it has finished and is only exiting */
 }
 
-void gr_helper_done(int done_fd)
+/* fd moved to a number of at least 5, so that placing it at 3 or 4 in the child cannot
+ * overwrite the other one */
+static int fd_above_4(int fd)
 {
-        char d = 'd';
-        while (write(done_fd, &d, 1) < 0 && errno == EINTR)
-                ;
+        if (fd > 4)
+                return fd;
+        int n = fcntl(fd, F_DUPFD_CLOEXEC, 5);
+        int r = n < 0 ? -errno : n;
+        close(fd);
+        return r;
 }
 
-int gr_helper_start(struct gr_helper *h, size_t shm_size, gr_helper_work work, const void *arg)
+static void unmap(struct gr_helper *h)
+{
+        if (h->shm)
+                munmap(h->shm, h->shm_size);
+        h->shm = NULL;
+}
+
+static int spawn(struct gr_helper *h, const char *exe, int memfd, int done_wr)
+{
+        posix_spawn_file_actions_t fa;
+        posix_spawnattr_t attr;
+        int r = posix_spawn_file_actions_init(&fa);
+        if (r != 0)
+                return -r;
+        r = posix_spawnattr_init(&attr);
+        if (r != 0) {
+                posix_spawn_file_actions_destroy(&fa);
+                return -r;
+        }
+        /* only its two descriptors: a helper stuck in the driver must not keep a pipe that
+         * someone reads our output from open */
+        if (r == 0)
+                r = posix_spawn_file_actions_adddup2(&fa, memfd, GR_HELPER_SHM_FD);
+        if (r == 0)
+                r = posix_spawn_file_actions_adddup2(&fa, done_wr, GR_HELPER_DONE_FD);
+        if (r == 0)
+                r = posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+        if (r == 0)
+                r = posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+        if (r == 0)
+                r = posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+#ifdef HAVE_POSIX_SPAWN_FILE_ACTIONS_ADDCLOSEFROM_NP
+        if (r == 0)
+                r = posix_spawn_file_actions_addclosefrom_np(&fa, GR_HELPER_DONE_FD + 1);
+#endif
+        /* whatever the caller blocks or ignores (gpureap run blocks INT and TERM for its
+         * signalfd), the helper starts with every signal at its default */
+        sigset_t none, all;
+        sigemptyset(&none);
+        sigfillset(&all);
+        if (r == 0)
+                r = posix_spawnattr_setsigmask(&attr, &none);
+        if (r == 0)
+                r = posix_spawnattr_setsigdefault(&attr, &all);
+        if (r == 0)
+                r = posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+        char *const argv[] = { (char *)"gpureap-nvml-helper", (char *)GR_NVML_HELPER_ARG, NULL };
+        if (r == 0)
+                r = posix_spawn(&h->pid, exe, &fa, &attr, argv, environ);
+        posix_spawnattr_destroy(&attr);
+        posix_spawn_file_actions_destroy(&fa);
+        return -r;
+}
+
+int gr_helper_start(struct gr_helper *h, const char *exe, enum gr_helper_kind kind, size_t shm_size,
+                    const char *library)
 {
         memset(h, 0, sizeof(*h));
         h->pipe_rd = -1;
         reap_pending();
-        /* pages are touched only as the child fills them */
-        h->shm = mmap(NULL, shm_size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-        if (h->shm == MAP_FAILED) {
-                h->shm = NULL;
-                return -ENOMEM;
+        int memfd = (int)syscall(SYS_memfd_create, "gpureap-nvml", 1u /* MFD_CLOEXEC */);
+        if (memfd < 0)
+                return -errno;
+        memfd = fd_above_4(memfd);
+        if (memfd < 0)
+                return memfd;
+        /* sparse: pages are touched only as the helper fills them */
+        int r = ftruncate(memfd, (off_t)shm_size) < 0 ? -errno : 0;
+        if (r == 0) {
+                h->shm = mmap(NULL, shm_size, PROT_READ | PROT_WRITE, MAP_SHARED, memfd, 0);
+                if (h->shm == MAP_FAILED) {
+                        h->shm = NULL;
+                        r = -ENOMEM;
+                }
+        }
+        if (r < 0) {
+                close(memfd);
+                return r;
         }
         h->shm_size = shm_size;
+        struct gr_helper_header *hdr = h->shm;
+        hdr->magic = GR_HELPER_MAGIC;
+        hdr->abi = GR_HELPER_ABI;
+        hdr->kind = kind;
+        hdr->size = shm_size;
+        hdr->parent = (int32_t)getpid();
+        gr_strlcpy(hdr->library, library, sizeof(hdr->library));
+
         int p[2];
         if (pipe2(p, O_CLOEXEC) < 0) {
-                int r = -errno;
-                munmap(h->shm, shm_size);
-                h->shm = NULL;
+                r = -errno;
+                close(memfd);
+                unmap(h);
                 return r;
         }
-        pid_t parent = getpid();
-        pid_t pid = fork();
-        if (pid < 0) {
-                int r = -errno;
-                close(p[0]);
-                close(p[1]);
-                munmap(h->shm, shm_size);
-                h->shm = NULL;
+        int done_wr = fd_above_4(p[1]);
+        int rd = fd_above_4(p[0]);
+        if (done_wr < 0 || rd < 0) {
+                r = done_wr < 0 ? done_wr : rd;
+                if (done_wr >= 0)
+                        close(done_wr);
+                if (rd >= 0)
+                        close(rd);
+                close(memfd);
+                unmap(h);
                 return r;
         }
-        if (pid == 0) {
-                close(p[0]);
-                /* never outlive the caller: a helper is of no use to anyone after it */
-                prctl(PR_SET_PDEATHSIG, SIGKILL);
-                if (getppid() != parent)
-                        _exit(0);
-                signal(SIGPIPE, SIG_IGN);
-                work(h->shm, arg, p[1]);
-                _exit(0);
+        h->started_us = gr_now_us();
+        r = spawn(h, exe, memfd, done_wr);
+        close(memfd);
+        close(done_wr);
+        if (r < 0) {
+                h->pid = 0;
+                close(rd);
+                unmap(h);
+                return r;
         }
-        close(p[1]);
-        h->pipe_rd = p[0];
-        h->pid = pid;
+        h->pipe_rd = rd;
         return 0;
 }
 
-int gr_helper_wait(struct gr_helper *h, uint64_t deadline_ms)
+static int read_answer(struct gr_helper *h)
 {
         for (;;) {
-                uint64_t now = gr_now_ms();
-                if (now >= deadline_ms)
-                        return 0;
-                struct pollfd pfd = { .fd = h->pipe_rd, .events = POLLIN };
-                int n = poll(&pfd, 1, (int)(deadline_ms - now));
-                if (n <= 0)
-                        continue; /* EINTR or the deadline: the loop re-checks */
                 char c;
                 ssize_t k = read(h->pipe_rd, &c, 1);
                 if (k < 0 && errno == EINTR)
                         continue;
                 return k == 1 ? 1 : -1; /* EOF: it ended without finishing */
         }
+}
+
+int gr_helper_wait(struct gr_helper *h, uint64_t deadline_ms, uint64_t stall_ms)
+{
+        const struct gr_helper_header *hdr = h->shm;
+        uint64_t deadline_us = deadline_ms == UINT64_MAX ? UINT64_MAX : deadline_ms * 1000;
+        for (;;) {
+                /* what is there first: a helper that answered while we were busy has answered */
+                struct pollfd pfd = { .fd = h->pipe_rd, .events = POLLIN };
+                if (poll(&pfd, 1, 0) > 0)
+                        return read_answer(h);
+                uint64_t now = gr_now_us(), until = deadline_us, step_ms = 60000;
+                if (stall_ms) {
+                        /* the driver's own time: since the call it is in began. A later call
+                         * only moves the limit on, so sleeping until it is safe; before the
+                         * first call we look often, as that one may begin any moment */
+                        uint64_t since = __atomic_load_n(&hdr->progress.started_us, __ATOMIC_ACQUIRE);
+                        uint64_t limit = since ? since + stall_ms * 1000
+                                               : h->started_us + (stall_ms > GR_HELPER_START_MS ? stall_ms : GR_HELPER_START_MS) * 1000;
+                        if (limit < until)
+                                until = limit;
+                        if (!since)
+                                step_ms = 2;
+                }
+                if (now >= until)
+                        return 0;
+                uint64_t wait_ms = (until - now + 999) / 1000;
+                poll(&pfd, 1, (int)(wait_ms < step_ms ? wait_ms : step_ms)); /* then the loop looks again */
+        }
+}
+
+void gr_helper_current_call(const struct gr_helper *h, char *buf, size_t size)
+{
+        if (size == 0)
+                return;
+        const struct gr_helper_header *hdr = h->shm;
+        size_t i = 0;
+        for (; hdr && i + 1 < size && i < sizeof(hdr->progress.call) && hdr->progress.call[i]; i++)
+                buf[i] = hdr->progress.call[i];
+        buf[i] = '\0';
+        gr_text_sanitize(buf);
+        if (!buf[0])
+                gr_strlcpy(buf, "start", size);
 }
 
 /* Wait for the child to finish exiting, at most until deadline; true when reaped. */
@@ -154,8 +295,6 @@ bool gr_helper_stop(struct gr_helper *h, bool finished)
         if (h->pipe_rd >= 0)
                 close(h->pipe_rd);
         h->pipe_rd = -1;
-        if (h->shm)
-                munmap(h->shm, h->shm_size);
-        h->shm = NULL;
+        unmap(h);
         return ok;
 }

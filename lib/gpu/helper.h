@@ -1,7 +1,11 @@
-/* A helper process that does driver work which may block forever: forked, given a shared
- * mapping to write into, it sends one byte on a pipe when its work is done. The caller waits
- * until a deadline and abandons it then (SIGKILL; if the driver still holds it, it is left
- * behind rather than waited for). Internal to lib/gpu. */
+/* The NVML helper: a separate program that does the driver work which may block forever. The
+ * caller starts it with posix_spawn (never a bare fork: a library that forks and then calls
+ * dlopen is not safe in a threaded program) and hands it two descriptors: fd 3, a memfd mapped
+ * shared by both, which starts with a header saying what to do; fd 4, a pipe on which it sends
+ * one byte when its work is done. The caller waits until a deadline and abandons it then
+ * (SIGKILL; if the driver still holds it, it is left behind rather than waited for).
+ * Internal to lib/gpu; the layouts below are the contract between the library and the helper
+ * program, which is built from the same sources (GR_HELPER_ABI says when they differ). */
 #ifndef GPUREAP_GPU_HELPER_H
 #define GPUREAP_GPU_HELPER_H
 
@@ -10,24 +14,81 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "gpureap/gpu.h"
+
+#define GR_HELPER_MAGIC 0x67726870u /* "grhp" */
+#define GR_HELPER_ABI 2u            /* bump on any change of the layouts below */
+#define GR_HELPER_SHM_FD 3
+#define GR_HELPER_DONE_FD 4
+/* The exec and start of the helper are not the driver's time: they get this long, however
+ * short --nvml-timeout is */
+#define GR_HELPER_START_MS 10000
+
+enum gr_helper_kind {
+        GR_HELPER_QUERY = 1,
+        GR_HELPER_DRAIN = 2,
+};
+
+/* What the helper is doing, for the caller's deadline: the NVML call it is in, and since when */
+struct gr_nvml_progress {
+        char call[64];
+        uint64_t started_us;      /* CLOCK_MONOTONIC microseconds; 0 before the first call */
+};
+
+struct gr_helper_header {
+        uint32_t magic, abi, kind;
+        uint64_t size;            /* bytes of the whole layout of this kind */
+        int32_t parent;           /* the caller: the helper leaves at once if it is not its parent */
+        char library[256];        /* the NVML to load */
+        struct gr_nvml_progress progress; /* written by the helper */
+};
+
+struct gr_query_shared {
+        struct gr_helper_header hdr;
+        gr_gpu_report rep;
+        gr_gpu gpus[GR_GPUS_MAX];
+        gr_gpu_proc procs[GR_GPUS_MAX * GR_GPU_PROCS_MAX];
+};
+
+struct gr_drain_shared {
+        struct gr_helper_header hdr;
+        int ready, armed;
+        int status;               /* gr_gpu_status */
+        char error[256];
+        uint64_t targets[GR_GPUS_MAX];
+        uint64_t used[GR_GPUS_MAX];
+        uint64_t drained_at_us;
+};
+
 struct gr_helper {
         pid_t pid;
         int pipe_rd;
         void *shm;
         size_t shm_size;
+        uint64_t started_us;      /* when it was spawned */
 };
 
-/* work runs in the child with the shared mapping; it calls done(done_fd) when its result is
- * complete (it may go on working after, as a poller does until it is stopped) */
-typedef void (*gr_helper_work)(void *shm, const void *arg, int done_fd);
-
-int gr_helper_start(struct gr_helper *h, size_t shm_size, gr_helper_work work, const void *arg);
-void gr_helper_done(int done_fd);
-/* 1: done, 0: the deadline passed, -1: the helper ended without finishing */
-int gr_helper_wait(struct gr_helper *h, uint64_t deadline_ms);
+/* The executable to run: the option, else gr_gpu_set_helper()'s, else the installed one */
+const char *gr_helper_path(const gr_gpu_options *opts);
+/* Spawn the helper for kind with a zeroed shared layout of shm_size bytes whose header names
+ * library; -errno when it could not be started (ENOENT: no helper at that path) */
+int gr_helper_start(struct gr_helper *h, const char *exe, enum gr_helper_kind kind, size_t shm_size,
+                    const char *library);
+/* 1: done, 0: the deadline passed (deadline_ms, monotonic; UINT64_MAX none) or, with stall_ms,
+ * the helper has been in one call that long; -1: the helper ended without finishing. An answer
+ * already in the pipe counts, however late the caller comes to look. */
+int gr_helper_wait(struct gr_helper *h, uint64_t deadline_ms, uint64_t stall_ms);
+/* The call the helper is in (or was in when it stopped), "start" before its first */
+void gr_helper_current_call(const struct gr_helper *h, char *buf, size_t size);
 /* Stop it: a helper that finished is left to exit on its own (reaped later without blocking);
  * one that did not is killed. Returns false when a killed helper would not die (stuck in the
  * driver) and was left behind. Unmaps the shared memory. */
 bool gr_helper_stop(struct gr_helper *h, bool finished);
+
+/* The helper's side (helper-main.c) */
+void gr_helper_done(int done_fd);
+void gr_nvml_read(const char *library, gr_gpu_report *rep, gr_gpu *gpus, gr_gpu_proc *procs,
+                  struct gr_nvml_progress *progress);
+void gr_nvml_watch_drain(const char *library, struct gr_drain_shared *sh, void (*done)(int), int done_fd);
 
 #endif

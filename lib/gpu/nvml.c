@@ -1,6 +1,7 @@
-/* Reading NVML in-process. This runs inside the helper process of gpu-query.c: anything here
- * may block forever in the driver, and the parent abandons us at its deadline. Every call names
- * itself in current_call first, so the parent can say which one hung. */
+/* Reading NVML in-process. This runs inside the helper process (helper-main.c): anything here
+ * may block forever in the driver, and the caller abandons us at its deadline. Every call names
+ * itself and its start time in the shared progress first, so the caller can judge the driver by
+ * its own time and say which call hung. */
 #include <dlfcn.h>
 #include <errno.h>
 #include <stdio.h>
@@ -9,6 +10,7 @@
 
 #include "gpureap/basic.h"
 #include "gpureap/gpu.h"
+#include "gpu/helper.h"
 #include "gpu/nvml-abi.h"
 
 typedef nvmlReturn_t (*fn_void)(void);
@@ -42,8 +44,7 @@ struct nvml {
                 unsigned stride;
         } procs[3][3];
         const char *init_name, *count_name, *handle_name, *pci_name;
-        volatile char *current;
-        size_t current_size;
+        struct gr_nvml_progress *progress;
 };
 
 static void *sym(struct nvml *n, const char *name)
@@ -69,18 +70,22 @@ static void *sym_first(struct nvml *n, const char **ret_name, const char *a, con
         return NULL;
 }
 
+/* Name the call and say when it began, so the caller judges the driver by its own time */
 static void calling(struct nvml *n, const char *name)
 {
+        volatile char *c = n->progress->call;
         size_t i = 0;
-        for (; name[i] && i + 1 < n->current_size; i++)
-                n->current[i] = name[i];
-        n->current[i] = '\0';
+        for (; name[i] && i + 1 < sizeof(n->progress->call); i++)
+                c[i] = name[i];
+        c[i] = '\0';
+        __atomic_store_n(&n->progress->started_us, gr_now_us(), __ATOMIC_RELEASE);
 }
 
 static const char *nvml_error(struct nvml *n, nvmlReturn_t r, char *buf, size_t size)
 {
         const char *s = n->errstr ? n->errstr(r) : NULL;
         snprintf(buf, size, "%s (error %d)", s && *s ? s : "unknown error", r);
+        gr_text_sanitize(buf);
         return buf;
 }
 
@@ -125,6 +130,7 @@ static void copy_text(char *dst, size_t size, const char *src)
         for (; i + 1 < size && src[i]; i++)
                 dst[i] = src[i];
         dst[i] = '\0';
+        gr_text_sanitize(dst);
 }
 
 static void set_error(gr_gpu *g, const char *what, const char *why)
@@ -290,6 +296,7 @@ static gr_gpu_status open_nvml(struct nvml *n, const char *library, char *error,
         if (!n->dl) {
                 const char *e = dlerror();
                 snprintf(error, error_size, "cannot load '%s': %s", library, e ? e : "unknown error");
+                gr_text_sanitize(error);
                 return GR_GPU_NO_LIBRARY;
         }
         load(n);
@@ -308,7 +315,7 @@ static gr_gpu_status open_nvml(struct nvml *n, const char *library, char *error,
 
 void gr_nvml_watch_drain(const char *library, struct gr_drain_shared *sh, void (*done)(int), int done_fd)
 {
-        struct nvml n = { .current = sh->current_call, .current_size = sizeof(sh->current_call) };
+        struct nvml n = { .progress = &sh->hdr.progress };
         sh->status = open_nvml(&n, library, sh->error, sizeof(sh->error));
         nvmlDevice_t dev[GR_GPUS_MAX] = { 0 };
         unsigned count = 0;
@@ -335,10 +342,12 @@ void gr_nvml_watch_drain(const char *library, struct gr_drain_shared *sh, void (
                 for (unsigned i = 0; i < count && i < GR_GPUS_MAX; i++) {
                         if (sh->targets[i] == GR_UNKNOWN_U64 || !dev[i])
                                 continue;
-                        gr_gpu g = { .mem_used = GR_UNKNOWN_U64 };
+                        gr_gpu g = { .mem_total = GR_UNKNOWN_U64, .mem_reserved = GR_UNKNOWN_U64,
+                                     .mem_used = GR_UNKNOWN_U64, .mem_free = GR_UNKNOWN_U64 };
                         read_memory(&n, dev[i], &g);
                         __atomic_store_n(&sh->used[i], g.mem_used, __ATOMIC_RELAXED);
-                        if (g.mem_used == GR_UNKNOWN_U64 || g.mem_used > sh->targets[i])
+                        /* numbers that cannot be true say nothing about the drain */
+                        if (g.mem_used == GR_UNKNOWN_U64 || !gr_gpu_check_memory(&g) || g.mem_used > sh->targets[i])
                                 all = false;
                 }
                 if (all) {
@@ -354,9 +363,9 @@ void gr_nvml_watch_drain(const char *library, struct gr_drain_shared *sh, void (
 }
 
 void gr_nvml_read(const char *library, gr_gpu_report *rep, gr_gpu *gpus, gr_gpu_proc *procs,
-                  volatile char *current_call, size_t current_call_size)
+                  struct gr_nvml_progress *progress)
 {
-        struct nvml n = { .current = current_call, .current_size = current_call_size };
+        struct nvml n = { .progress = progress };
         char why[128];
         gr_strlcpy(rep->library, library, sizeof(rep->library));
         rep->status = open_nvml(&n, library, rep->error, sizeof(rep->error));

@@ -70,13 +70,17 @@ int gr_parse_stat(const char *buf, size_t len, gr_stat *ret)
                 clen = sizeof(st.comm) - 1;
         memcpy(st.comm, open + 1, clen);
         st.comm[clen] = '\0';
+        /* any user may name a process "\033]0;..." (PR_SET_NAME), and the kernel cuts names at
+         * 15 bytes, mid-character if need be: the name reaches root's terminal */
+        gr_text_sanitize(st.comm);
 
         const char *p = close + 1;
         size_t flen;
         const char *f = next_field(&p, end, &flen);
         if (!f || flen != 1)
                 return -EINVAL;
-        st.state = f[0];
+        /* a letter from the kernel; anything else (a recorded tree) is shown as unknown */
+        st.state = (f[0] >= 'A' && f[0] <= 'Z') || (f[0] >= 'a' && f[0] <= 'z') ? f[0] : '?';
 
         /* fields 4..22 after the state: ppid pgrp session ... starttime */
         int64_t fields[19];
@@ -206,6 +210,7 @@ int gr_parse_cgroup(const char *buf, size_t len, char *ret, size_t size)
                 n = size - 1;
         memcpy(ret, first, n);
         ret[n] = '\0';
+        gr_text_sanitize(ret); /* a container's own cgroup names are chosen inside it */
         return 0;
 }
 
@@ -221,6 +226,7 @@ void gr_render_cmdline(const char *buf, size_t len, char *ret, size_t size)
                 ret[o++] = c == '\0' ? ' ' : (c < 0x20 || c == 0x7f) ? '?' : (char)c;
         }
         ret[o] = '\0';
+        gr_text_sanitize(ret); /* C1 controls and bytes that are not UTF-8 (argv is anything) */
 }
 
 gr_dev_kind gr_classify_device_path(const char *devdir, size_t devdir_len, const char *path,

@@ -114,6 +114,7 @@ int gr_snapshot_take(const gr_snapshot_options *opts, gr_snapshot **ret)
         s->taken_at_ms = (uint64_t)tv.tv_sec * 1000 + (uint64_t)tv.tv_usec / 1000;
         if (gethostname(s->hostname, sizeof(s->hostname) - 1) < 0)
                 s->hostname[0] = '\0';
+        gr_text_sanitize(s->hostname); /* a container's root names its own host */
         s->self = getpid();
         s->uid = getuid();
 
@@ -135,8 +136,13 @@ int gr_snapshot_take(const gr_snapshot_options *opts, gr_snapshot **ret)
         }
         pid_t skip[1] = { helper };
         po.skip = skip;
-        po.n_skip = 1;
+        po.n_skip = helper > 0;
+        uint64_t t0 = gr_now_ms();
         s->proc_error = gr_proc_scan(&po, &s->procs);
+        s->proc_elapsed_ms = gr_now_ms() - t0;
+        uint64_t bound = opts && opts->proc_slow_ms ? opts->proc_slow_ms
+                         : opts && opts->gpu.timeout_ms ? opts->gpu.timeout_ms : 5000;
+        s->proc_slow = s->proc_elapsed_ms > bound;
 
         r = gr_gpu_query_finish(q, &s->gpu);
         if (r < 0) {

@@ -48,7 +48,7 @@ LAUNCHED="$LAUNCHED $!"
 wait_role turncoat
 tc=$(pid_of turncoat)
 GPUREAP_TEST_BEFORE_SIGNAL="kill -USR1 $tc; while ! grep -q '^Uid:.4242' /proc/$tc/status; do sleep 0.01; done" \
-        "${GPUREAP_TEST:-$GPUREAP}" reap --yes --pid "$tc" --grace 200ms --timeout 1s >"$T/out" 2>"$T/err" || true
+        "$GPUREAP_TEST_HOOKS" reap --yes --pid "$tc" --grace 200ms --timeout 1s >"$T/out" 2>"$T/err" || true
 has out "^  kill   $tc +gpuhold +uid 0 " "planned while it was ours"
 has out "^  $tc +changed" "the owner changed after the plan: skipped"
 kill -0 "$tc" || fail "a process that became another user's was killed"

@@ -9,11 +9,17 @@
  *   stale INDEX MIB         memory used on GPU INDEX that no context accounts for
  *   stride 24|32            bytes per entry written by the _v3 process calls (580 wrote 24)
  *   not_available INDEX     report used memory of GPU INDEX's contexts as "not available"
+ *   bad_memory INDEX MIB    GPU INDEX reports MIB used whatever its contexts hold, and free as
+ *                           total - reserved - used, unchecked: past the total it wraps, as a
+ *                           broken driver's numbers would (v1: the reserve added to used)
  *   fail FUNCTION CODE      FUNCTION returns CODE
  *   hang FUNCTION           FUNCTION never returns
+ * Every call first passes the library's API lock, as the real NVML serialises its calls; a test
+ * can hold it from a thread (fakeNvmlHoldApiLock), as a program that polls NVML in a thread does.
  * Built twice: as is, and with FAKE_NVML_OLD for an old library without the _v2/_v3 symbols. */
 #include <dirent.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,6 +42,8 @@ struct fake_gpu {
         unsigned long long total_mib, reserved_mib, stale_mib;
         char uuid[96], pci[32], name[96];
         int not_available;
+        int bad_memory;
+        unsigned long long bad_used_mib;
 };
 
 struct rule {
@@ -122,6 +130,13 @@ static void load_scenario(void)
                         unsigned idx;
                         if (sscanf(rest, "%u", &idx) == 1 && idx < MAX_GPUS)
                                 S.gpus[idx].not_available = 1;
+                } else if (strcmp(word, "bad_memory") == 0) {
+                        unsigned idx;
+                        unsigned long long mib;
+                        if (sscanf(rest, "%u %llu", &idx, &mib) == 2 && idx < MAX_GPUS) {
+                                S.gpus[idx].bad_memory = 1;
+                                S.gpus[idx].bad_used_mib = mib;
+                        }
                 } else if (strcmp(word, "stride") == 0) {
                         S.stride = (unsigned)strtoul(rest, NULL, 10) == 32 ? 32 : 24;
                 } else if ((strcmp(word, "fail") == 0 || strcmp(word, "hang") == 0) && S.n_rules < MAX_RULES) {
@@ -135,9 +150,26 @@ static void load_scenario(void)
         fclose(f);
 }
 
+static pthread_mutex_t api_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* Not NVML: take the API lock, say so with a byte on ready_fd, and keep it until a byte (or
+ * EOF) arrives on go_fd */
+EXPORT void fakeNvmlHoldApiLock(int ready_fd, int go_fd)
+{
+        pthread_mutex_lock(&api_lock);
+        char c = 'h';
+        while (write(ready_fd, &c, 1) < 0)
+                ;
+        while (read(go_fd, &c, 1) < 0)
+                ;
+        pthread_mutex_unlock(&api_lock);
+}
+
 /* Apply a fail/hang rule for fn: returns the code to fail with, or 0 to go on. */
 static int rule(const char *fn)
 {
+        pthread_mutex_lock(&api_lock);
+        pthread_mutex_unlock(&api_lock);
         load_scenario();
         for (unsigned i = 0; i < S.n_rules; i++) {
                 if (strcmp(S.rules[i].fn, fn) != 0)
@@ -348,6 +380,8 @@ static __attribute__((unused)) nvmlReturn_t do_pci(const char *fn, void *dev, st
 
 static unsigned long long gpu_used_mib(const struct fake_gpu *g)
 {
+        if (g->bad_memory)
+                return g->bad_used_mib;
         static struct ctx cs[MAX_CTX];
         unsigned n = contexts(cs, MAX_CTX);
         unsigned long long used = g->stale_mib;

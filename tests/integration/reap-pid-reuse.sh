@@ -1,7 +1,9 @@
 #!/bin/bash
 # Forced PID reuse: between the plan and the signal the planned process dies and its PID is given
 # to a new process (ns_last_pid in a PID namespace of our own). The newcomer must survive.
+# The seam that runs between the plan and the signal exists only in the test build.
 . "$TESTLIB"
+: "${GPUREAP_TEST_HOOKS:?the test build of gpureap (src/gpureap-test-hooks)}"
 if [ "$(id -u)" -ne 0 ] || ! unshare -p -f -m --mount-proc true 2>/dev/null; then
         echo "1..0 # SKIP needs root and PID namespaces"
         exit 77
@@ -20,12 +22,12 @@ sleep 1000 &
 echo "newcomer \$!" >>"$PIDS"
 HOOK
 # inside a PID namespace the driver's PIDs name nothing: the plan takes only what is named
-GPUREAP_TEST_BEFORE_SIGNAL="sh $T/hook.sh" "$GPUREAP" reap --yes --pid "$child" --grace 200ms --timeout 2s >"$T/out" 2>"$T/err" || true
+GPUREAP_TEST_BEFORE_SIGNAL="sh $T/hook.sh" "$GPUREAP_TEST_HOOKS" reap --yes --pid "$child" --grace 200ms --timeout 2s >"$T/out" 2>"$T/err" || true
 newcomer=$(awk '$1 == "newcomer" {print $2}' "$PIDS")
 echo "child $child newcomer $newcomer" >>"$T/result"
 if kill -0 "$newcomer" 2>/dev/null; then echo alive >>"$T/result"; else echo dead >>"$T/result"; fi
 INNER
-export T PIDS GPUHOLD GPUREAP
+export T PIDS GPUHOLD GPUREAP GPUREAP_TEST_HOOKS
 unshare -p -f -m --mount-proc bash "$T/inner.sh"
 cat "$T/result" >&2 || fail "the namespace run left no result"
 read -r _ child _ newcomer <"$T/result"

@@ -4,6 +4,34 @@
 # a hang into a failure; the test asserts no timing.
 . "$TESTLIB"
 
+# helpers_left: processes of this test (its scenario in their environment: other tests running
+# at the same time load the same fake library) that have the fake NVML loaded
+helpers_left() {
+        local m
+        for m in $(grep -ls -- "$FAKE_NVML" /proc/[0-9]*/maps); do
+                tr '\0' '\n' <"${m%/maps}/environ" 2>/dev/null |
+                        grep -qxF "GPUREAP_FAKE_NVML_SCENARIO=$T/scenario" && echo "${m%/maps}"
+        done
+        return 0
+}
+
+# negative control: a helper inside a hung call is found
+scenario "gpu 0" "hang nvmlInit_v2"
+"$GPUREAP" status --nvml-timeout 60s >/dev/null 2>&1 &
+LAUNCHED="$LAUNCHED $!"
+for _ in $(seq 1000); do
+        [ -z "$(helpers_left)" ] || break
+        sleep 0.01
+done
+[ -n "$(helpers_left)" ] || fail "the helper of a hung status is not found: the checks below prove nothing"
+kill -KILL "$!"
+wait "$!" 2>/dev/null || true
+for _ in $(seq 1000); do
+        [ -n "$(helpers_left)" ] || break
+        sleep 0.01
+done
+ok "negative control: a helper in the driver is found"
+
 for fn in nvmlInit_v2 nvmlDeviceGetMemoryInfo_v2 nvmlDeviceGetComputeRunningProcesses_v3; do
         scenario "gpu 0" "hang $fn"
         set +e
@@ -14,8 +42,8 @@ for fn in nvmlInit_v2 nvmlDeviceGetMemoryInfo_v2 nvmlDeviceGetComputeRunningProc
         expect_rc 3 "hang in $fn"
         has err "did not answer '$fn' within 300 ms" "names the stuck call $fn"
         jqok ".driver.status == \"timeout\" and .driver.stuck_call == \"$fn\"" "JSON says timeout in $fn"
-        # the helper was killed: no process still has the fake NVML loaded
-        left=$(grep -ls -- "$FAKE_NVML" /proc/[0-9]*/maps || true)
+        # the helper was killed: no process of this test still has the fake NVML loaded
+        left=$(helpers_left)
         [ -z "$left" ] || fail "a helper was left: $left"
         ok "no helper left after a hang in $fn"
 done

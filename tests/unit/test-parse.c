@@ -32,7 +32,7 @@ static void stat_comm_with_parens_spaces_newline(void **state)
         const char *s = "77 (a) b (c)\nd) ) Z 5 6 7" STAT_TAIL;
         gr_stat st;
         assert_int_equal(gr_parse_stat(s, strlen(s), &st), 0);
-        assert_string_equal(st.comm, "a) b (c)\nd) ");
+        assert_string_equal(st.comm, "a) b (c)?d) " /* the newline is shown as ? */);
         assert_int_equal(st.state, 'Z');
         assert_int_equal(st.ppid, 5);
         assert_int_equal(st.pgrp, 6);
@@ -136,6 +136,73 @@ static void cmdline_rendering(void **state)
         assert_string_equal(tiny, "pyt");
 }
 
+/* Issue 9, items 11 and 12: text from other processes is made safe for terminals and JSON */
+static void text_sanitize(void **state)
+{
+        static const struct {
+                const char *in, *out;
+        } cases[] = {
+                { "python3 -m sglang", "python3 -m sglang" },
+                { "", "" },
+                { "\033]0;pwned\a\033[2J", "?]0;pwned??[2J" },  /* C0: ESC, BEL */
+                { "a\tb\nc\rd", "a?b?c?d" },
+                { "del\x7f", "del?" },
+                { "c1\xc2\x9b" "2J", "c1?2J" },                /* U+009B CSI: one '?' */
+                { "\xc2\x80\xc2\x9f", "??" },                  /* the C1 range's ends */
+                { "nbsp\xc2\xa0x", "nbsp\xc2\xa0x" },            /* U+00A0 is not a control */
+                { "caf\xc3\xa9 \xe6\x97\xa5\xe6\x9c\xac \xf0\x9f\x98\x80", "caf\xc3\xa9 \xe6\x97\xa5\xe6\x9c\xac \xf0\x9f\x98\x80" },
+                { "aaaaaaaaaaaaaa\xc3", "aaaaaaaaaaaaaa?" },         /* cut by the kernel at 15 bytes */
+                { "\xe6\x97", "??" },                           /* cut 3-byte sequence */
+                { "\xf0\x9f\x98", "???" },
+                { "\xff\xfe", "??" },
+                { "\xc0\xaf", "??" },                           /* overlong '/' */
+                { "\xe0\x80\xaf", "???" },
+                { "\xed\xa0\x80", "???" },                      /* a surrogate */
+                { "\xf4\x90\x80\x80", "????" },                 /* past U+10FFFF */
+                { "\xf5\x80", "??" },
+                { "\x80x\xbf", "?x?" },                          /* stray continuation bytes */
+                { "\xc3(", "?(" },                               /* a lead byte without its continuation */
+                { "\xef\xbf\xbf\xf4\x8f\xbf\xbf", "\xef\xbf\xbf\xf4\x8f\xbf\xbf" }, /* U+FFFF, U+10FFFF */
+        };
+        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+                char buf[128];
+                gr_strlcpy(buf, cases[i].in, sizeof(buf));
+                size_t n = gr_text_sanitize(buf);
+                if (strcmp(buf, cases[i].out) != 0)
+                        fail_msg("case %zu: got '%s', want '%s'", i, buf, cases[i].out);
+                assert_int_equal(n > 0, strcmp(cases[i].in, cases[i].out) != 0);
+                assert_int_equal(gr_text_is_clean(cases[i].in), strcmp(cases[i].in, cases[i].out) == 0);
+                assert_true(gr_text_is_clean(buf));
+                assert_int_equal(gr_text_sanitize(buf), 0); /* once is enough */
+        }
+        assert_int_equal(gr_text_sanitize(NULL), 0);
+}
+
+static void names_and_argv_are_made_safe(void **state)
+{
+        const char *s = "42 (\033[31mx\xc3) S 1 42 42" STAT_TAIL;
+        gr_stat st;
+        assert_int_equal(gr_parse_stat(s, strlen(s), &st), 0);
+        assert_string_equal(st.comm, "?[31mx?");
+        const char *odd = "42 (x) \033 1 42 42" STAT_TAIL;
+        assert_int_equal(gr_parse_stat(odd, strlen(odd), &st), 0);
+        assert_int_equal(st.state, '?');
+
+        const char argv[] = "python3\0-c\0\xff\xc2\x9b\033]0;t\a\0";
+        char out[64];
+        gr_render_cmdline(argv, sizeof(argv) - 1, out, sizeof(out));
+        assert_string_equal(out, "python3 -c ???]0;t?");
+        /* a cut at the buffer's end leaves no half character */
+        const char wide[] = "ab\xc3\xa9";
+        gr_render_cmdline(wide, sizeof(wide) - 1, out, 4);
+        assert_string_equal(out, "ab?");
+
+        char cg[64];
+        const char cgroup[] = "0::/user.slice/\033[2Jevil\xff.scope\n";
+        assert_int_equal(gr_parse_cgroup(cgroup, sizeof(cgroup) - 1, cg, sizeof(cg)), 0);
+        assert_string_equal(cg, "/user.slice/?[2Jevil?.scope");
+}
+
 static void device_paths(void **state)
 {
         unsigned minor = 99;
@@ -227,6 +294,8 @@ int main(void)
                 cmocka_unit_test(status_nspid_bounded),
                 cmocka_unit_test(cgroup_v2_and_v1),
                 cmocka_unit_test(cmdline_rendering),
+                cmocka_unit_test(text_sanitize),
+                cmocka_unit_test(names_and_argv_are_made_safe),
                 cmocka_unit_test(device_paths),
                 cmocka_unit_test(maps_lines),
                 cmocka_unit_test(numbers_sizes_durations),

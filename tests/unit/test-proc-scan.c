@@ -54,7 +54,7 @@ static void fixture_ghost_tree(void **state)
 
         p = gr_proc_table_find(t, 300);
         assert_non_null(p);
-        assert_string_equal(p->comm, "a) b (c)\nd");
+        assert_string_equal(p->comm, "a) b (c)?d" /* its newline shown as ? */);
         assert_null(p->hold);
         assert_false(p->has_details); /* details are read for holders and on demand */
         assert_int_equal(gr_proc_load_details(&o, p), 0);
@@ -173,6 +173,41 @@ static void bounded_file_reads(void **state)
         rmdir(dir);
 }
 
+static int no_line(const char *line, size_t len, void *userdata)
+{
+        (*(unsigned *)userdata)++;
+        return 0;
+}
+
+/* Issue 9 item 9: a FIFO in a recorded tree blocked the reader for ever; a directory or a
+ * device is no file of a process either. Refused at once, and a real /proc file still reads. */
+static void only_regular_files_are_read(void **state)
+{
+        char dir[] = "/tmp/gpureap-unit.XXXXXX";
+        assert_non_null(mkdtemp(dir));
+        int dfd = open(dir, O_RDONLY | O_DIRECTORY);
+        assert_int_equal(mkfifoat(dfd, "fifo", 0600), 0);
+        assert_int_equal(mkdirat(dfd, "sub", 0700), 0);
+        char buf[64];
+        size_t len = 0;
+        unsigned lines = 0;
+        assert_int_equal(gr_read_file_at(dfd, "fifo", buf, sizeof(buf), &len), -EINVAL);
+        assert_int_equal(gr_read_lines_at(dfd, "fifo", no_line, &lines), -EINVAL);
+        assert_int_equal(gr_read_file_at(dfd, "sub", buf, sizeof(buf), &len), -EINVAL);
+        assert_int_equal(gr_read_file_at(AT_FDCWD, "/dev/zero", buf, sizeof(buf), &len), -EINVAL);
+        assert_int_equal(gr_read_lines_at(AT_FDCWD, "/dev/zero", no_line, &lines), -EINVAL);
+        assert_int_equal(lines, 0);
+        int r = gr_read_file_at(AT_FDCWD, "/proc/self/stat", buf, sizeof(buf), &len);
+        assert_true(r == 0 || r == -EFBIG); /* longer than 63 bytes: a prefix is fine */
+        assert_true(len > 0);
+        assert_int_equal(gr_read_lines_at(AT_FDCWD, "/proc/self/status", no_line, &lines), 0);
+        assert_true(lines > 5);
+        unlinkat(dfd, "fifo", 0);
+        unlinkat(dfd, "sub", AT_REMOVEDIR);
+        close(dfd);
+        rmdir(dir);
+}
+
 int main(void)
 {
         const char *f = getenv("FIXTURES");
@@ -184,6 +219,7 @@ int main(void)
                 cmocka_unit_test(threaded_scan_matches_single),
                 cmocka_unit_test(missing_root_is_an_error),
                 cmocka_unit_test(bounded_file_reads),
+                cmocka_unit_test(only_regular_files_are_read),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
