@@ -349,12 +349,19 @@ static void tree_refresh(gr_ladder *l, void *userdata)
 struct verify {
         const struct gpu_selection *sel;
         uint64_t gpus;             /* bit i: GPU index i must be free of leftovers */
+        bool unknown;              /* a GPU could not be read: nothing to wait for */
 };
 
-/* free of leftovers: clean, or busy with a job that was not to be touched */
+/* free of leftovers: clean, or busy with a job that was not to be touched. A GPU that cannot be
+ * read ends the wait at once: waiting does not make the driver answer (exit 3) */
 static bool verified(const gr_snapshot *s, const gr_diagnosis *d, void *userdata)
 {
-        const struct verify *v = userdata;
+        struct verify *v = userdata;
+        for (unsigned i = 0; i < s->gpu->n_gpus && i < 64; i++)
+                if ((v->gpus >> i & 1) && d->gpus[i].state == GR_GPU_UNKNOWN) {
+                        v->unknown = true;
+                        return true;
+                }
         for (unsigned i = 0; i < s->gpu->n_gpus && i < 64; i++)
                 if ((v->gpus >> i & 1) && d->gpus[i].state != GR_GPU_CLEAN && d->gpus[i].state != GR_GPU_BUSY)
                         return false;
@@ -488,7 +495,7 @@ static int verify_and_report(struct reap *r, uint64_t gpus, bool watched_anythin
 {
         gr_snapshot *s = NULL;
         gr_diagnosis *d = NULL;
-        struct verify v = { &r->sel, gpus };
+        struct verify v = { .sel = &r->sel, .gpus = gpus };
         bool tty = isatty(STDERR_FILENO) && !r->json;
         struct wait_spec w = { .so = &r->so, .timeout_ms = watched_anything ? left_ms(r) : 0,
                                .progress = tty ? progress : NULL };
@@ -517,11 +524,15 @@ static int verify_and_report(struct reap *r, uint64_t gpus, bool watched_anythin
                 json_object_array_add(jg, e);
         }
         json_object_object_add(r->out, "gpus", jg);
-        json_object_object_add(r->out, "verified", json_object_new_boolean(met && all_ended));
+        json_object_object_add(r->out, "verified", json_object_new_boolean(met && all_ended && !v.unknown));
         int code;
         fflush(stdout);
         if (s->gpu->status != GR_GPU_OK) {
                 error_msg("%s", s->gpu->error);
+                code = EXIT_DRIVER;
+        } else if (v.unknown) {
+                error_msg("a GPU could not be read: cannot verify");
+                render_status_table(stderr, s, d, &r->sel, 0);
                 code = EXIT_DRIVER;
         } else if (met && all_ended) {
                 if (!r->json)

@@ -27,10 +27,10 @@ int gr_drain_start(const gr_gpu_options *opts, gr_drain **ret)
         gr_drain *d = calloc(1, sizeof(*d));
         if (!d)
                 return -ENOMEM;
-        const char *lib = opts && opts->library ? opts->library : getenv("GPUREAP_NVML_LIBRARY");
-        gr_strlcpy(d->library, lib && *lib ? lib : "libnvidia-ml.so.1", sizeof(d->library));
-        int r = gr_helper_start(&d->h, gr_helper_path(opts), GR_HELPER_DRAIN, sizeof(struct gr_drain_shared),
-                                d->library);
+        int r = gr_nvml_library(opts, d->library, sizeof(d->library));
+        if (r == 0)
+                r = gr_helper_start(&d->h, gr_helper_path(opts), GR_HELPER_DRAIN, sizeof(struct gr_drain_shared),
+                                    d->library);
         if (r < 0) {
                 free(d);
                 return r;

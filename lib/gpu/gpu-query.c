@@ -11,6 +11,7 @@
 struct gr_gpu_query {
         struct gr_helper h;
         int start_error;          /* -errno when the helper could not be started */
+        bool library_refused;     /* root's environment named a library root does not own */
         char helper[256];
         uint64_t started_ms, timeout_ms;
         char library[256];
@@ -26,23 +27,17 @@ const char *gr_ctx_kind_name(gr_ctx_kind k)
         return "unknown";
 }
 
-static const char *default_library(void)
-{
-        const char *e = getenv("GPUREAP_NVML_LIBRARY");
-        return e && *e ? e : "libnvidia-ml.so.1";
-}
-
 int gr_gpu_query_start(const gr_gpu_options *opts, gr_gpu_query **ret, pid_t *ret_helper)
 {
         gr_gpu_query *q = calloc(1, sizeof(*q));
         if (!q)
                 return -ENOMEM;
-        gr_strlcpy(q->library, opts && opts->library ? opts->library : default_library(),
-                   sizeof(q->library));
+        int lib = gr_nvml_library(opts, q->library, sizeof(q->library));
         gr_strlcpy(q->helper, gr_helper_path(opts), sizeof(q->helper));
         q->timeout_ms = opts && opts->timeout_ms ? opts->timeout_ms : 5000;
         q->started_ms = gr_now_ms();
-        int r = gr_helper_start(&q->h, q->helper, GR_HELPER_QUERY, sizeof(struct gr_query_shared), q->library);
+        int r = lib < 0 ? lib : gr_helper_start(&q->h, q->helper, GR_HELPER_QUERY, sizeof(struct gr_query_shared), q->library);
+        q->library_refused = lib == -EPERM;
         if (r == -ENOMEM) {
                 free(q);
                 return r;
@@ -139,7 +134,12 @@ int gr_gpu_query_finish(gr_gpu_query *q, gr_gpu_report **ret)
                         return -ENOMEM;
                 }
                 gr_strlcpy(rep->library, q->library, sizeof(rep->library));
-                if (w == -2) {
+                if (w == -2 && q->library_refused) {
+                        rep->status = GR_GPU_FAILED;
+                        snprintf(rep->error, sizeof(rep->error),
+                                 "refusing GPUREAP_NVML_LIBRARY '%s' as root: give a path owned by root that others cannot write",
+                                 q->library);
+                } else if (w == -2) {
                         rep->status = GR_GPU_FAILED;
                         snprintf(rep->error, sizeof(rep->error), "cannot start the NVML helper '%s': %s",
                                  q->helper, strerror(-q->start_error));

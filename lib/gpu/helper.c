@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -28,6 +29,30 @@ static const char *default_helper;
 void gr_gpu_set_helper(const char *path)
 {
         default_helper = path;
+}
+
+/* The NVML to load. A root process does not load code that its environment names unless root
+ * owns it and nobody else may write it (the dynamic linker's rule for LD_PRELOAD in secure
+ * mode, in spirit): otherwise an environment left by sudo -E would choose what runs as root */
+int gr_nvml_library(const gr_gpu_options *opts, char *buf, size_t size)
+{
+        if (opts && opts->library && *opts->library)
+                return gr_strlcpy(buf, opts->library, size) ? 0 : -ENAMETOOLONG;
+        const char *e = getenv("GPUREAP_NVML_LIBRARY");
+        if (!e || !*e)
+                return gr_strlcpy(buf, "libnvidia-ml.so.1", size) ? 0 : -ENAMETOOLONG;
+        if (!gr_strlcpy(buf, e, size))
+                return -ENAMETOOLONG;
+        if (geteuid() != 0)
+                return 0;
+        struct stat st;
+        if (!strchr(e, '/'))
+                return -EPERM; /* a name the loader would search for: not for root */
+        if (stat(e, &st) < 0)
+                return 0; /* nothing there to load: the helper reports no library */
+        if (st.st_uid != 0 || (st.st_mode & (S_IWGRP | S_IWOTH)))
+                return -EPERM;
+        return 0;
 }
 
 const char *gr_helper_path(const gr_gpu_options *opts)

@@ -70,6 +70,9 @@ struct gr_helper {
 
 /* The executable to run: the option, else gr_gpu_set_helper()'s, else the installed one */
 const char *gr_helper_path(const gr_gpu_options *opts);
+/* The NVML library to load into buf: -EPERM when root's environment names one root does not own
+ * or others may write */
+int gr_nvml_library(const gr_gpu_options *opts, char *buf, size_t size);
 /* Spawn the helper for kind with a zeroed shared layout of shm_size bytes whose header names
  * library; -errno when it could not be started (ENOENT: no helper at that path) */
 int gr_helper_start(struct gr_helper *h, const char *exe, enum gr_helper_kind kind, size_t shm_size,

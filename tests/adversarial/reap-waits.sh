@@ -35,4 +35,13 @@ second=$(grep -n "not clean" "$T/both" | cut -d: -f1)
 [ -n "$first" ] && [ -n "$second" ] && [ "$first" -lt "$second" ] || fail "out of order: $(cat "$T/both")"
 ok "stdout and stderr in the order they happened"
 hasnt both $'\r' "no progress line when not on a terminal"
+# a GPU whose process list cannot be read: reap says so at once (3), it does not wait its timeout
+launch pidfile "$PIDS" t2 cuda 0 0 64 sleep
+wait_role t2
+scenario "gpu 0" "gpu 1" "fail nvmlDeviceGetComputeRunningProcesses_v3 999"
+set +e
+timeout -s KILL 60 "$GPUREAP" reap --yes --pid "$(pid_of t2)" --timeout 40s >"$T/out" 2>"$T/err"; RC=$?
+set -e
+expect_rc 3 "an unknown GPU is a driver failure, reported without waiting out --timeout"
+has err "a GPU could not be read: cannot verify" "said so"
 done_testing
