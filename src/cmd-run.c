@@ -105,7 +105,7 @@ static int cmp_sampled(const void *a, const void *b)
 /* Note which GPUs the tree holds (the tree's own fd directories, the due ones only). The
  * record is rebuilt from the listing each time (both sorted by PID): what is gone is forgotten,
  * since PIDs come back. */
-static void sample_gpus(struct run *r)
+static void sample_gpus(struct run *r, bool all)
 {
         gr_tree_proc *t = NULL;
         size_t n = 0;
@@ -128,8 +128,8 @@ static void sample_gpus(struct run *r)
                         *sm = *old;
                 else
                         *sm = (struct sampled){ .pid = t[i].pid, .start_time = t[i].start_time, .interval_ms = 250 };
-                if (sm->holds || now < sm->next_ms)
-                        continue;
+                if (sm->holds || (!all && now < sm->next_ms))
+                        continue; /* at the end (all): everyone not yet known to hold one */
                 sm->next_ms = now + sm->interval_ms;
                 if (sm->interval_ms < 5000)
                         sm->interval_ms *= 2;
@@ -373,7 +373,7 @@ static void end_tree(struct run *r, int *child_status, bool *child_done)
                 kill(-r->child, SIGTERM);
                 kill(-r->child, SIGCONT);
         }
-        sample_gpus(r);
+        sample_gpus(r, true);
         ladder_round(r, child_status, child_done, r->grace);
         /* Return only when nothing is left: every child reaped (orphans of the tree come to us,
          * as a subreaper, some only as their parents finish exiting) and the cgroup empty. What
@@ -610,7 +610,7 @@ int cmd_run(int argc, char **argv)
                          * and removing one costs 0.28 ms, a third of a short command's run */
                         if (!r.no_cgroup && !r.cgroup_tried)
                                 contain(&r);
-                        sample_gpus(&r);
+                        sample_gpus(&r, false);
                         next_sample = now + 250;
                 }
                 struct pollfd p[3] = { { .fd = r.sigfd, .events = POLLIN },
@@ -699,5 +699,6 @@ int cmd_run(int argc, char **argv)
         }
         if (r.ready_log_set)
                 regfree(&r.ready_re);
+        free(r.sampled);
         return code;
 }
