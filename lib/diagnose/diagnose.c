@@ -404,7 +404,9 @@ static unsigned ghost_holders(const struct dx *x, const struct gpu_view *gv, pid
                 if (n_tied == 0 || ghost_lineage(x, dx_find(x, gv->hidden[k]), ghost))
                         out[n++] = gv->hidden[k];
         gr_confidence c;
-        if (gv->n_ghosts == 1 && n == 1)
+        /* one ghost: its one candidate, or its candidates all tied to it by lineage (children
+         * that forked after CUDA init each hold a copy of its files: every one must go) */
+        if (gv->n_ghosts == 1 && (n == 1 || (n_tied > 0 && n_tied == n)))
                 c = GR_SURE;
         else if ((n_tied > 0 && n_tied < gv->n_hidden) || gv->n_ghosts == 1)
                 c = GR_LIKELY; /* tied by lineage, or one ghost whose memory several share */

@@ -50,7 +50,8 @@ static void judge(struct judged *j, gr_judgement what, gr_confidence conf, const
 static bool init_name(const char *comm)
 {
         static const char *const names[] = { "systemd", "init", "tini", "docker-init", "dumb-init",
-                                             "catatonit", "s6-svscan", "runit", "runsvdir", "gpureap" };
+                                             "catatonit", "s6-svscan", "runit", "runsvdir", "gpureap",
+                                             "pause" /* Kubernetes' pod sandbox, PID 1 of a shared namespace */ };
         for (size_t i = 0; i < GR_ELEMENTSOF(names); i++)
                 if (strcmp(comm, names[i]) == 0)
                         return true;
@@ -129,6 +130,9 @@ struct root_facts {
         bool serving, foreground;
         bool group_self, group_alive, group_gone, session_self, session_alive;
         bool leader_same_name;    /* its live group leader has its name: it forked it */
+        bool ns_init;             /* PID 1 of a namespace of its own (a container's init) */
+        bool run_alive;           /* for a 'gpureap run' cgroup: its supervisor lives */
+        char cg_name[128];
         bool nohup;               /* ignores SIGHUP: started to outlive its terminal */
 };
 
@@ -154,6 +158,17 @@ static void root_evidence(const struct dx *x, const gr_process *r, gr_evidence_l
 
         char name[128] = "";
         f->cg = r->cgroup ? gr_cgroup_manager(r->cgroup, name, sizeof(name)) : GR_CG_NONE;
+        gr_strlcpy(f->cg_name, name, sizeof(f->cg_name));
+        if (f->cg == GR_CG_RUN) {
+                uint64_t sup = 0;
+                const gr_process *sp = gr_parse_u64(name, &sup) == 0 && sup <= GR_PROC_PID_MAX ? dx_find(x, (pid_t)sup) : NULL;
+                f->run_alive = sp && dx_alive(sp) && strcmp(sp->comm, "gpureap") == 0 && sp->start_time <= r->start_time;
+                if (!sp && (x->s->procs_partial || x->hidden))
+                        f->run_alive = true; /* not seen is not dead */
+        }
+        f->ns_init = r->n_nspid > 1 && r->nspid[r->n_nspid - 1] == 1;
+        if (f->ns_init)
+                ev_add(ev, GR_EV_REPARENTED, GR_LEAN_NEUTRAL, "the init of a PID namespace of its own");
         static const char *const cg_words[] = { "", "systemd service", "Slurm job", "Kubernetes pod",
                                                 "container", "login session", "gpureap run" };
         /* a container, pod or job runs as long as its init or step does, whatever becomes of
@@ -227,15 +242,22 @@ static void judge_root(const struct dx *x, const gr_process *r, gr_evidence_list
         root_evidence(x, r, ev, &f);
         if (f.mark == MARK_CMDLINE) {
                 judge(j, GR_JUDGE_LEFTOVER, GR_SURE, "a worker (%s) whose launcher is gone", f.mark_text);
-        } else if (f.mark == MARK_ENV && f.own_port) {
+        } else if (f.mark == MARK_ENV && f.own_port && !f.session_self) {
+                /* torchrun starts each worker in a session of its own; a process that inherited
+                 * the environment from a worker (a server it started) does not lead one */
                 judge(j, GR_JUDGE_UNSURE, GR_UNSURE, "carries a worker's environment (%s) but listens on :%u",
                       f.mark_text, f.own_port);
         } else if (f.mark == MARK_ENV) {
                 judge(j, GR_JUDGE_LEFTOVER, GR_SURE, "a worker (%s) whose launcher is gone", f.mark_text);
+        } else if (f.cg == GR_CG_RUN && !f.run_alive) {
+                judge(j, GR_JUDGE_LEFTOVER, GR_SURE, "in the cgroup of 'gpureap run' (PID %s), which was killed", f.cg_name);
         } else if (f.cg == GR_CG_SERVICE || f.cg == GR_CG_RUN) {
                 /* a service's cgroup is emptied when the service stops: it is the service's */
                 judge(j, GR_JUDGE_LIVE, GR_LIKELY, "part of %s", f.cg == GR_CG_SERVICE ? "a running systemd service"
                                                                                       : "a 'gpureap run' tree");
+        } else if (f.ns_init) {
+                judge(j, GR_JUDGE_UNSURE, GR_UNSURE,
+                      "the init of a PID namespace (a container) whose runtime is gone: its own world, not a worker");
         } else if (f.own_port) {
                 judge(j, GR_JUDGE_LIVE, GR_LIKELY, "listens on :%u%s: a server", f.own_port,
                       f.serving ? " and serves connections" : "");
@@ -398,6 +420,11 @@ static void judge_holder(const struct dx *x, gr_holder_verdict *v)
                 }
                 judge(&j, GR_JUDGE_LEFTOVER, rj.confidence, "its ancestor %d (%s) is a leftover: %s",
                       (int)root->pid, root->comm, rj.reason);
+        } else if (rj.judgement == GR_JUDGE_UNSURE && root_holds) {
+                /* the root holds the GPU and cannot be judged: nor can what it started */
+                ev_add(ev, GR_EV_ANCESTOR, GR_LEAN_NEUTRAL, "%d (%s) cannot be judged", (int)root->pid, root->comm);
+                judge(&j, GR_JUDGE_UNSURE, GR_UNSURE, "its ancestor %d (%s) cannot be judged: %s", (int)root->pid,
+                      root->comm, rj.reason);
         } else if (parent && (parent->pid == 1 || (parent->n_nspid > 1 && parent->nspid[parent->n_nspid - 1] == 1))) {
                 /* a container's PID 1 that is not a known init: its launcher, or a program that
                  * was handed orphans without meaning to take them */

@@ -452,11 +452,26 @@ static void torchrun_workers_of_a_dead_agent(void **state)
         gr_diagnosis_free(d);
         gr_snapshot_free(s);
 
-        /* a worker's environment but listening on a port of its own: unsure */
+        /* every rank listens (NCCL's bootstrap): torchrun's own workers lead their sessions, and
+         * stay sure leftovers */
         s = torchrun_snapshot(false);
-        listen_on(gr_proc_table_find(s->procs, 301), 8000, 9001);
+        listen_on(gr_proc_table_find(s->procs, 301), 41234, 9001);
         d = diagnose(s);
-        assert_int_equal(gr_diagnosis_holder(d, 301)->judgement, GR_JUDGE_UNSURE);
+        assert_int_equal(gr_diagnosis_holder(d, 301)->judgement, GR_JUDGE_LEFTOVER);
+        assert_int_equal(gr_diagnosis_holder(d, 301)->confidence, GR_SURE);
+        gr_diagnosis_free(d);
+        gr_snapshot_free(s);
+
+        /* a server that a worker started (it inherited the environment, not the session),
+         * listening on a port of its own: unsure */
+        s = torchrun_snapshot(false);
+        gr_process *srv = proc(s, 310, 1, 301, 301, 'S', "python3");
+        torchelastic(srv, "r1", 0);
+        listen_on(srv, 8000, 9002);
+        hold_cuda(srv, 0);
+        owner(s, 0, 310, GIB);
+        d = diagnose(s);
+        assert_int_equal(gr_diagnosis_holder(d, 310)->judgement, GR_JUDGE_UNSURE);
         assert_int_equal(gr_diagnosis_holder(d, 302)->judgement, GR_JUDGE_LEFTOVER);
         gr_diagnosis_free(d);
         gr_snapshot_free(s);
