@@ -10,6 +10,7 @@ pkgs=(
         prometheus                           # promtool checks 'gpureap metrics' in the tests
         scdoc man-db                         # the man pages, and 'man -l' in the package test
         debhelper dpkg-dev lintian           # the Debian package, built and checked by a test
+        python3                              # tests/scenarios: the launcher models and runner
 )
 missing=()
 for p in "${pkgs[@]}"; do

@@ -610,9 +610,11 @@ static int lineage_findings(struct dx *x, const struct gpu_view *gv, gr_judgemen
                                          total ? mem : "");
                         }
                         snprintf(f->advice, sizeof(f->advice),
-                                 "spared unless named: if it is a leftover, gpureap reap --gpu %u --pid %s", g->index,
-                                 pid_list_sep(f, ",", pids, sizeof(pids)));
-                        snprintf(f->next_step, sizeof(f->next_step), "gpureap status --why --gpu %u", g->index);
+                                 "spared unless named: if it is a leftover, gpureap reap --gpu %u --pid %s%s", g->index,
+                                 pid_list_sep(f, ",", pids, sizeof(pids)),
+                                 x->hidden || x->partial_view ? "; as root gpureap sees what this view cannot" : "");
+                        snprintf(f->next_step, sizeof(f->next_step), "%sgpureap status --why --gpu %u",
+                                 (x->hidden || x->partial_view) && x->s->uid != 0 ? "sudo " : "", g->index);
                 }
                 *flag = true;
         }
@@ -679,10 +681,17 @@ static int busy_finding(struct dx *x, const struct gpu_view *gv, bool *busy)
                 return 0;
         f->memory = total;
         f->confidence = GR_SURE;
+        bool uninspected = false;
         for (unsigned i = 0; i < f->n_pids; i++) {
                 const gr_holder_verdict *v = gr_diagnosis_holder(x->d, f->pids[i]);
                 if (v && v->confidence > f->confidence)
                         f->confidence = v->confidence;
+                uninspected |= !v; /* listed and alive, but its files could not be read */
+        }
+        if (uninspected && x->partial_view) {
+                f->confidence = GR_UNSURE;
+                snprintf(f->reason, sizeof(f->reason), "%s: a process the driver lists could not be judged", x->d->view);
+                snprintf(f->next_step, sizeof(f->next_step), "sudo gpureap status --why --gpu %u", g->index);
         }
         gr_format_bytes(total, mem, sizeof(mem));
         describe_cmd(x, f->pids[0], who, sizeof(who));

@@ -131,6 +131,8 @@ struct root_facts {
         bool group_self, group_alive, group_gone, session_self, session_alive;
         bool leader_same_name;    /* its live group leader has its name: it forked it */
         bool ns_init;             /* PID 1 of a namespace of its own (a container's init) */
+        bool runtime_alive;       /* its parent is a live container runtime (containerd-shim, conmon) */
+        bool parent_alive;        /* its parent is alive (an init or a subreaper): not gone */
         bool run_alive;           /* for a 'gpureap run' cgroup: its supervisor lives */
         char cg_name[128];
         bool nohup;               /* ignores SIGHUP: started to outlive its terminal */
@@ -167,6 +169,9 @@ static void root_evidence(const struct dx *x, const gr_process *r, gr_evidence_l
                         f->run_alive = true; /* not seen is not dead */
         }
         f->ns_init = r->n_nspid > 1 && r->nspid[r->n_nspid - 1] == 1;
+        f->parent_alive = dx_alive(parent);
+        f->runtime_alive = f->parent_alive && parent->pid != 1 &&
+                           (strncmp(parent->comm, "containerd-shim", 15) == 0 || strcmp(parent->comm, "conmon") == 0);
         if (f->ns_init)
                 ev_add(ev, GR_EV_REPARENTED, GR_LEAN_NEUTRAL, "the init of a PID namespace of its own");
         static const char *const cg_words[] = { "", "systemd service", "Slurm job", "Kubernetes pod",
@@ -255,6 +260,9 @@ static void judge_root(const struct dx *x, const gr_process *r, gr_evidence_list
                 /* a service's cgroup is emptied when the service stops: it is the service's */
                 judge(j, GR_JUDGE_LIVE, GR_LIKELY, "part of %s", f.cg == GR_CG_SERVICE ? "a running systemd service"
                                                                                       : "a 'gpureap run' tree");
+        } else if (f.runtime_alive) {
+                judge(j, GR_JUDGE_LIVE, GR_LIKELY, "a container's process, started by its runtime %d (%s), which is alive",
+                      (int)r->ppid, comm_of(x, r->ppid));
         } else if (f.ns_init) {
                 judge(j, GR_JUDGE_UNSURE, GR_UNSURE,
                       "the init of a PID namespace (a container) whose runtime is gone: its own world, not a worker");
@@ -264,8 +272,9 @@ static void judge_root(const struct dx *x, const gr_process *r, gr_evidence_list
         } else if (f.foreground) {
                 judge(j, GR_JUDGE_LIVE, GR_LIKELY, "runs in the foreground of a terminal");
         } else if (f.session_self) {
-                judge(j, GR_JUDGE_UNSURE, GR_UNSURE,
-                      "runs in a session of its own and its parent is gone: a daemon, or a leftover started with setsid");
+                judge(j, GR_JUDGE_UNSURE, GR_UNSURE, "%s",
+                      f.parent_alive ? "runs in a session of its own under an init or a subreaper: a daemon, or a leftover started with setsid"
+                                     : "runs in a session of its own and its parent is gone: a daemon, or a leftover started with setsid");
         } else if (f.group_self) {
                 judge(j, GR_JUDGE_UNSURE, GR_UNSURE, "%s",
                       f.session_alive ? "leads its own process group and its parent is gone (a subshell's '&')"

@@ -19,6 +19,9 @@
  *   ignore-term            ignore SIGTERM
  *   setuid-on-usr1 UID     wait for SIGUSR1, then become UID (real, effective, saved) and sleep:
  *                          a process whose owner changes between a plan and its signal
+ *   dstate PATH ROLE       sit in state D, still killable: a vfork-like child (recorded as ROLE)
+ *                          shares our memory and sleeps without exec, so we wait for it in the
+ *                          kernel (TASK_KILLABLE, shown as D) like a process stuck in a driver call
  *   sleep                  sleep until killed
  *   exit                   exit 0 */
 #include <errno.h>
@@ -30,8 +33,10 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <stdbool.h>
+#include <sched.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <sys/stat.h>
@@ -194,6 +199,54 @@ static void setuid_on_usr1(uid_t uid)
         sleep_forever();
 }
 
+static const char *dstate_path, *dstate_role;
+static pid_t dstate_parent;
+
+/* The child of 'dstate'. It runs on its own stack in our address space while we are blocked, so
+ * it makes system calls only (no stdio, no malloc): it must die with us (PDEATHSIG), hold none
+ * of the device files (its copy of the fd table is closed; our open files, and with them the
+ * context's lock, stay ours), record itself and sleep. */
+static int dstate_child(void *arg)
+{
+        (void)arg;
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != dstate_parent)
+                _exit(0); /* the parent was killed before PDEATHSIG was set */
+        int fd = open(dstate_path, O_WRONLY | O_APPEND | O_CLOEXEC);
+        if (fd >= 0) {
+                char line[128], num[16];
+                size_t n = 0, k = 0;
+                for (const char *r = dstate_role; *r && n < 100; r++)
+                        line[n++] = *r;
+                line[n++] = ' ';
+                /* not in a PID namespace here (the tests that use it are not): getpid is the host PID */
+                for (unsigned v = (unsigned)syscall(SYS_getpid); k == 0 || v; v /= 10)
+                        num[k++] = (char)('0' + v % 10);
+                while (k)
+                        line[n++] = num[--k];
+                line[n++] = '\n';
+                ssize_t w = write(fd, line, n); /* one write: lines never interleave */
+                (void)w;
+                close(fd);
+        }
+        syscall(SYS_close_range, 0U, ~0U, 0U);
+        for (;;)
+                pause();
+        return 0;
+}
+
+static void dstate(const char *path, const char *role)
+{
+        static char stack[64 * 1024] __attribute__((aligned(16)));
+        dstate_path = path;
+        dstate_role = role;
+        dstate_parent = getpid();
+        /* CLONE_VFORK: we wait in the kernel until the child execs or exits, which it never does */
+        if (clone(dstate_child, stack + sizeof(stack), CLONE_VM | CLONE_VFORK | SIGCHLD, NULL) < 0)
+                die("clone");
+        sleep_forever(); /* the child died (it was killed): sleep, still holding the GPU */
+}
+
 int main(int argc, char **argv)
 {
         for (int i = 1; i < argc; i++) {
@@ -246,6 +299,9 @@ int main(int argc, char **argv)
                                 die("PR_SET_NAME");
                 } else if (strcmp(v, "setuid-on-usr1") == 0 && left >= 1) {
                         setuid_on_usr1((uid_t)strtoul(argv[i + 1], NULL, 10));
+                } else if (strcmp(v, "dstate") == 0 && left >= 2) {
+                        dstate(argv[i + 1], argv[i + 2]);
+                        i += 2;
                 } else if (strcmp(v, "ignore-term") == 0) {
                         signal(SIGTERM, SIG_IGN);
                 } else if (strcmp(v, "sleep") == 0) {
