@@ -16,7 +16,10 @@ cleanup() {
         wait 2>/dev/null
 }
 trap cleanup EXIT
-python3 "$HERE/cuda_procs.py" launcher "$PIDS" 4 1 &
+# the launcher leads its own session, as one started from a login shell or by nohup+setsid does
+# (a background job of this script would share the group of the harness's shell, which is alive:
+# then the workers are rightly unsure)
+setsid python3 "$HERE/cuda_procs.py" launcher "$PIDS" 4 1 &
 LAUNCH=$!
 for _ in $(seq 1800); do [ "$(grep -c '^worker' "$PIDS")" -ge 4 ] && break; sleep 0.1; done
 [ "$(grep -c '^worker' "$PIDS")" -ge 4 ] || { echo "FAIL workers never started"; exit 1; }

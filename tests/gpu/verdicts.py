@@ -2,7 +2,8 @@
   verdicts.py ghost STATUS_JSON GHOST CHILD       dirty; one ghost finding: CHILD holds GHOST's memory
   verdicts.py monitor STATUS_JSON MONITOR         MONITOR is a monitor, in no leftover finding
   verdicts.py busy STATUS_JSON                    every GPU with owners is busy, nothing is a leftover
-  verdicts.py orphans STATUS_JSON LAUNCHER PID... dirty; the PIDs are orphans of LAUNCHER
+  verdicts.py orphans STATUS_JSON LAUNCHER PID... dirty; the PIDs are leftovers (sure or likely) in
+                                                  orphan findings, none judged live
 Prints PASS/FAIL lines; exits 1 when any failed."""
 import json
 import sys
@@ -46,6 +47,11 @@ elif mode == "orphans":
     orphans = [f for f in findings if f["kind"] == "orphan"]
     got = sorted(p for f in orphans for p in f["pids"])
     check(states[0] == "dirty", f"GPU 0 is dirty ({states[0]})")
-    check(got == sorted(pids), f"orphan finding lists the workers: {got}")
-    check(all(f["related_pid"] != 0 for f in orphans), "named after the launcher's group")
+    check(got == sorted(pids), f"orphan findings list the workers: {got}")
+    for p in pids:
+        v = verdict.get(p) or {}
+        print(f"INFO worker {p}: {v.get('judgement')} ({v.get('confidence')})")
+    check(all((verdict.get(p) or {}).get("judgement") == "leftover" and
+              (verdict.get(p) or {}).get("confidence") in ("sure", "likely") for p in pids),
+          "every worker is a leftover, sure or likely (its launcher led the group and is gone)")
 sys.exit(1 if failed else 0)

@@ -36,6 +36,9 @@ static pid_t spawn_family(int ready_fd)
                 if (s == 0) {
                         setsid();
                         spawn_sleeper(); /* a grandchild in its own session */
+                        char r = 's';
+                        if (write(ready_fd, &r, 1) != 1)
+                                _exit(1);
                         for (;;)
                                 pause();
                 }
@@ -60,8 +63,9 @@ static void same_tree_both_ways(void **state)
         int pfd[2];
         assert_int_equal(pipe(pfd), 0);
         pid_t fam = spawn_family(pfd[1]);
-        char c;
-        assert_int_equal(read(pfd[0], &c, 1), 1);
+        char c[2]; /* both the family and its setsid'd child have forked all theirs */
+        assert_int_equal(read(pfd[0], &c[0], 1), 1);
+        assert_int_equal(read(pfd[0], &c[1], 1), 1);
         gr_tree_proc *a = NULL, *b = NULL;
         size_t na = 0, nb = 0;
         assert_int_equal(gr_tree_list(NULL, getpid(), NULL, NULL, 0, &a, &na), 0);
@@ -89,10 +93,25 @@ static void same_tree_both_ways(void **state)
         close(pfd[1]);
 }
 
+/* whatever failed, no process of ours outlives the test (it would hold the runner's pipes) */
+static int end_our_tree(void **state)
+{
+        (void)state;
+        gr_tree_proc *t = NULL;
+        size_t n = 0;
+        if (gr_tree_list_by_walk(NULL, getpid(), NULL, NULL, 0, &t, &n) == 0)
+                for (size_t i = 0; i < n; i++)
+                        kill(t[i].pid, SIGKILL);
+        free(t);
+        while (waitpid(-1, NULL, 0) > 0)
+                ;
+        return 0;
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(same_tree_both_ways),
+                cmocka_unit_test_teardown(same_tree_both_ways, end_our_tree),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
