@@ -768,8 +768,9 @@ class InteractiveShell:
     SIGHUP without huponexit); hangup() is the connection dropping (the terminal hangs up: bash
     gets SIGHUP and sends SIGHUP to every job, which kills all but nohup'd ones)."""
 
-    def __init__(self, env, cwd):
+    def __init__(self, env, cwd, log=None):
         import pty
+        self.log = log  # what the terminal shows goes there (the tail of a failed scenario)
         pid, fd = pty.fork()
         if pid == 0:
             try:
@@ -790,8 +791,12 @@ class InteractiveShell:
         if self.fd is None:
             return
         try:
-            while os.read(self.fd, 65536):
-                pass
+            while True:
+                b = os.read(self.fd, 65536)
+                if not b:
+                    break
+                if self.log:
+                    self.log.write(b.decode(errors="replace"))
         except (BlockingIOError, OSError):
             pass
 
