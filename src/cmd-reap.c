@@ -420,9 +420,15 @@ static bool run_plan(struct reap *r, const gr_snapshot *s, const gr_plan *plan)
                 if (t->refused != GR_REFUSE_NONE)
                         continue;
                 const gr_process *tp = gr_proc_table_find(s->procs, t->pid);
-                audit_log(LOG_NOTICE, "signalling pid %d start %llu uid %u comm '%s' cmdline '%.200s' job '%s': %s%s%s%s%s",
+                /* the batch job it belongs to (its cgroup, else SLURM_JOB_ID it carries) */
+                char sj[32] = "", sjt[48] = "";
+                if (tp && !(tp->cgroup && gr_cgroup_slurm_job(tp->cgroup, sj, sizeof(sj)) == 0) && tp->env_read)
+                        gr_strlcpy(sj, tp->env.slurm_job_id, sizeof(sj));
+                if (sj[0])
+                        snprintf(sjt, sizeof(sjt), " slurm job %s", sj);
+                audit_log(LOG_NOTICE, "signalling pid %d start %llu uid %u comm '%s' cmdline '%.200s' job '%s'%s: %s%s%s%s%s",
                           (int)t->pid, (unsigned long long)t->start_time, (unsigned)t->uid, t->comm,
-                          tp && tp->cmdline ? tp->cmdline : "", t->job, why_names[t->why],
+                          tp && tp->cmdline ? tp->cmdline : "", t->job, sjt, why_names[t->why],
                           t->judged ? "; judged " : "", t->judged ? gr_judgement_name(t->judgement) : "",
                           t->judged ? ": " : "", t->judged ? t->reason : "");
         }

@@ -116,9 +116,15 @@ static void drain_node(const struct slurm *sl, const char *why, uint64_t deadlin
         }
         snprintf(nodearg, sizeof(nodearg), "nodename=%s", node);
         snprintf(reason, sizeof(reason), "reason=gpureap: %.180s", why);
+        /* scontrol gets an environment of its own: only the SLURM_CONF slurmd gave us (the
+         * cluster's configuration where it is not the default one) */
+        char conf[1100] = "";
+        const char *c = getenv("SLURM_CONF");
+        if (c && c[0] == '/' && strlen(c) < sizeof(conf) - 12)
+                snprintf(conf, sizeof(conf), "SLURM_CONF=%s", c);
         pid_t pid = fork();
         if (pid == 0) {
-                char *const env[] = { NULL };
+                char *const env[] = { conf[0] ? conf : NULL, NULL };
                 execle(sc, sc, "update", nodearg, "state=drain", reason, (char *)NULL, env);
                 _exit(127);
         }
@@ -169,9 +175,22 @@ static bool gpus_ok(struct slurm *sl, const gr_scope *scope, struct summary *m)
                                 continue;
                         summary_gpu(m, s, d, i);
                         /* at a prolog, any holder of the job's GPU is somebody else's */
-                        if (!sl->epilog && d->gpus[i].state == GR_GPU_BUSY)
-                                summary_say(m, SUMMARY_CRITICAL, "GPU %u: held by another job's processes",
-                                            s->gpu->gpus[i].index);
+                        if (!sl->epilog && d->gpus[i].state == GR_GPU_BUSY) {
+                                const gr_process *h = NULL;
+                                size_t n = 0;
+                                for (size_t k = 0; s->procs && k < s->procs->n; k++) {
+                                        const gr_process *p = &s->procs->procs[k];
+                                        if (p->hold && gr_process_fds_on_minor(p, s->gpu->gpus[i].minor) > 0) {
+                                                h = h ? h : p;
+                                                n++;
+                                        }
+                                }
+                                if (h)
+                                        summary_say(m, SUMMARY_CRITICAL, "GPU %u: held by PID %d (%s)%s, not of this job",
+                                                    s->gpu->gpus[i].index, (int)h->pid, h->comm, n > 1 ? " and others" : "");
+                                else
+                                        summary_say(m, SUMMARY_CRITICAL, "GPU %u: in use, not by this job", s->gpu->gpus[i].index);
+                        }
                 }
         gr_diagnosis_free(d);
         gr_snapshot_free(s);
