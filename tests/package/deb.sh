@@ -31,6 +31,7 @@ ok "man -l renders the installed pages"
 [ -f "$T/root/usr/share/zsh/vendor-completions/_gpureap" ] || fail "no zsh completion"
 ok "bash and zsh completions installed"
 [ -x "$T/root/usr/lib/gpureap/slurm-epilog" ] && [ -x "$T/root/usr/lib/gpureap/slurm-prolog" ] || fail "no Slurm scripts"
+grep -qx "exec /usr/bin/gpureap slurm-epilog --drain" "$T/root/usr/lib/gpureap/slurm-epilog" || fail "the Epilog does not run /usr/bin/gpureap: $(cat "$T/root/usr/lib/gpureap/slurm-epilog")"
 ok "Slurm prolog and epilog scripts installed"
 lintian --no-tag-display-limit "$deb" >"$T/lintian" 2>&1 || true
 if grep -q '^E:' "$T/lintian"; then
