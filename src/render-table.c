@@ -11,6 +11,7 @@
 struct out {
         FILE *f;
         bool color, why;
+        int role_w; /* the ROLE column: as wide as the widest role of the report, 28 to 48 */
 };
 
 static const char *c_on(const struct out *o, const char *code)
@@ -99,9 +100,9 @@ static void print_process_row(const struct out *o, const gr_snapshot *s, const g
         char maps[16] = "-";
         if (p->hold && p->hold->maps_read)
                 snprintf(maps, sizeof(maps), "%u", p->hold->n_maps);
-        fprintf(o->f, "%s%-8d %-7d %-6s %-2c %4u %4u %5s  %-7s %-28s %.60s%s%s%s\n", indent, (int)p->pid,
+        fprintf(o->f, "%s%-8d %-7d %-6s %-2c %4u %4u %5s  %-7s %-*s %.60s%s%s%s\n", indent, (int)p->pid,
                 (int)p->ppid, uid, p->state, fds_here, p->hold ? p->hold->n_uvm : 0,
-                maps, nspid, role, cmd[0] ? cmd : p->comm,
+                maps, nspid, o->role_w, role, cmd[0] ? cmd : p->comm,
                 ports[0] ? "  listening" : "", ports, where);
 }
 
@@ -131,8 +132,22 @@ static void print_memory(const struct out *o, const gr_gpu *g, const gr_gpu_verd
         fputc('\n', o->f);
 }
 
-static const char *holder_header =
-        "PID      PPID    UID    ST  FDS  UVM  MAPS  NSPID   ROLE                         COMMAND\n";
+static void print_holder_header(const struct out *o)
+{
+        fprintf(o->f, "      PID      PPID    UID    ST  FDS  UVM  MAPS  NSPID   %-*s COMMAND\n", o->role_w, "ROLE");
+}
+
+static int role_width(const gr_snapshot *s, const gr_diagnosis *d)
+{
+        int w = 28;
+        for (size_t i = 0; d && s->procs && i < s->procs->n; i++) {
+                char role[128];
+                role_text(d, &s->procs->procs[i], role, sizeof(role));
+                int n = (int)strlen(role);
+                w = n > w ? n : w;
+        }
+        return w > 48 ? 48 : w;
+}
 
 /* Holders of GPU g (or, with g NULL, of no listed GPU), grouped under their launcher */
 static void print_holders(const struct out *o, const gr_snapshot *s, const gr_diagnosis *d,
@@ -168,7 +183,7 @@ static void print_holders(const struct out *o, const gr_snapshot *s, const gr_di
                 fprintf(o->f, "    launcher: process group %d (%s%s)\n", (int)launcher,
                         lp ? lp->comm : s->procs_partial ? "not recorded" : "gone",
                         lp ? (lalive ? ", alive" : ", zombie") : "");
-                fprintf(o->f, "      %s", holder_header);
+                print_holder_header(o);
                 for (size_t m = i; m < t->n; m++) {
                         const gr_process *q = &t->procs[m];
                         pid_t ql = q->pgrp > 0 ? q->pgrp : q->session;
@@ -318,7 +333,7 @@ static void print_findings(const struct out *o, const gr_snapshot *s, const gr_d
 int render_status_table(FILE *f, const gr_snapshot *s, const gr_diagnosis *d,
                         const struct gpu_selection *sel, unsigned flags)
 {
-        struct out o = { f, flags & RENDER_COLOR, flags & RENDER_WHY };
+        struct out o = { f, flags & RENDER_COLOR, flags & RENDER_WHY, role_width(s, d) };
         const gr_gpu_report *rep = s->gpu;
         fprintf(f, "gpureap %s  host %s", GPUREAP_VERSION, s->hostname);
         if (rep->status == GR_GPU_OK)

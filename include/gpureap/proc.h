@@ -70,8 +70,8 @@ gr_dev_kind gr_classify_device_path(const char *devdir, size_t devdir_len, const
 /* Is one line of /proc/PID/maps a mapping of an NVIDIA device file under devdir? */
 bool gr_maps_line_is_nvidia(const char *line, size_t len, const char *devdir, size_t devdir_len);
 
-/* Container id (first 12 hex digits) named by a cgroup path (docker, containerd, CRI-O,
- * podman), and the Slurm job id ("job_42"); -ENOENT when the path names none. */
+/* Container id (first 12 of its 64 hex digits) named by a cgroup path (docker, containerd,
+ * CRI-O, podman), and the Slurm job id ("job_42"); -ENOENT when the path names none. */
 int gr_cgroup_container_id(const char *cgroup, char *ret, size_t size);
 int gr_cgroup_slurm_job(const char *cgroup, char *ret, size_t size);
 

@@ -281,8 +281,11 @@ static bool is_hex(char c)
 
 int gr_cgroup_container_id(const char *cgroup, char *ret, size_t size)
 {
-        /* the last component that is, or ends in, a long hex id: ".../docker-<id>.scope",
-         * ".../cri-containerd-<id>.scope", ".../crio-<id>.scope", "/docker/<id>", ".../<id>" */
+        /* the last component that is, or ends in, a container runtime's id (64 hex digits, the
+         * sha256 that docker, containerd, CRI-O and podman give): ".../docker-<id>.scope",
+         * ".../cri-containerd-<id>.scope", ".../crio-<id>.scope", "/docker/<id>", ".../<id>".
+         * Shorter hex names are not taken: a service manager's own (a job runner's 32-digit
+         * "/process_api/<id>") would make every process of the host "in a container" */
         const char *best = NULL;
         const char *p = cgroup;
         while (*p) {
@@ -294,7 +297,7 @@ int gr_cgroup_container_id(const char *cgroup, char *ret, size_t size)
                 size_t run = 0;
                 while (run < k && is_hex(p[k - 1 - run]))
                         run++;
-                if (run >= 32 && (run == k || p[k - 1 - run] == '-'))
+                if (run == 64 && (run == k || p[k - 1 - run] == '-'))
                         best = p + k - run;
                 if (!e)
                         break;

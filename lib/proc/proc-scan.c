@@ -10,6 +10,7 @@
 
 #include "gpureap/basic.h"
 #include "gpureap/proc.h"
+#include "netns.h"
 
 const char *gr_proc_root_default(void)
 {
@@ -87,20 +88,15 @@ struct net_scan {
         unsigned n_established_ports;
 };
 
-static int net_line(const char *line, size_t len, void *userdata)
+static void account_socket(struct net_scan *ns, unsigned state, unsigned port, uint64_t inode)
 {
-        struct net_scan *ns = userdata;
-        unsigned state, port;
-        uint64_t inode;
-        if (!gr_parse_tcp_socket(line, len, &state, &port, &inode))
-                return 0;
         if (!bsearch(&inode, ns->socks->inodes, ns->socks->n, sizeof(uint64_t), cmp_u64))
-                return 0;
+                return;
         gr_net *n = ns->net;
         if (state == GR_TCP_LISTEN) {
                 for (unsigned k = 0; k < n->n_listen; k++)
                         if (n->listen_ports[k] == port)
-                                return 0; /* the same port on IPv4 and IPv6 */
+                                return; /* the same port on IPv4 and IPv6 */
                 if (n->n_listen < GR_LISTEN_MAX) {
                         n->listen_inodes[n->n_listen] = inode;
                         n->listen_ports[n->n_listen++] = (uint16_t)port;
@@ -112,11 +108,20 @@ static int net_line(const char *line, size_t len, void *userdata)
                 if (ns->n_established_ports < GR_ELEMENTSOF(ns->established_ports))
                         ns->established_ports[ns->n_established_ports++] = (uint16_t)port;
         }
+}
+
+static int net_line(const char *line, size_t len, void *userdata)
+{
+        unsigned state, port;
+        uint64_t inode;
+        if (gr_parse_tcp_socket(line, len, &state, &port, &inode))
+                account_socket(userdata, state, port, inode);
         return 0;
 }
 
-/* The TCP sockets of a process, from its own network namespace's tables */
-static gr_net *read_net(int piddir, struct sock_list *socks)
+/* The TCP sockets of a process, from its network namespace's tables: the scan's copy of them
+ * when there is one (netns.h), else its own /proc/PID/net/tcp{,6} */
+static gr_net *read_net(int piddir, struct sock_list *socks, gr_netns_cache *cache)
 {
         gr_net *n = calloc(1, sizeof(*n));
         if (!n)
@@ -126,8 +131,15 @@ static gr_net *read_net(int piddir, struct sock_list *socks)
                 return n;
         qsort(socks->inodes, socks->n, sizeof(uint64_t), cmp_u64);
         struct net_scan ns = { .socks = socks, .net = n };
-        gr_read_lines_at(piddir, "net/tcp", net_line, &ns);
-        gr_read_lines_at(piddir, "net/tcp6", net_line, &ns);
+        const gr_sock_table *t = gr_netns_table(cache, piddir);
+        if (t) {
+                for (size_t i = 0; i < t->n; i++)
+                        account_socket(&ns, t->socks[i].state, t->socks[i].port, t->socks[i].inode);
+                n->truncated |= t->truncated;
+        } else {
+                gr_read_lines_at(piddir, "net/tcp", net_line, &ns);
+                gr_read_lines_at(piddir, "net/tcp6", net_line, &ns);
+        }
         /* connections accepted on a port it listens on: it is serving someone */
         for (unsigned i = 0; i < ns.n_established_ports; i++)
                 for (unsigned k = 0; k < n->n_listen; k++)
@@ -314,7 +326,7 @@ int gr_proc_load_net(const gr_proc_options *opts, gr_process *p)
         }
         int r = scan_fds(fd, "", 0, NULL, socks);
         if (r >= 0) {
-                p->net = read_net(fd, socks);
+                p->net = read_net(fd, socks, NULL);
                 r = p->net ? 0 : -ENOMEM;
         }
         free(socks);
@@ -351,6 +363,7 @@ struct scan {
         size_t next;             /* next chunk to take (atomic) */
         unsigned vanished, unreadable, holders; /* atomic */
         int error;               /* atomic: first -ENOMEM */
+        gr_netns_cache *netns;   /* each network namespace's sockets, read once */
 };
 
 #define SCAN_CHUNK 8 /* small: the holders, which cost most, spread over the threads */
@@ -403,7 +416,7 @@ static int scan_one(struct scan *sc, pid_t pid, gr_process *p, unsigned *unreada
                         h->maps_read = true;
                 }
                 p->hold = h;
-                p->net = read_net(piddir, &socks);
+                p->net = read_net(piddir, &socks, sc->netns);
                 q = p->net ? load_details_at(piddir, p) : -ENOMEM;
                 if (q == -ENOMEM) {
                         close(piddir);
@@ -557,9 +570,11 @@ int gr_proc_scan(const gr_proc_options *opts, gr_proc_table **ret)
         t->clock_ticks = sysconf(_SC_CLK_TCK);
         t->boot_time = read_boot_time(rootfd);
 
+        /* netlink answers for the running system only, not for a recorded /proc tree */
+        gr_netns_cache *netns = gr_netns_cache_new(strcmp(opt_proc_root(opts), "/proc") == 0);
         struct scan sc = {
                 .rootfd = rootfd, .devdir = devdir, .devdir_len = devdir_len,
-                .pids = pids, .n_pids = n_pids, .slots = slots,
+                .pids = pids, .n_pids = n_pids, .slots = slots, .netns = netns,
         };
         unsigned n_threads = scan_threads(opts, n_pids);
         pthread_t tids[16];
@@ -570,6 +585,7 @@ int gr_proc_scan(const gr_proc_options *opts, gr_proc_table **ret)
         scan_worker(&sc); /* this thread works too; with no thread started it does it all */
         for (unsigned i = 0; i < started; i++)
                 pthread_join(tids[i], NULL);
+        gr_netns_cache_free(netns);
         close(rootfd);
         free(pids);
 

@@ -812,7 +812,7 @@ static void foreign_namespace_user_and_job(void **state)
                         p->n_nspid = 2;
                         p->uid = 1234;
                         p->cgroup = strdup("/system.slice/slurmstepd.scope/job_4242/step_0/user/task_0/"
-                                           "cri-containerd-0123456789abcdef0123456789abcdef0123456789abcdef.scope");
+                                           "cri-containerd-0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef.scope");
                 }
                 gr_diagnosis *d = diagnose(s);
                 const gr_finding *f = finding(d, GR_FIND_FOREIGN);

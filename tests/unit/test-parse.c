@@ -122,6 +122,33 @@ static void cgroup_v2_and_v1(void **state)
         assert_string_equal(small, "/kubepo");
 }
 
+static void cgroup_container_ids(void **state)
+{
+        char id[16];
+        const char *h64 = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+        char path[256];
+        /* prefix and suffix around the id, as each runtime lays its cgroups out */
+        const char *forms[][2] = { { "/system.slice/docker-", ".scope" },
+                                   { "/kubepods/besteffort/pod1/cri-containerd-", ".scope" },
+                                   { "/kubepods.slice/x.slice/crio-", ".scope" },
+                                   { "/docker/", "" },
+                                   { "/machine.slice/libpod-", ".scope" } };
+        for (size_t i = 0; i < sizeof(forms) / sizeof(forms[0]); i++) {
+                snprintf(path, sizeof(path), "%s%s%s", forms[i][0], h64, forms[i][1]);
+                assert_int_equal(gr_cgroup_container_id(path, id, sizeof(id)), 0);
+                assert_string_equal(id, "0123456789ab");
+        }
+        /* a job runner's 32-digit service id and other hex names are no container */
+        assert_int_equal(gr_cgroup_container_id("/process_api/76df9027413b4a0c9e1f2d3b4c5a6978", id, sizeof(id)), -ENOENT);
+        assert_int_equal(gr_cgroup_container_id("/system.slice/docker-0123456789abcdef0123456789abcdef0123456789abcdef.scope", id,
+                                                sizeof(id)), -ENOENT);
+        snprintf(path, sizeof(path), "/docker/%sff", h64); /* 66 digits */
+        assert_int_equal(gr_cgroup_container_id(path, id, sizeof(id)), -ENOENT);
+        snprintf(path, sizeof(path), "/user.slice/x%s.scope", h64); /* glued to a name */
+        assert_int_equal(gr_cgroup_container_id(path, id, sizeof(id)), -ENOENT);
+        assert_int_equal(gr_cgroup_container_id("/", id, sizeof(id)), -ENOENT);
+}
+
 static void cmdline_rendering(void **state)
 {
         char out[32];
@@ -293,6 +320,7 @@ int main(void)
                 cmocka_unit_test(status_without_fields),
                 cmocka_unit_test(status_nspid_bounded),
                 cmocka_unit_test(cgroup_v2_and_v1),
+                cmocka_unit_test(cgroup_container_ids),
                 cmocka_unit_test(cmdline_rendering),
                 cmocka_unit_test(text_sanitize),
                 cmocka_unit_test(names_and_argv_are_made_safe),
