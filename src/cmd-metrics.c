@@ -179,7 +179,7 @@ static void process_series(FILE *f, const gr_snapshot *s, const gr_diagnosis *d,
         }
 }
 
-static void render(FILE *f, const gr_snapshot *s, const gr_diagnosis *d, const struct gpu_selection *sel)
+void metrics_render(FILE *f, const gr_snapshot *s, const gr_diagnosis *d, const struct gpu_selection *sel)
 {
         const gr_gpu_report *rep = s->gpu;
         help(f, "gpureap_up", "1 when the driver answered, 0 when it failed or did not answer in time");
@@ -257,6 +257,28 @@ static void render(FILE *f, const gr_snapshot *s, const gr_diagnosis *d, const s
                         if (gpu_selected(sel, &rep->gpus[i]))
                                 process_series(f, s, d, i);
         }
+        if (s->history_since_ms) {
+                /* what a resident 'gpureap serve' remembers: never more than it watched */
+                uint64_t now = s->taken_at_ms;
+                help(f, "gpureap_serve_watched_seconds", "how long gpureap serve has been watching: no duration claims more");
+                fprintf(f, "gpureap_serve_watched_seconds %.3f\n",
+                        (double)(now > s->history_since_ms ? now - s->history_since_ms : 0) / 1000);
+                help(f, "gpureap_serve_process_events", "1 when serve gets the kernel's process events (how launchers ended)");
+                fprintf(f, "gpureap_serve_process_events %d\n", s->history_events && !s->history_events_lost);
+                if (rep->status == GR_GPU_OK && d && s->gpu_state_since_ms) {
+                        help(f, "gpureap_gpu_state_duration_seconds",
+                             "how long the GPU has been in its present state (at most as long as serve watched)");
+                        for (unsigned i = 0; i < rep->n_gpus && i < d->n_gpus; i++) {
+                                uint64_t since = s->gpu_state_since_ms[i];
+                                if (!gpu_selected(sel, &rep->gpus[i]) || !since)
+                                        continue;
+                                fputs("gpureap_gpu_state_duration_seconds{", f);
+                                gpu_labels(f, &rep->gpus[i]);
+                                fprintf(f, ",state=\"%s\"} %.3f\n", gr_gpu_state_name(d->gpus[i].state),
+                                        (double)(now > since ? now - since : 0) / 1000);
+                        }
+                }
+        }
         if (lr.known) {
                 help(f, "gpureap_last_reap_timestamp_seconds", "when the last reap ended (seconds since the epoch)");
                 fprintf(f, "gpureap_last_reap_timestamp_seconds %llu\n", (unsigned long long)lr.time);
@@ -285,7 +307,7 @@ static int write_atomically(const char *path, const gr_snapshot *s, const gr_dia
                 unlink(tmp);
                 return r;
         }
-        render(f, s, d, sel);
+        metrics_render(f, s, d, sel);
         /* a collector must never read half a file: the whole of it, on disk, then the rename */
         int r = fflush(f) == 0 && fsync(fileno(f)) == 0 ? 0 : -errno;
         if (fclose(f) != 0 && r == 0)
@@ -364,7 +386,7 @@ int cmd_metrics(int argc, char **argv)
                         code = EXIT_USAGE;
                 }
         } else {
-                render(stdout, s, d, &sel);
+                metrics_render(stdout, s, d, &sel);
         }
         if (s->gpu->status != GR_GPU_OK)
                 error_msg("%s", s->gpu->error); /* the metrics say gpureap_up 0 */

@@ -11,7 +11,7 @@ static void status_usage(FILE *f)
 {
         fprintf(f,
                 "usage: gpureap status [--json] [--why] [--gpu SEL[,SEL...]] [--nvml-timeout DURATION]\n"
-                "                      [--replay FILE]\n"
+                "                      [--direct | --replay FILE]\n"
                 "\n"
                 "For every GPU: is it clean, and if not, who holds it, why, and what to do next.\n"
                 "\n"
@@ -19,6 +19,9 @@ static void status_usage(FILE *f)
                 "                         (schema: docs/json-schema.md)\n"
                 "  --why, -v              every piece of evidence behind each holder's verdict\n"
                 "                         (docs/verdicts.md)\n"
+                "  --direct               read the driver and /proc here, not through a running\n"
+                "                         'gpureap serve' (which also remembers what a snapshot\n"
+                "                         cannot see: docs/serve.md)\n"
                 "  --replay FILE          diagnose a snapshot recorded with --json instead of\n"
                 "                         this machine (for bug reports and tests; a regular\n"
                 "                         file of at most 64 MiB)\n"
@@ -30,8 +33,9 @@ static void status_usage(FILE *f)
                 "                         own time (default 5s; also $GPUREAP_NVML_TIMEOUT); a\n"
                 "                         /proc scan that takes longer is noted as slow\n"
                 "\n"
-                "environment: GPUREAP_NVML_LIBRARY (the NVML to load), GPUREAP_PROC_ROOT,\n"
-                "GPUREAP_DEV_DIR (where /proc and the device files are, for tests)\n"
+                "environment: GPUREAP_SERVE_SOCKET (serve's socket, default " SERVE_SOCKET_DEFAULT "),\n"
+                "GPUREAP_NVML_LIBRARY (the NVML to load), GPUREAP_PROC_ROOT, GPUREAP_DEV_DIR\n"
+                "(where /proc and the device files are, for tests)\n"
                 "\n"
                 "exit codes: 0 every selected GPU clean (monitors do not count), 1 a selected GPU\n"
                 "is busy, dirty or stale, 2 usage error, 3 GPU or driver failure or timeout\n");
@@ -95,6 +99,28 @@ static int parse_timeout(const char *v, uint64_t *ret)
         return parse_duration_option(v, ret, false);
 }
 
+/* The snapshot a running 'gpureap serve' holds, with its memory; NULL when there is none, it
+ * did not answer within 500 ms, or its snapshot is more than 5 s old: then we read ourselves */
+static gr_snapshot *served_snapshot(void)
+{
+        char *buf = NULL, err[256];
+        size_t len = 0;
+        if (serve_fetch(serve_socket_path(NULL), 500, &buf, &len) < 0)
+                return NULL;
+        gr_snapshot *s = NULL;
+        int r = snapshot_from_json_buffer(buf, len, "gpureap serve", &s, err, sizeof(err));
+        free(buf);
+        if (r < 0)
+                return NULL;
+        uint64_t now = gr_wall_ms();
+        if (!s->served_by || !s->history_since_ms || s->taken_at_ms + 5000 < now || s->taken_at_ms > now + 5000) {
+                gr_snapshot_free(s);
+                return NULL;
+        }
+        s->replayed = false;
+        return s;
+}
+
 int cmd_status(int argc, char **argv)
 {
         static const struct option opts[] = {
@@ -103,6 +129,7 @@ int cmd_status(int argc, char **argv)
                 { "gpu", required_argument, NULL, 'g' },
                 { "nvml-timeout", required_argument, NULL, 't' },
                 { "replay", required_argument, NULL, 'r' },
+                { "direct", no_argument, NULL, 'D' },
                 { "job", required_argument, NULL, OPT_JOB },
                 { "cgroup", required_argument, NULL, OPT_CGROUP },
                 { "container", required_argument, NULL, OPT_CONTAINER },
@@ -110,7 +137,7 @@ int cmd_status(int argc, char **argv)
                 { "help", no_argument, NULL, 'h' },
                 {},
         };
-        bool json = false, why = false;
+        bool json = false, why = false, direct = false;
         gr_scope scope = { .kind = GR_SCOPE_NONE };
         const char *replay = NULL;
         char gpus[1024] = "";
@@ -139,6 +166,9 @@ int cmd_status(int argc, char **argv)
                 case 'r':
                         replay = optarg;
                         break;
+                case 'D':
+                        direct = true;
+                        break;
                 case OPT_JOB:
                 case OPT_CGROUP:
                 case OPT_CONTAINER:
@@ -165,7 +195,7 @@ int cmd_status(int argc, char **argv)
                         error_msg("%s", err);
                         return EXIT_USAGE;
                 }
-        } else {
+        } else if (direct || !(s = served_snapshot())) {
                 int r = gr_snapshot_take(&so, &s);
                 if (r < 0) {
                         error_msg("cannot take a snapshot: %s", strerror(-r));

@@ -16,7 +16,7 @@ enum {
         EXIT_DRIVER = 3,      /* GPU or driver failure, or the driver did not answer in time */
 };
 
-#define JSON_SCHEMA_VERSION 3
+#define JSON_SCHEMA_VERSION 4
 
 struct gpu_selection {
         const char *list;     /* --gpu value, comma separated; NULL for all */
@@ -72,6 +72,18 @@ int cmd_reset(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_check(int argc, char **argv);
 int cmd_metrics(int argc, char **argv);
+int cmd_serve(int argc, char **argv);
+/* the Prometheus text of 'gpureap metrics' (and of serve's /metrics) */
+void metrics_render(FILE *f, const gr_snapshot *s, const gr_diagnosis *d, const struct gpu_selection *sel);
+/* 'gpureap serve''s socket: where it is by default, and a client's fetch of the served
+ * snapshot (its JSON, with serve's memory) within timeout_ms; -errno when there is no serve
+ * (-ENOENT, -ECONNREFUSED), it is not root's (-EPERM) or it did not answer in time */
+#define SERVE_SOCKET_DEFAULT "/run/gpureap/serve.sock"
+const char *serve_socket_path(const char *given);
+int serve_fetch(const char *path, uint64_t timeout_ms, char **ret, size_t *ret_len);
+/* Copy serve's memory of each process into a fresh snapshot (same PID and start time); a
+ * launcher that serve last saw alive and that is gone now ended unseen */
+void serve_merge_history(gr_snapshot *fresh, const gr_snapshot *served);
 int cmd_slurm_prolog(int argc, char **argv);
 int cmd_slurm_epilog(int argc, char **argv);
 

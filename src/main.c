@@ -22,6 +22,7 @@ static const struct command commands[] = {
         { "reset", cmd_reset, "reset a GPU that nothing holds (nvidia-smi --gpu-reset), verified" },
         { "check", cmd_check, "one line and an exit code for a health check (Nagios, NHC, node-problem-detector)" },
         { "metrics", cmd_metrics, "the Prometheus text format, for node_exporter's textfile collector" },
+        { "serve", cmd_serve, "watch resident: remember launchers, answer status fast, serve /metrics" },
         { "slurm-prolog", cmd_slurm_prolog, "Slurm's Prolog: refuse a job whose GPUs are not clean" },
         { "slurm-epilog", cmd_slurm_epilog, "Slurm's Epilog: reap the ended job's leftovers on its GPUs, verify" },
 };

@@ -150,6 +150,31 @@ static json_object *net_json(const gr_net *n)
         return o;
 }
 
+static const char *const launcher_end_names[] = { "alive", "signal", "exit", "unknown" };
+
+/* serve's memory of a holder (docs/json-schema.md) */
+static json_object *seen_json(const gr_seen *h)
+{
+        if (!h)
+                return NULL;
+        json_object *o = json_object_new_object();
+        add(o, "since_unix_ms", json_object_new_int64((int64_t)h->since_ms));
+        json_object *l = NULL;
+        if (h->launcher > 0) {
+                l = json_object_new_object();
+                add(l, "pid", json_object_new_int(h->launcher));
+                add(l, "start_time_ticks", json_object_new_int64((int64_t)h->launcher_start));
+                add(l, "comm", j_text(h->launcher_comm));
+                add(l, "same_exe", json_object_new_boolean(h->same_exe));
+                add(l, "end", json_object_new_string(launcher_end_names[h->end]));
+                add(l, "end_status", h->end == GR_END_SIGNAL || h->end == GR_END_EXIT ? json_object_new_int(h->end_status) : NULL);
+                add(l, "end_unix_ms", h->end != GR_END_ALIVE && h->end_ms ? json_object_new_int64((int64_t)h->end_ms) : NULL);
+        }
+        add(o, "launcher", l);
+        add(o, "state_since_unix_ms", h->state_since_ms ? json_object_new_int64((int64_t)h->state_since_ms) : NULL);
+        return o;
+}
+
 static json_object *process_json(const gr_snapshot *s, const gr_diagnosis *d, const gr_process *p,
                                  const struct gpu_selection *sel)
 {
@@ -205,6 +230,7 @@ static json_object *process_json(const gr_snapshot *s, const gr_diagnosis *d, co
                 add(dev, "maps", h->maps_read ? json_object_new_int64(h->n_maps) : NULL);
         }
         add(o, "devices", dev);
+        add(o, "seen", seen_json(p->seen));
         add(o, "verdict", d ? verdict_json(gr_diagnosis_holder(d, p->pid)) : NULL);
         return o;
 }
@@ -236,6 +262,8 @@ static json_object *gpu_json(const gr_snapshot *s, const gr_diagnosis *d, unsign
         add(m, "api", g->mem_api ? json_object_new_string(g->mem_api == 2 ? "v2" : "v1") : NULL);
         add(m, "consistent", g->mem_api ? json_object_new_boolean(!g->mem_inconsistent) : NULL);
         add(o, "memory", m);
+        add(o, "state_since_unix_ms", s->gpu_state_since_ms && s->gpu_state_since_ms[gi]
+                                              ? json_object_new_int64((int64_t)s->gpu_state_since_ms[gi]) : NULL);
 
         json_object *owners = NULL;
         if (g->procs_ok) {
@@ -348,6 +376,7 @@ int render_status_json(FILE *f, const gr_snapshot *s, const gr_diagnosis *d,
         gmtime_r(&t, &tm);
         strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
         add(root, "taken_at", json_object_new_string(when));
+        add(root, "taken_at_unix_ms", json_object_new_int64((int64_t)s->taken_at_ms));
 
         const gr_gpu_report *rep = s->gpu;
         json_object *drv = json_object_new_object();
@@ -379,6 +408,15 @@ int render_status_json(FILE *f, const gr_snapshot *s, const gr_diagnosis *d,
         add(view, "replayed", json_object_new_boolean(s->replayed));
         add(view, "limits", d ? j_str(d->view) : NULL);
         add(root, "view", view);
+        json_object *hist = NULL;
+        if (s->history_since_ms) {
+                hist = json_object_new_object();
+                add(hist, "since_unix_ms", json_object_new_int64((int64_t)s->history_since_ms));
+                add(hist, "events", json_object_new_boolean(s->history_events));
+                add(hist, "events_lost", json_object_new_boolean(s->history_events_lost));
+                add(hist, "served_by", s->served_by > 0 ? json_object_new_int(s->served_by) : NULL);
+        }
+        add(root, "history", hist);
         if (sel && sel->scope && sel->scope->kind != GR_SCOPE_NONE) {
                 json_object *sc = json_object_new_object();
                 add(sc, "kind", json_object_new_string(gr_scope_kind_name(sel->scope->kind)));

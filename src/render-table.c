@@ -342,6 +342,13 @@ int render_status_table(FILE *f, const gr_snapshot *s, const gr_diagnosis *d,
         else
                 fprintf(f, "  driver: %s\n", rep->status == GR_GPU_NO_LIBRARY ? "not found" :
                                            rep->status == GR_GPU_TIMEOUT ? "did not answer" : "failed");
+        if (s->served_by > 0 && !s->replayed) {
+                uint64_t now = gr_wall_ms(), age = now > s->taken_at_ms ? now - s->taken_at_ms : 0;
+                fprintf(f, "as seen by gpureap serve (PID %d) %.1f s ago, watching for %llu s%s\n", (int)s->served_by,
+                        (double)age / 1000, (unsigned long long)(s->taken_at_ms > s->history_since_ms
+                                                                         ? (s->taken_at_ms - s->history_since_ms) / 1000 : 0),
+                        s->history_events ? "" : " (without process events: how launchers ended is not known)");
+        }
         for (unsigned i = 0; i < rep->n_gpus; i++) {
                 if (!gpu_selected(sel, &rep->gpus[i]))
                         continue;

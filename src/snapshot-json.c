@@ -215,6 +215,33 @@ static int load_process(json_object *jp, gr_process *p)
                 }
                 p->hold = h;
         }
+        json_object *seen = get(jp, "seen");
+        if (seen && json_object_get_type(seen) == json_type_object) {
+                gr_seen *h = calloc(1, sizeof(*h));
+                if (!h)
+                        return -ENOMEM;
+                h->since_ms = (uint64_t)get_int(seen, "since_unix_ms", 0);
+                h->state_since_ms = (uint64_t)get_int(seen, "state_since_unix_ms", 0);
+                json_object *l = get(seen, "launcher");
+                int64_t lp = get_int(l, "pid", 0);
+                if (l && lp > 0 && lp <= GR_PROC_PID_MAX) {
+                        h->launcher = (pid_t)lp;
+                        h->launcher_start = (uint64_t)get_int(l, "start_time_ticks", 0);
+                        get_str(l, "comm", h->launcher_comm, sizeof(h->launcher_comm));
+                        json_object *same = get(l, "same_exe");
+                        h->same_exe = same && json_object_get_type(same) == json_type_boolean && json_object_get_boolean(same);
+                        char end[16];
+                        get_str(l, "end", end, sizeof(end));
+                        h->end = strcmp(end, "signal") == 0 ? GR_END_SIGNAL : strcmp(end, "exit") == 0 ? GR_END_EXIT :
+                                 strcmp(end, "alive") == 0 ? GR_END_ALIVE : GR_END_UNKNOWN;
+                        int64_t status = get_int(l, "end_status", 0);
+                        h->end_status = (int)(status >= 0 && status <= 255 ? status : 0);
+                        if ((h->end == GR_END_SIGNAL && (h->end_status < 1 || h->end_status > 64)))
+                                h->end = GR_END_UNKNOWN; /* not a signal: claim nothing */
+                        h->end_ms = (uint64_t)get_int(l, "end_unix_ms", 0);
+                }
+                p->seen = h;
+        }
         return 0;
 }
 
@@ -375,6 +402,29 @@ int snapshot_from_json_buffer(const char *buf, size_t len, const char *path, gr_
                 json_object *slow = get(pr, "slow");
                 s->proc_slow = slow && json_object_get_type(slow) == json_type_boolean && json_object_get_boolean(slow);
                 r = load_gpus(root, rep);
+                int64_t taken = get_int(root, "taken_at_unix_ms", 0);
+                s->taken_at_ms = taken > 0 ? (uint64_t)taken : 0;
+                json_object *hist = get(root, "history");
+                int64_t since = get_int(hist, "since_unix_ms", 0);
+                if (hist && since > 0) {
+                        s->history_since_ms = (uint64_t)since;
+                        json_object *e = get(hist, "events"), *lost = get(hist, "events_lost");
+                        s->history_events = e && json_object_get_type(e) == json_type_boolean && json_object_get_boolean(e);
+                        s->history_events_lost = lost && json_object_get_type(lost) == json_type_boolean &&
+                                                 json_object_get_boolean(lost);
+                        int64_t by = get_int(hist, "served_by", 0);
+                        s->served_by = by > 0 && by <= GR_PROC_PID_MAX ? (pid_t)by : 0;
+                }
+                json_object *gpus = get(root, "gpus");
+                if (r == 0 && rep->n_gpus > 0 && s->history_since_ms) {
+                        s->gpu_state_since_ms = calloc(rep->n_gpus, sizeof(uint64_t));
+                        if (!s->gpu_state_since_ms)
+                                r = -ENOMEM;
+                        for (unsigned i = 0; r == 0 && i < rep->n_gpus; i++) {
+                                int64_t v = get_int(json_object_array_get_idx(gpus, i), "state_since_unix_ms", 0);
+                                s->gpu_state_since_ms[i] = v > 0 ? (uint64_t)v : 0;
+                        }
+                }
         }
         json_object *procs = r == 0 ? get(root, "processes") : NULL;
         size_t n = procs && json_object_get_type(procs) == json_type_array ? json_object_array_length(procs) : 0;
@@ -392,6 +442,7 @@ int snapshot_from_json_buffer(const char *buf, size_t len, const char *path, gr_
                         free(p->cgroup);
                         free(p->net);
                         free(p->hold);
+                        free(p->seen);
                         memset(p, 0, sizeof(*p));
                         r = 0;
                         continue;

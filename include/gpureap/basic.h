@@ -57,7 +57,8 @@ int gr_parse_size(const char *s, uint64_t *ret_bytes);
 const char *gr_format_bytes(uint64_t bytes, char *buf, size_t size);
 
 /* Monotonic clock in milliseconds */
-uint64_t gr_now_ms(void);
+uint64_t gr_now_ms(void);   /* monotonic: for deadlines */
+uint64_t gr_wall_ms(void);  /* the wall clock, ms since the epoch: for times that are shown */
 
 /* pidfds (lib/basic/pidfd.c): fd or -errno (-ENOSYS before Linux 5.3) */
 int gr_pidfd_open(pid_t pid);

@@ -75,6 +75,7 @@ typedef enum gr_evidence_key {
         GR_EV_SIGNALS,
         GR_EV_STATE,
         GR_EV_VIEW,
+        GR_EV_SEEN,               /* what 'gpureap serve' saw: its launcher, and how it ended */
         GR_EV_KEY_COUNT,
 } gr_evidence_key;
 

@@ -141,6 +141,28 @@ typedef struct gr_net {
         bool truncated;          /* more sockets than were matched */
 } gr_net;
 
+/* How the launcher that 'gpureap serve' saw start a holder ended */
+typedef enum gr_launcher_end {
+        GR_END_ALIVE,            /* alive at the last look */
+        GR_END_SIGNAL,           /* killed by a signal (the kernel's exit event said so) */
+        GR_END_EXIT,             /* exited by itself, with a status */
+        GR_END_UNKNOWN,          /* gone, how is not known (no event: not root, events lost) */
+} gr_launcher_end;
+
+/* What a resident 'gpureap serve' remembers of a GPU holder: facts a snapshot cannot see.
+ * Only filled from serve's memory (or a recording of it); NULL in a one-shot snapshot. */
+typedef struct gr_seen {
+        uint64_t since_ms;       /* when serve first saw it hold a GPU (wall clock, ms) */
+        pid_t launcher;          /* its parent (or its process group's leader) then, 0 none */
+        uint64_t launcher_start; /* the launcher's start time: PID + start time name it */
+        char launcher_comm[GR_COMM_MAX];
+        bool same_exe;           /* the launcher ran the same executable (one program's tree) */
+        gr_launcher_end end;
+        int end_status;          /* the signal (GR_END_SIGNAL) or exit code (GR_END_EXIT) */
+        uint64_t end_ms;         /* when it ended or was found gone */
+        uint64_t state_since_ms; /* in its present state (T, D, ...) since, 0 unknown */
+} gr_seen;
+
 typedef struct gr_process {
         pid_t pid, ppid, pgrp, session;
         char state;              /* R S D T t Z X I ... as in stat */
@@ -163,6 +185,7 @@ typedef struct gr_process {
         gr_env_marks env;
         gr_holding *hold;        /* NULL unless it holds an NVIDIA device file */
         gr_net *net;             /* read for holders and the roots of their lineage; NULL unread */
+        gr_seen *seen;           /* serve's memory of it (owned), NULL none */
 } gr_process;
 
 typedef struct gr_proc_table {

@@ -35,6 +35,13 @@ typedef struct gr_snapshot {
         gr_pidns pidns;
         bool hidepid;             /* /proc hides other users' processes from this (non-root) view */
         bool replayed;            /* loaded from a recording, not taken here */
+        /* the memory of a resident 'gpureap serve' (docs/serve.md), 0/false in a one-shot
+         * snapshot: what its processes' seen records can claim starts at history_since_ms */
+        uint64_t history_since_ms;
+        bool history_events;      /* serve had the kernel's process events (exit causes) */
+        bool history_events_lost; /* some were lost (a fork storm): exit causes may be missing */
+        pid_t served_by;          /* the serve process that answered, 0 taken here */
+        uint64_t *gpu_state_since_ms; /* per GPU of the report: its state unchanged since (NULL none) */
 } gr_snapshot;
 
 typedef struct gr_snapshot_options {
@@ -43,6 +50,8 @@ typedef struct gr_snapshot_options {
         uint64_t proc_slow_ms;    /* the scan's own bound; 0: as long as gpu.timeout_ms (5 s).
                                      The driver's deadline does not count the scan, nor the
                                      scan's the driver */
+        const char *gpu_down;     /* non-NULL: do not touch the driver (a previous call of ours
+                                     is still stuck in it); the report says this, timed out */
 } gr_snapshot_options;
 
 int gr_snapshot_take(const gr_snapshot_options *opts, gr_snapshot **ret);

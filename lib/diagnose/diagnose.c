@@ -70,7 +70,7 @@ const char *gr_evidence_key_name(gr_evidence_key k)
 {
         static const char *const n[] = { "run_supervisor", "ghost", "parent", "reparented", "ancestor",
                                          "worker", "group_leader", "session_leader", "listening",
-                                         "serving", "terminal", "cgroup", "signals", "state", "view" };
+                                         "serving", "terminal", "cgroup", "signals", "state", "view", "seen" };
         _Static_assert(GR_ELEMENTSOF(n) == GR_EV_KEY_COUNT, "a name for every evidence key");
         return (unsigned)k < GR_ELEMENTSOF(n) ? n[k] : "unknown";
 }

@@ -136,7 +136,63 @@ struct root_facts {
         bool run_alive;           /* for a 'gpureap run' cgroup: its supervisor lives */
         char cg_name[128];
         bool nohup;               /* ignores SIGHUP: started to outlive its terminal */
+        /* what 'gpureap serve' saw (docs/verdicts.md, step 4.0) */
+        int launcher_killed;      /* the signal that killed its launcher (same program), 0 none */
+        bool launcher_vanished;   /* its launcher (same program) is gone, how is not known, or it
+                                     exited with a failure */
+        char launcher_text[96];
 };
+
+/* How long before the snapshot, in words: "12 s", "3 min", "2 h" */
+static void ago(const struct dx *x, uint64_t ms, char *buf, size_t size)
+{
+        uint64_t now = x->s->taken_at_ms, d = ms && now > ms ? (now - ms) / 1000 : 0;
+        if (d < 120)
+                snprintf(buf, size, "%llu s", (unsigned long long)d);
+        else if (d < 7200)
+                snprintf(buf, size, "%llu min", (unsigned long long)(d / 60));
+        else
+                snprintf(buf, size, "%llu h", (unsigned long long)(d / 3600));
+}
+
+/* The launcher serve saw start R, and how it ended: evidence, and the facts for the rules */
+static void seen_evidence(const struct dx *x, const gr_process *r, gr_evidence_list *ev, struct root_facts *f)
+{
+        const gr_seen *h = r->seen;
+        if (!h || h->launcher <= 0)
+                return;
+        char when[32];
+        ago(x, h->end_ms, when, sizeof(when));
+        snprintf(f->launcher_text, sizeof(f->launcher_text), "%d (%s)", (int)h->launcher, h->launcher_comm);
+        const char *kind = h->same_exe ? "its launcher" : "its parent, another program,";
+        switch (h->end) {
+        case GR_END_ALIVE:
+                ev_add(ev, GR_EV_SEEN, GR_LEAN_NEUTRAL, "started by %s, alive at serve's last look", f->launcher_text);
+                break;
+        case GR_END_SIGNAL: {
+                const char *sig = sigabbrev_np(h->end_status);
+                bool hup = h->end_status == SIGHUP;
+                if (h->same_exe && !hup)
+                        f->launcher_killed = h->end_status;
+                ev_add(ev, GR_EV_SEEN, f->launcher_killed ? GR_LEAN_LEFTOVER : GR_LEAN_NEUTRAL,
+                       "%s %s was killed by SIG%s %s ago%s", kind, f->launcher_text, sig ? sig : "?", when,
+                       hup ? " (a hangup: what outlives it may be meant to)" : "");
+                break;
+        }
+        case GR_END_EXIT:
+                /* status 0: it meant to leave this running (a daemon's start); another: it failed */
+                f->launcher_vanished = h->same_exe && h->end_status != 0;
+                ev_add(ev, GR_EV_SEEN, f->launcher_vanished ? GR_LEAN_LEFTOVER : GR_LEAN_NEUTRAL,
+                       "%s %s exited with status %d %s ago%s", kind, f->launcher_text, h->end_status, when,
+                       h->end_status == 0 ? ": it left this running" : ": it failed");
+                break;
+        case GR_END_UNKNOWN:
+                f->launcher_vanished = h->same_exe;
+                ev_add(ev, GR_EV_SEEN, h->same_exe ? GR_LEAN_LEFTOVER : GR_LEAN_NEUTRAL,
+                       "%s %s is gone since %s ago; how it ended was not seen", kind, f->launcher_text, when);
+                break;
+        }
+}
 
 /* Gather the evidence on a root R (its parent is init-like or gone) */
 static void root_evidence(const struct dx *x, const gr_process *r, gr_evidence_list *ev,
@@ -223,6 +279,7 @@ static void root_evidence(const struct dx *x, const gr_process *r, gr_evidence_l
                                r->net->n_serving == 1 ? "" : "s", r->net->n_listen == 1 ? "" : "s");
                 }
         }
+        seen_evidence(x, r, ev, f);
         f->nohup = r->has_details && (r->sig_ignored & (1ULL << (SIGHUP - 1)));
         if (f->nohup)
                 ev_add(ev, GR_EV_SIGNALS, GR_LEAN_LIVE, "ignores SIGHUP (as nohup sets it)");
@@ -266,6 +323,12 @@ static void judge_root(const struct dx *x, const gr_process *r, gr_evidence_list
         } else if (f.ns_init) {
                 judge(j, GR_JUDGE_UNSURE, GR_UNSURE,
                       "the init of a PID namespace (a container) whose runtime is gone: its own world, not a worker");
+        } else if (f.launcher_killed) {
+                /* serve saw the program that started it (the same executable) killed */
+                judge(j, GR_JUDGE_LEFTOVER, f.serving ? GR_LIKELY : GR_SURE,
+                      "its launcher %s was killed by SIG%s%s", f.launcher_text,
+                      sigabbrev_np(f.launcher_killed) ? sigabbrev_np(f.launcher_killed) : "?",
+                      f.serving ? ", but it still serves connections" : "");
         } else if (f.own_port) {
                 judge(j, GR_JUDGE_LIVE, GR_LIKELY, "listens on :%u%s: a server", f.own_port,
                       f.serving ? " and serves connections" : "");
@@ -297,6 +360,9 @@ static void judge_root(const struct dx *x, const gr_process *r, gr_evidence_list
         } else {
                 judge(j, GR_JUDGE_UNSURE, GR_UNSURE, "its launcher is not visible from here");
         }
+        if (j->judgement == GR_JUDGE_UNSURE && f.launcher_vanished)
+                judge(j, GR_JUDGE_LEFTOVER, GR_LIKELY, "its launcher %s %s (serve saw it start this process)",
+                      f.launcher_text, x->s && r->seen && r->seen->end == GR_END_EXIT ? "failed" : "is gone");
 }
 
 /* Step 1: started by 'gpureap run' (GPUREAP_RUN_PID); the kernel does not keep that PID

@@ -634,6 +634,7 @@ void gr_proc_table_free(gr_proc_table *t)
                 free(t->procs[i].cgroup);
                 free(t->procs[i].hold);
                 free(t->procs[i].net);
+                free(t->procs[i].seen);
         }
         free(t->procs);
         free(t);

@@ -129,7 +129,7 @@ int gr_snapshot_take(const gr_snapshot_options *opts, gr_snapshot **ret)
         /* the driver is read in a helper while we scan /proc: the two waits overlap */
         gr_gpu_query *q = NULL;
         pid_t helper = 0;
-        int r = gr_gpu_query_start(opts ? &opts->gpu : NULL, &q, &helper);
+        int r = opts && opts->gpu_down ? 0 : gr_gpu_query_start(opts ? &opts->gpu : NULL, &q, &helper);
         if (r < 0) {
                 free(s);
                 return r;
@@ -144,7 +144,15 @@ int gr_snapshot_take(const gr_snapshot_options *opts, gr_snapshot **ret)
                          : opts && opts->gpu.timeout_ms ? opts->gpu.timeout_ms : 5000;
         s->proc_slow = s->proc_elapsed_ms > bound;
 
-        r = gr_gpu_query_finish(q, &s->gpu);
+        if (q) {
+                r = gr_gpu_query_finish(q, &s->gpu);
+        } else if ((s->gpu = calloc(1, sizeof(*s->gpu)))) {
+                s->gpu->status = GR_GPU_TIMEOUT;
+                gr_strlcpy(s->gpu->error, opts->gpu_down, sizeof(s->gpu->error));
+                r = 0;
+        } else {
+                r = -ENOMEM;
+        }
         if (r < 0) {
                 gr_snapshot_free(s);
                 return r;
@@ -173,6 +181,7 @@ void gr_snapshot_free(gr_snapshot *s)
                 return;
         gr_gpu_report_free(s->gpu);
         gr_proc_table_free(s->procs);
+        free(s->gpu_state_since_ms);
         free(s);
 }
 

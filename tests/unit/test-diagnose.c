@@ -2,6 +2,7 @@
  * snapshot without the defect gives no such finding), and recorded on an H200 (replayed). */
 #include <errno.h>
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -580,6 +581,69 @@ static void live_job_under_a_detached_script(void **state)
         gr_snapshot_free(s);
 }
 
+/* serve's memory (docs/verdicts.md, step 4.0): a worker that a launcher started in a session of
+ * its own, the launcher gone. The snapshot alone cannot tell it from a daemon. */
+struct seen_case {
+        gr_launcher_end end;
+        int status;
+        bool same_exe, listening, serving;
+        gr_judgement judgement;
+        gr_confidence confidence;
+};
+
+static void launcher_seen_by_serve(void **state)
+{
+        const struct seen_case cases[] = {
+                { GR_END_SIGNAL, SIGKILL, true, false, false, GR_JUDGE_LEFTOVER, GR_SURE },
+                { GR_END_SIGNAL, SIGTERM, true, false, false, GR_JUDGE_LEFTOVER, GR_SURE },
+                { GR_END_SIGNAL, SIGKILL, true, true, false, GR_JUDGE_LEFTOVER, GR_SURE },   /* its port: still */
+                { GR_END_SIGNAL, SIGKILL, true, true, true, GR_JUDGE_LEFTOVER, GR_LIKELY },  /* it serves */
+                { GR_END_SIGNAL, SIGHUP, true, false, false, GR_JUDGE_UNSURE, GR_UNSURE },   /* hung up on */
+                { GR_END_SIGNAL, SIGKILL, false, false, false, GR_JUDGE_UNSURE, GR_UNSURE }, /* a shell */
+                { GR_END_EXIT, 0, true, false, false, GR_JUDGE_UNSURE, GR_UNSURE },          /* it daemonized */
+                { GR_END_EXIT, 1, true, false, false, GR_JUDGE_LEFTOVER, GR_LIKELY },        /* it failed */
+                { GR_END_UNKNOWN, 0, true, false, false, GR_JUDGE_LEFTOVER, GR_LIKELY },
+                { GR_END_UNKNOWN, 0, true, true, false, GR_JUDGE_LIVE, GR_LIKELY },         /* a server */
+                { GR_END_UNKNOWN, 0, false, false, false, GR_JUDGE_UNSURE, GR_UNSURE },
+                { GR_END_ALIVE, 0, true, false, false, GR_JUDGE_UNSURE, GR_UNSURE },
+        };
+        for (size_t c = 0; c <= GR_ELEMENTSOF(cases); c++) {
+                const struct seen_case *k = c < GR_ELEMENTSOF(cases) ? &cases[c] : NULL;
+                gr_snapshot *s = snap_new(1);
+                s->taken_at_ms = 1000000;
+                base_tree(s);
+                gr_process *w = proc(s, 520, 1, 520, 520, 'S', "python3"); /* setsid'd, reparented */
+                hold_cuda(w, 0);
+                owner(s, 0, 520, GIB);
+                if (k) {
+                        w->seen = calloc(1, sizeof(*w->seen));
+                        *w->seen = (gr_seen){ .since_ms = 900000, .launcher = 500, .launcher_start = 77,
+                                              .same_exe = k->same_exe, .end = k->end, .end_status = k->status,
+                                              .end_ms = 990000 };
+                        snprintf(w->seen->launcher_comm, sizeof(w->seen->launcher_comm), "python3");
+                        if (k->listening)
+                                listen_on(w, 30000, 901);
+                        if (k->serving)
+                                w->net->n_serving = 2;
+                }
+                gr_diagnosis *d = diagnose(s);
+                const gr_holder_verdict *v = gr_diagnosis_holder(d, 520);
+                if (!k) { /* negative control: no memory, the snapshot alone */
+                        assert_int_equal(v->judgement, GR_JUDGE_UNSURE);
+                } else {
+                        printf("# case %zu: %s %s\n", c, gr_judgement_name(v->judgement), v->reason);
+                        assert_int_equal(v->judgement, k->judgement);
+                        assert_int_equal(v->confidence, k->confidence);
+                        bool has = false;
+                        for (unsigned i = 0; i < v->evidence.n; i++)
+                                has |= v->evidence.items[i].key == GR_EV_SEEN;
+                        assert_true(has);
+                }
+                gr_diagnosis_free(d);
+                gr_snapshot_free(s);
+        }
+}
+
 static void run_supervisor_marker(void **state)
 {
         for (int alive = 1; alive >= 0; alive--) {
@@ -1096,6 +1160,7 @@ int main(void)
                 cmocka_unit_test(child_of_a_leftover_is_a_leftover),
                 cmocka_unit_test(live_job_under_a_detached_script),
                 cmocka_unit_test(run_supervisor_marker),
+                cmocka_unit_test(launcher_seen_by_serve),
                 cmocka_unit_test(application_as_container_init_is_a_launcher),
                 cmocka_unit_test(container_view_never_calls_the_drivers_pids_dead),
                 cmocka_unit_test(partial_view_is_never_sure),

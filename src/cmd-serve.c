@@ -1,0 +1,699 @@
+/* gpureap serve: a resident watcher (docs/serve.md). A refresher thread takes a snapshot every
+ * --interval, brings serve's memory up to date (history.c: who launched each holder, how that
+ * launcher ended, from the kernel's process events) and keeps the rendered answers; the main
+ * thread answers the Unix socket (the snapshot as 'status --json' gives it, with the memory)
+ * from that cache, so a wedged driver never keeps it from answering; a second thread answers
+ * HTTP /metrics (libmicrohttpd). It is read-only: it takes no kill requests. */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <grp.h>
+#include <limits.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+#include <syslog.h>
+#include <time.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
+#include "gpureap-config.h"
+#include "gpureap.h"
+#include "gpureap/basic.h"
+#include "history.h"
+#include "procevents.h"
+#ifdef HAVE_MICROHTTPD
+#include <dlfcn.h>
+#include <microhttpd.h>
+#endif
+
+#define CLIENTS_MAX 64
+#define REQUEST_MAX 64
+
+static void serve_usage(FILE *f)
+{
+        fprintf(f,
+                "usage: gpureap serve [--socket PATH] [--group NAME] [--interval DUR]\n"
+                "                     [--listen ADDR:PORT | --listen none] [--nvml-timeout DUR]\n"
+                "\n"
+                "Watch the GPUs and their processes and remember what a snapshot cannot see: the\n"
+                "launcher that started each holder and how it ended. 'gpureap status' asks it over\n"
+                "its socket (--direct does not); Prometheus scrapes /metrics. Read-only: it kills\n"
+                "nothing. Run it as root, under systemd (contrib/systemd/gpureap-serve.service).\n"
+                "\n"
+                "  --socket PATH    the Unix socket (default " SERVE_SOCKET_DEFAULT ", or $GPUREAP_SERVE_SOCKET)\n"
+                "  --group NAME     let this group use the socket too (it shows every user's commands)\n"
+                "  --interval DUR   how often to look (default 1s, at least 100ms)\n"
+                "  --listen A:P     HTTP /metrics on this address (default 127.0.0.1:9835; none: off)\n"
+                "  --nvml-timeout   how long the driver gets per look (default 5s)\n");
+}
+
+struct serve {
+        struct history hist;
+        gr_snapshot_options so;
+        uint64_t interval_ms;
+        pthread_mutex_t lock;     /* guards what follows */
+        pthread_cond_t wake;
+        bool stop, wake_now;
+        char *json;               /* the last answer of the socket */
+        size_t json_len;
+        char *metrics;            /* the last answer of /metrics */
+        size_t metrics_len;
+        uint64_t refreshes;
+        bool ready;
+};
+
+/* A child of this thread still running (not a zombie): an NVML helper stuck in the driver.
+ * Only the refresher thread starts children, and only helpers. */
+static pid_t stuck_helper(void)
+{
+        char path[64], buf[4096];
+        snprintf(path, sizeof(path), "/proc/self/task/%ld/children", (long)syscall(SYS_gettid));
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return 0;
+        ssize_t n = read(fd, buf, sizeof(buf) - 1);
+        close(fd);
+        buf[n > 0 ? n : 0] = '\0';
+        for (char *p = buf, *e; *p; p = e) {
+                long pid = strtol(p, &e, 10);
+                if (e == p)
+                        break;
+                char st[64], sb[512];
+                snprintf(st, sizeof(st), "/proc/%ld/stat", pid);
+                int sf = open(st, O_RDONLY | O_CLOEXEC);
+                ssize_t k = sf >= 0 ? read(sf, sb, sizeof(sb) - 1) : -1;
+                if (sf >= 0)
+                        close(sf);
+                if (k <= 0)
+                        continue;
+                sb[k] = '\0';
+                const char *close_paren = strrchr(sb, ')');
+                if (close_paren && close_paren[1] == ' ' && close_paren[2] != 'Z' && close_paren[2] != 'X')
+                        return (pid_t)pid;
+        }
+        return 0;
+}
+
+static void sd_notify_ready(void)
+{
+        /* systemd's notification protocol (sd_notify(3)): one datagram to $NOTIFY_SOCKET */
+        const char *path = getenv("NOTIFY_SOCKET");
+        if (!path || (path[0] != '/' && path[0] != '@') || strlen(path) >= sizeof(((struct sockaddr_un *)0)->sun_path))
+                return;
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        memcpy(sa.sun_path, path, strlen(path));
+        if (sa.sun_path[0] == '@')
+                sa.sun_path[0] = '\0';
+        int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+        if (fd < 0)
+                return;
+        static const char msg[] = "READY=1\nSTATUS=watching the GPUs";
+        sendto(fd, msg, sizeof(msg) - 1, MSG_NOSIGNAL, (struct sockaddr *)&sa,
+               (socklen_t)(offsetof(struct sockaddr_un, sun_path) + strlen(path)));
+        close(fd);
+}
+
+static char *render_to_memory(void (*fn)(FILE *, const gr_snapshot *, const gr_diagnosis *), const gr_snapshot *s,
+                              const gr_diagnosis *d, size_t *ret_len)
+{
+        char *buf = NULL;
+        size_t len = 0;
+        FILE *f = open_memstream(&buf, &len);
+        if (!f)
+                return NULL;
+        fn(f, s, d);
+        if (fclose(f) != 0) {
+                free(buf);
+                return NULL;
+        }
+        *ret_len = len;
+        return buf;
+}
+
+static void json_of(FILE *f, const gr_snapshot *s, const gr_diagnosis *d)
+{
+        render_status_json(f, s, d, NULL);
+}
+
+static void metrics_of(FILE *f, const gr_snapshot *s, const gr_diagnosis *d)
+{
+        metrics_render(f, s, d, NULL);
+}
+
+static void refresh(struct serve *sv)
+{
+        uint64_t now = gr_wall_ms();
+        char down[256];
+        pid_t stuck = stuck_helper();
+        gr_snapshot_options so = sv->so;
+        if (stuck) {
+                snprintf(down, sizeof(down), "the driver has not answered a call of gpureap serve's NVML helper (PID %d) "
+                         "since an earlier look; not asked again until it returns", (int)stuck);
+                so.gpu_down = down;
+        }
+        gr_snapshot *s = NULL;
+        gr_diagnosis *d = NULL;
+        if (gr_snapshot_take(&so, &s) < 0)
+                return; /* out of memory: the last answer stands */
+        s->served_by = getpid();
+        history_attach(&sv->hist, s, now);
+        if (gr_diagnose(s, 0, &d) < 0)
+                d = NULL;
+        history_gpus(&sv->hist, s, d, now);
+        size_t jl = 0, ml = 0;
+        char *json = render_to_memory(json_of, s, d, &jl);
+        char *metrics = render_to_memory(metrics_of, s, d, &ml);
+        gr_diagnosis_free(d);
+        gr_snapshot_free(s);
+        pthread_mutex_lock(&sv->lock);
+        if (json) {
+                free(sv->json);
+                sv->json = json;
+                sv->json_len = jl;
+        }
+        if (metrics) {
+                free(sv->metrics);
+                sv->metrics = metrics;
+                sv->metrics_len = ml;
+        }
+        sv->refreshes++;
+        sv->ready = sv->json != NULL;
+        pthread_mutex_unlock(&sv->lock);
+}
+
+static void *refresher(void *arg)
+{
+        struct serve *sv = arg;
+        /* the signals belong to the main thread (signalfd) */
+        sigset_t all;
+        sigfillset(&all);
+        pthread_sigmask(SIG_BLOCK, &all, NULL);
+        bool notified = false;
+        for (;;) {
+                refresh(sv);
+                if (!notified) {
+                        sd_notify_ready();
+                        notified = true;
+                }
+                pthread_mutex_lock(&sv->lock);
+                struct timespec until;
+                clock_gettime(CLOCK_MONOTONIC, &until);
+                uint64_t ns = (uint64_t)until.tv_nsec + (sv->interval_ms % 1000) * 1000000;
+                until.tv_sec += (time_t)(sv->interval_ms / 1000 + ns / 1000000000);
+                until.tv_nsec = (long)(ns % 1000000000);
+                while (!sv->stop && !sv->wake_now)
+                        if (pthread_cond_timedwait(&sv->wake, &sv->lock, &until) == ETIMEDOUT)
+                                break;
+                sv->wake_now = false;
+                bool stop = sv->stop;
+                pthread_mutex_unlock(&sv->lock);
+                if (stop)
+                        return NULL;
+        }
+}
+
+/* ---- the Unix socket --------------------------------------------------------------------- */
+
+struct client {
+        int fd;
+        uint64_t deadline;
+        char req[REQUEST_MAX];
+        size_t req_len;
+        char *out;                /* what is left to send (a copy of the answer) */
+        size_t out_len, out_off;
+};
+
+static void client_close(struct client *c)
+{
+        if (c->fd >= 0)
+                close(c->fd);
+        free(c->out);
+        memset(c, 0, sizeof(*c));
+        c->fd = -1;
+}
+
+/* The request is one line: "status" (the served snapshot) or "ping" */
+static void client_answer(struct serve *sv, struct client *c)
+{
+        c->req[c->req_len < REQUEST_MAX ? c->req_len : REQUEST_MAX - 1] = '\0';
+        char *nl = strchr(c->req, '\n');
+        if (nl)
+                *nl = '\0';
+        pthread_mutex_lock(&sv->lock);
+        if (strcmp(c->req, "status") == 0 && sv->json) {
+                c->out = malloc(sv->json_len);
+                if (c->out) {
+                        memcpy(c->out, sv->json, sv->json_len);
+                        c->out_len = sv->json_len;
+                }
+        } else {
+                char line[128];
+                int n = strcmp(c->req, "ping") == 0
+                                ? snprintf(line, sizeof(line), "gpureap serve %d %s\n", (int)getpid(), GPUREAP_VERSION)
+                                : snprintf(line, sizeof(line), "error: unknown request (status, ping)\n");
+                c->out = strdup(line);
+                c->out_len = c->out ? (size_t)n : 0;
+        }
+        pthread_mutex_unlock(&sv->lock);
+        if (!c->out)
+                client_close(c);
+}
+
+static void client_io(struct serve *sv, struct client *c, short revents)
+{
+        if (!c->out && (revents & (POLLIN | POLLHUP | POLLERR))) {
+                ssize_t n = recv(c->fd, c->req + c->req_len, REQUEST_MAX - 1 - c->req_len, 0);
+                if (n <= 0 && !(n < 0 && (errno == EAGAIN || errno == EINTR))) {
+                        client_close(c);
+                        return;
+                }
+                if (n > 0)
+                        c->req_len += (size_t)n;
+                if (memchr(c->req, '\n', c->req_len) || c->req_len >= REQUEST_MAX - 1)
+                        client_answer(sv, c);
+                return;
+        }
+        if (c->out && (revents & (POLLOUT | POLLHUP | POLLERR))) {
+                ssize_t n = send(c->fd, c->out + c->out_off, c->out_len - c->out_off, MSG_NOSIGNAL | MSG_DONTWAIT);
+                if (n < 0 && (errno == EAGAIN || errno == EINTR))
+                        return;
+                if (n <= 0 || (c->out_off += (size_t)n) >= c->out_len)
+                        client_close(c);
+        }
+}
+
+/* A socket at PATH that nobody answers on is a leftover of a serve that died: ours to remove.
+ * One that answers belongs to a serve that runs: -EADDRINUSE. */
+static int listen_unix(const char *path, gid_t gid)
+{
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        if (strlen(path) >= sizeof(sa.sun_path))
+                return -ENAMETOOLONG;
+        memcpy(sa.sun_path, path, strlen(path) + 1);
+        char dir[sizeof(sa.sun_path)];
+        gr_strlcpy(dir, path, sizeof(dir));
+        char *slash = strrchr(dir, '/');
+        if (slash && slash != dir) {
+                *slash = '\0';
+                if (mkdir(dir, 0755) < 0 && errno != EEXIST)
+                        return -errno;
+        }
+        int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+        if (fd < 0)
+                return -errno;
+        struct stat st;
+        if (lstat(path, &st) == 0) {
+                if (!S_ISSOCK(st.st_mode)) {
+                        close(fd);
+                        return -EEXIST;
+                }
+                int probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+                bool answers = probe >= 0 && connect(probe, (struct sockaddr *)&sa, sizeof(sa)) == 0;
+                if (probe >= 0)
+                        close(probe);
+                if (answers) {
+                        close(fd);
+                        return -EADDRINUSE;
+                }
+                unlink(path);
+        }
+        mode_t old = umask(0177);
+        int r = bind(fd, (struct sockaddr *)&sa, sizeof(sa));
+        umask(old);
+        if (r == 0 && gid != (gid_t)-1 && (chown(path, (uid_t)-1, gid) < 0 || chmod(path, 0660) < 0))
+                r = -1;
+        if (r < 0 || listen(fd, 64) < 0) {
+                r = -errno;
+                close(fd);
+                unlink(path);
+                return r;
+        }
+        return fd;
+}
+
+/* ---- HTTP /metrics ----------------------------------------------------------------------- */
+
+#ifdef HAVE_MICROHTTPD
+/* libmicrohttpd, loaded by serve alone (with the TLS stack it links, it would cost every other
+ * command its loading); the symbols it needs, type-checked against its header */
+static struct {
+        void *dl;
+        __typeof__(MHD_start_daemon) *start_daemon;
+        __typeof__(MHD_stop_daemon) *stop_daemon;
+        __typeof__(MHD_create_response_from_buffer) *create_response_from_buffer;
+        __typeof__(MHD_add_response_header) *add_response_header;
+        __typeof__(MHD_queue_response) *queue_response;
+        __typeof__(MHD_destroy_response) *destroy_response;
+} mhd;
+
+static int mhd_load(char *err, size_t size)
+{
+        static const char *const names[] = { "libmicrohttpd.so.12", "libmicrohttpd.so" };
+        for (size_t i = 0; i < GR_ELEMENTSOF(names) && !mhd.dl; i++)
+                mhd.dl = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
+        if (!mhd.dl) {
+                snprintf(err, size, "libmicrohttpd is not installed (apt install libmicrohttpd12)");
+                return -ENOENT;
+        }
+        struct { void **slot; const char *name; } syms[] = {
+                { (void **)&mhd.start_daemon, "MHD_start_daemon" },
+                { (void **)&mhd.stop_daemon, "MHD_stop_daemon" },
+                { (void **)&mhd.create_response_from_buffer, "MHD_create_response_from_buffer" },
+                { (void **)&mhd.add_response_header, "MHD_add_response_header" },
+                { (void **)&mhd.queue_response, "MHD_queue_response" },
+                { (void **)&mhd.destroy_response, "MHD_destroy_response" },
+        };
+        for (size_t i = 0; i < GR_ELEMENTSOF(syms); i++)
+                if (!(*syms[i].slot = dlsym(mhd.dl, syms[i].name))) {
+                        snprintf(err, size, "libmicrohttpd has no %s", syms[i].name);
+                        return -ENOENT;
+                }
+        return 0;
+}
+
+static enum MHD_Result http_answer(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
+                                   const char *version, const char *upload_data, size_t *upload_data_size,
+                                   void **con_cls)
+{
+        (void)version;
+        (void)upload_data;
+        (void)con_cls;
+        struct serve *sv = cls;
+        if (*upload_data_size != 0)
+                return MHD_NO; /* a GET has no body */
+        unsigned code = MHD_HTTP_OK;
+        char *body = NULL;
+        size_t len = 0;
+        const char *type = "text/plain; version=0.0.4; charset=utf-8";
+        if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0) {
+                code = MHD_HTTP_METHOD_NOT_ALLOWED;
+        } else if (strcmp(url, "/metrics") == 0) {
+                pthread_mutex_lock(&sv->lock);
+                if (sv->metrics && (body = malloc(sv->metrics_len ? sv->metrics_len : 1))) {
+                        memcpy(body, sv->metrics, sv->metrics_len);
+                        len = sv->metrics_len;
+                } else {
+                        code = MHD_HTTP_SERVICE_UNAVAILABLE;
+                }
+                pthread_mutex_unlock(&sv->lock);
+        } else {
+                code = MHD_HTTP_NOT_FOUND;
+        }
+        if (!body) {
+                static const char *const texts[] = { "not found: try /metrics\n", "GET only\n", "not ready\n" };
+                const char *t = code == MHD_HTTP_NOT_FOUND ? texts[0] : code == MHD_HTTP_METHOD_NOT_ALLOWED ? texts[1] : texts[2];
+                body = strdup(t);
+                len = body ? strlen(body) : 0;
+                type = "text/plain; charset=utf-8";
+        }
+        struct MHD_Response *resp = mhd.create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
+        if (!resp) {
+                free(body);
+                return MHD_NO;
+        }
+        mhd.add_response_header(resp, "Content-Type", type);
+        enum MHD_Result r = mhd.queue_response(conn, code, resp);
+        mhd.destroy_response(resp);
+        return r;
+}
+#endif
+
+/* "127.0.0.1:9835", "[::1]:9835", ":9835" (all addresses) */
+static int parse_listen(const char *v, struct sockaddr_storage *ret, socklen_t *ret_len)
+{
+        memset(ret, 0, sizeof(*ret));
+        const char *colon = strrchr(v, ':');
+        if (!colon || !colon[1])
+                return -EINVAL;
+        char *end;
+        long port = strtol(colon + 1, &end, 10);
+        if (*end || port < 1 || port > 65535)
+                return -EINVAL;
+        char host[128];
+        size_t hl = (size_t)(colon - v);
+        if (hl >= sizeof(host))
+                return -EINVAL;
+        memcpy(host, v, hl);
+        host[hl] = '\0';
+        if (host[0] == '[' && hl >= 2 && host[hl - 1] == ']') {
+                host[hl - 1] = '\0';
+                struct sockaddr_in6 *a = (struct sockaddr_in6 *)ret;
+                a->sin6_family = AF_INET6;
+                a->sin6_port = htons((uint16_t)port);
+                if (inet_pton(AF_INET6, host + 1, &a->sin6_addr) != 1)
+                        return -EINVAL;
+                *ret_len = sizeof(*a);
+                return 0;
+        }
+        struct sockaddr_in *a = (struct sockaddr_in *)ret;
+        a->sin_family = AF_INET;
+        a->sin_port = htons((uint16_t)port);
+        if (hl == 0)
+                a->sin_addr.s_addr = htonl(INADDR_ANY);
+        else if (inet_pton(AF_INET, host, &a->sin_addr) != 1)
+                return -EINVAL;
+        *ret_len = sizeof(*a);
+        return 0;
+}
+
+static void on_exit_event(pid_t pid, int status, void *userdata)
+{
+        history_note_exit(userdata, pid, status, gr_wall_ms());
+}
+
+int cmd_serve(int argc, char **argv)
+{
+        static const struct option opts[] = {
+                { "socket", required_argument, NULL, 's' },
+                { "group", required_argument, NULL, 'g' },
+                { "interval", required_argument, NULL, 'i' },
+                { "listen", required_argument, NULL, 'l' },
+                { "nvml-timeout", required_argument, NULL, 't' },
+                { "help", no_argument, NULL, 'h' },
+                { NULL, 0, NULL, 0 },
+        };
+        const char *socket_opt = NULL, *group = NULL, *listen_opt = "127.0.0.1:9835";
+        struct serve sv = { .interval_ms = 1000 };
+        if (nvml_timeout_from_env(&sv.so.gpu.timeout_ms) < 0)
+                return EXIT_USAGE;
+        optind = 1;
+        int c;
+        while ((c = getopt_long(argc, argv, "+s:g:i:l:t:h", opts, NULL)) != -1) {
+                switch (c) {
+                case 's': socket_opt = optarg; break;
+                case 'g': group = optarg; break;
+                case 'i':
+                        if (parse_duration_option(optarg, &sv.interval_ms, false) < 0)
+                                return EXIT_USAGE;
+                        if (sv.interval_ms < 100) {
+                                error_msg("--interval must be at least 100ms");
+                                return EXIT_USAGE;
+                        }
+                        break;
+                case 'l': listen_opt = optarg; break;
+                case 't':
+                        if (parse_duration_option(optarg, &sv.so.gpu.timeout_ms, false) < 0)
+                                return EXIT_USAGE;
+                        break;
+                case 'h':
+                        serve_usage(stdout);
+                        return EXIT_CLEAN;
+                default:
+                        unknown_option(argc, argv, opts, "serve");
+                        return EXIT_USAGE;
+                }
+        }
+        if (no_stray_arguments(argc, argv, "serve") < 0)
+                return EXIT_USAGE;
+        gid_t gid = (gid_t)-1;
+        if (group) {
+                struct group *gr = getgrnam(group);
+                if (!gr) {
+                        error_msg("no group '%s'", group);
+                        return EXIT_USAGE;
+                }
+                gid = gr->gr_gid;
+        }
+        struct sockaddr_storage http_addr;
+        socklen_t http_len = 0;
+        bool http = strcmp(listen_opt, "none") != 0;
+        if (http && parse_listen(listen_opt, &http_addr, &http_len) < 0) {
+                error_msg("invalid --listen '%s': give ADDR:PORT ('127.0.0.1:9835', '[::1]:9835', ':9835') or 'none'", listen_opt);
+                return EXIT_USAGE;
+        }
+#ifndef HAVE_MICROHTTPD
+        if (http && strcmp(listen_opt, "127.0.0.1:9835") != 0) {
+                error_msg("this gpureap was built without HTTP (libmicrohttpd): --listen is not available");
+                return EXIT_USAGE;
+        }
+        http = false;
+#endif
+        const char *path = serve_socket_path(socket_opt);
+        int lfd = listen_unix(path, gid);
+        if (lfd < 0) {
+                if (lfd == -EADDRINUSE)
+                        error_msg("another gpureap serve answers on '%s'", path);
+                else
+                        error_msg("cannot listen on '%s': %s", path, strerror(-lfd));
+                return lfd == -EADDRINUSE ? EXIT_NOT_CLEAN : EXIT_USAGE;
+        }
+
+        sigset_t sigs;
+        sigemptyset(&sigs);
+        sigaddset(&sigs, SIGTERM);
+        sigaddset(&sigs, SIGINT);
+        sigaddset(&sigs, SIGHUP);
+        sigaddset(&sigs, SIGPIPE);
+        pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+        int sfd = signalfd(-1, &sigs, SFD_CLOEXEC | SFD_NONBLOCK);
+
+        audit_open("serve");
+        int efd = procev_open();
+        history_init(&sv.hist, gr_wall_ms(), efd >= 0, NULL);
+        if (efd < 0)
+                fprintf(stderr, "gpureap: no process events (%s): how launchers end will not be known\n", strerror(-efd));
+        pthread_mutex_init(&sv.lock, NULL);
+        pthread_condattr_t ca;
+        pthread_condattr_init(&ca);
+        pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+        pthread_cond_init(&sv.wake, &ca);
+        pthread_condattr_destroy(&ca);
+
+        int code = EXIT_CLEAN;
+#ifdef HAVE_MICROHTTPD
+        struct MHD_Daemon *daemon = NULL;
+        char why[160];
+        if (http && mhd_load(why, sizeof(why)) < 0) {
+                /* the default address: serve without HTTP and say so; one asked for: an error */
+                if (strcmp(listen_opt, "127.0.0.1:9835") == 0) {
+                        fprintf(stderr, "gpureap: no HTTP /metrics: %s\n", why);
+                        http = false;
+                } else {
+                        error_msg("cannot serve HTTP on '%s': %s", listen_opt, why);
+                        code = EXIT_USAGE;
+                }
+        }
+        if (http && code == EXIT_CLEAN) {
+                daemon = mhd.start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL | (http_addr.ss_family == AF_INET6 ? MHD_USE_IPv6 : 0),
+                                       0, NULL, NULL, http_answer, &sv, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&http_addr,
+                                       MHD_OPTION_CONNECTION_LIMIT, (unsigned)32, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)10,
+                                       MHD_OPTION_END);
+                if (!daemon) {
+                        error_msg("cannot serve HTTP on '%s'", listen_opt);
+                        code = EXIT_USAGE;
+                }
+        }
+#endif
+        pthread_t rt;
+        if (code == EXIT_CLEAN && pthread_create(&rt, NULL, refresher, &sv) != 0) {
+                error_msg("cannot start the refresher thread");
+                code = EXIT_DRIVER;
+        }
+        if (code != EXIT_CLEAN) {
+#ifdef HAVE_MICROHTTPD
+                if (daemon)
+                        mhd.stop_daemon(daemon);
+#endif
+                close(lfd);
+                unlink(path);
+                return code;
+        }
+        audit_log(LOG_INFO, "watching: socket %s, http %s, every %llu ms, process events %s", path, http ? listen_opt : "off",
+                  (unsigned long long)sv.interval_ms, efd >= 0 ? "on" : "off");
+
+        struct client clients[CLIENTS_MAX];
+        for (size_t i = 0; i < CLIENTS_MAX; i++) {
+                memset(&clients[i], 0, sizeof(clients[i]));
+                clients[i].fd = -1;
+        }
+        bool stop = false;
+        while (!stop) {
+                struct pollfd pfd[3 + CLIENTS_MAX];
+                size_t n = 0, map[CLIENTS_MAX];
+                pfd[n++] = (struct pollfd){ .fd = lfd, .events = POLLIN };
+                pfd[n++] = (struct pollfd){ .fd = sfd, .events = POLLIN };
+                pfd[n++] = (struct pollfd){ .fd = efd, .events = POLLIN };
+                uint64_t now = gr_now_ms();
+                for (size_t i = 0; i < CLIENTS_MAX; i++) {
+                        if (clients[i].fd < 0)
+                                continue;
+                        if (now >= clients[i].deadline) {
+                                client_close(&clients[i]); /* a client that neither asks nor reads */
+                                continue;
+                        }
+                        map[n - 3] = i;
+                        pfd[n++] = (struct pollfd){ .fd = clients[i].fd, .events = clients[i].out ? POLLOUT : POLLIN };
+                }
+                int k = poll(pfd, n, 500);
+                if (k < 0 && errno != EINTR)
+                        break;
+                if (pfd[1].revents & POLLIN) {
+                        struct signalfd_siginfo si;
+                        while (read(sfd, &si, sizeof(si)) == (ssize_t)sizeof(si))
+                                if (si.ssi_signo != SIGPIPE)
+                                        stop = true;
+                }
+                if (pfd[2].revents & POLLIN) {
+                        bool lost = false;
+                        if (procev_read(efd, on_exit_event, &sv.hist, &lost) > 0) {
+                                pthread_mutex_lock(&sv.lock); /* a launcher may have ended: look again soon */
+                                sv.wake_now = true;
+                                pthread_cond_signal(&sv.wake);
+                                pthread_mutex_unlock(&sv.lock);
+                        }
+                        if (lost)
+                                history_note_lost(&sv.hist);
+                }
+                for (size_t i = 3; i < n; i++)
+                        if (pfd[i].revents)
+                                client_io(&sv, &clients[map[i - 3]], pfd[i].revents);
+                if (pfd[0].revents & POLLIN) {
+                        for (;;) {
+                                int cfd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+                                if (cfd < 0)
+                                        break;
+                                size_t i = 0;
+                                while (i < CLIENTS_MAX && clients[i].fd >= 0)
+                                        i++;
+                                if (i == CLIENTS_MAX) {
+                                        close(cfd); /* busy: the client falls back to reading the driver itself */
+                                        continue;
+                                }
+                                clients[i].fd = cfd;
+                                clients[i].deadline = gr_now_ms() + 2000;
+                        }
+                }
+        }
+        audit_log(LOG_INFO, "stopping");
+        pthread_mutex_lock(&sv.lock);
+        sv.stop = true;
+        pthread_cond_signal(&sv.wake);
+        pthread_mutex_unlock(&sv.lock);
+        pthread_join(rt, NULL);
+#ifdef HAVE_MICROHTTPD
+        if (daemon)
+                mhd.stop_daemon(daemon);
+#endif
+        for (size_t i = 0; i < CLIENTS_MAX; i++)
+                client_close(&clients[i]);
+        close(lfd);
+        unlink(path);
+        if (efd >= 0)
+                close(efd);
+        if (sfd >= 0)
+                close(sfd);
+        free(sv.json);
+        free(sv.metrics);
+        history_release(&sv.hist);
+        return EXIT_CLEAN;
+}
