@@ -18,7 +18,7 @@
 static void reap_usage(FILE *f)
 {
         fprintf(f,
-                "usage: gpureap reap [--dry-run] [--yes] [--json] [--gpu SEL] [--pid PID[,PID...]]\n"
+                "usage: gpureap reap [--dry-run] [--direct] [--yes] [--json] [--gpu SEL] [--pid PID[,PID...]]\n"
                 "                    [--likely] [--all] [--tree] [--user USER] [--all-users]\n"
                 "                    [--grace DUR] [--timeout DUR] [--job ID|--cgroup P|--container ID|--pod UID [--ended]]\n"
                 "\n"
@@ -28,6 +28,8 @@ static void reap_usage(FILE *f)
                 "the reason for every process it kills and every holder it spares (docs/verdicts.md).\n"
                 "\n"
                 "  --dry-run        show the plan and stop\n"
+                "  --direct         do not ask a running 'gpureap serve' what it saw (its memory of\n"
+                "                   the holders' launchers makes some verdicts sure: docs/serve.md)\n"
                 "  --yes            do not ask (needed when stdin is not a terminal)\n"
                 "  --json           the plan and what was done, as JSON (docs/json-schema.md)\n"
                 "  --gpu SEL        only leftovers of these GPUs\n"
@@ -48,7 +50,7 @@ static void reap_usage(FILE *f)
 }
 
 struct reap {
-        bool dry, yes, json;
+        bool dry, yes, json, direct;
         unsigned n_targets, n_failed;
         char survived[2048];       /* "survived PID START" lines for the state file */
         size_t survived_len;
@@ -166,6 +168,7 @@ static int parse_args(struct reap *r, int argc, char **argv)
 {
         static const struct option opts[] = {
                 { "dry-run", no_argument, NULL, 'n' },
+                { "direct", no_argument, NULL, 'D' },
                 { "json", no_argument, NULL, 'j' },
                 { "likely", no_argument, NULL, 'L' },
                 { "yes", no_argument, NULL, 'y' },
@@ -193,6 +196,7 @@ static int parse_args(struct reap *r, int argc, char **argv)
         while ((c = getopt_long(argc, argv, "+njLyg:p:aru:UG:T:t:h", opts, NULL)) != -1) {
                 switch (c) {
                 case 'n': r->dry = true; break;
+                case 'D': r->direct = true; break;
                 case 'j': r->json = true; break;
                 case 'L': r->po.likely = true; break;
                 case 'y': r->yes = true; break;
@@ -615,6 +619,9 @@ int cmd_reap(int argc, char **argv)
                 if (np)
                         gr_proc_load_details(&r.so.proc, np);
         }
+        /* what a running serve saw (the launchers of the holders) joins the fresh snapshot */
+        if (!r.direct)
+                serve_history_into(s);
         if ((q = gr_diagnose(s, getuid(), &d)) < 0 || (q = gr_plan_make(s, d, &r.po, &plan)) < 0) {
                 error_msg("cannot plan: %s", strerror(-q));
                 goto out;

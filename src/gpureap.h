@@ -84,6 +84,8 @@ int serve_fetch(const char *path, uint64_t timeout_ms, char **ret, size_t *ret_l
 /* Copy serve's memory of each process into a fresh snapshot (same PID and start time); a
  * launcher that serve last saw alive and that is gone now ended unseen */
 void serve_merge_history(gr_snapshot *fresh, const gr_snapshot *served);
+/* The same from a running serve (at most 500 ms, a snapshot of at most 5 s): true when merged */
+bool serve_history_into(gr_snapshot *s);
 int cmd_slurm_prolog(int argc, char **argv);
 int cmd_slurm_epilog(int argc, char **argv);
 

@@ -13,6 +13,8 @@
 #include "gpureap/basic.h"
 #include "history.h"
 
+#define EXIT_EVENT_LATE_MS 3000
+
 struct history_holder {
         pid_t pid;
         uint64_t start;
@@ -42,10 +44,14 @@ void history_note_exit(struct history *h, pid_t pid, int wait_status, uint64_t n
 {
         pthread_mutex_lock(&h->lock);
         /* the first exit of a watched launcher's PID after the watch began is the launcher's:
-         * a later process with its PID cannot exit before it did */
+         * a later process with its PID cannot exit before it did. A refresh may have found it
+         * gone (or a zombie) just before its event was read: that event still counts, if it
+         * comes within EXIT_EVENT_LATE_MS */
         for (size_t i = 0; i < h->n; i++) {
                 gr_seen *s = &h->holders[i].seen;
-                if (s->launcher != pid || s->end != GR_END_ALIVE)
+                if (s->launcher != pid)
+                        continue;
+                if (s->end != GR_END_ALIVE && !(s->end == GR_END_UNKNOWN && now_ms < s->end_ms + EXIT_EVENT_LATE_MS))
                         continue;
                 if (WIFSIGNALED(wait_status)) {
                         s->end = GR_END_SIGNAL;

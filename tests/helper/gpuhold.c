@@ -10,6 +10,9 @@
  *   child                  fork: the child goes on with the next verbs, the parent sleeps and
  *                          never reaps it (so it stays a zombie once it exits)
  *   setpgid                lead a new process group (as a launcher run with job control)
+ *   setsid                 lead a new session (as a worker a launcher starts with setsid)
+ *   child-exit-on-usr1 N   fork: the child goes on with the next verbs; the parent waits for
+ *                          SIGUSR1, then exits with status N (a launcher that ends by itself)
  *   worker PATH ROLE MINOR GPU MIB
  *                          fork a child that runs 'cuda MINOR GPU MIB', records ROLE and sleeps
  *   daemon-worker PATH ROLE MINOR GPU MIB
@@ -261,6 +264,24 @@ int main(int argc, char **argv)
                 } else if ((strcmp(v, "worker") == 0 || strcmp(v, "daemon-worker") == 0) && left >= 5) {
                         worker(&argv[i + 1], v[0] == 'd', true);
                         i += 5;
+                } else if (strcmp(v, "setsid") == 0) {
+                        if (setsid() < 0)
+                                die("setsid");
+                } else if (strcmp(v, "child-exit-on-usr1") == 0 && left >= 1) {
+                        int code = (int)strtol(argv[++i], NULL, 10);
+                        sigset_t usr1;
+                        sigemptyset(&usr1);
+                        sigaddset(&usr1, SIGUSR1);
+                        sigprocmask(SIG_BLOCK, &usr1, NULL);
+                        pid_t c = fork();
+                        if (c < 0)
+                                die("fork");
+                        if (c > 0) {
+                                int sig;
+                                sigwait(&usr1, &sig);
+                                _exit(code);
+                        }
+                        sigprocmask(SIG_UNBLOCK, &usr1, NULL);
                 } else if (strcmp(v, "setpgid") == 0) {
                         if (setpgid(0, 0) < 0)
                                 die("setpgid");
