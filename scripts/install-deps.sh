@@ -12,7 +12,7 @@ pkgs=(
         debhelper dpkg-dev lintian           # the Debian package, built and checked by a test
         python3                              # tests/scenarios: the launcher models and runner
         slurmctld slurmd slurm-client munge  # tests/slurm: a real single-node cluster
-        libmicrohttpd-dev                    # gpureap serve: HTTP /metrics
+        libmicrohttpd-dev curl               # gpureap serve: HTTP /metrics, and its tests
 )
 missing=()
 for p in "${pkgs[@]}"; do

@@ -142,3 +142,8 @@ hasnt() {
 done_testing() {
         echo "1..$CHECKS"
 }
+
+# free_port: a TCP port of 127.0.0.1 that nobody listens on now (the kernel's choice)
+free_port() {
+        python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
