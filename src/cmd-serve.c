@@ -466,9 +466,15 @@ static int parse_listen(const char *v, struct sockaddr_storage *ret, socklen_t *
         return 0;
 }
 
+struct exit_events {
+        struct history *hist;
+        bool watched;             /* one of them was a watched launcher's */
+};
+
 static void on_exit_event(pid_t pid, int status, void *userdata)
 {
-        history_note_exit(userdata, pid, status, gr_wall_ms());
+        struct exit_events *e = userdata;
+        e->watched |= history_note_exit(e->hist, pid, status, gr_wall_ms());
 }
 
 int cmd_serve(int argc, char **argv)
@@ -645,8 +651,11 @@ int cmd_serve(int argc, char **argv)
                 }
                 if (pfd[2].revents & POLLIN) {
                         bool lost = false;
-                        if (procev_read(efd, on_exit_event, &sv.hist, &lost) > 0) {
-                                pthread_mutex_lock(&sv.lock); /* a launcher may have ended: look again soon */
+                        struct exit_events ee = { &sv.hist, false };
+                        /* every process of the host that ends is an event (our own helpers
+                         * too): only a watched launcher's end makes serve look again at once */
+                        if (procev_read(efd, on_exit_event, &ee, &lost) > 0 && ee.watched) {
+                                pthread_mutex_lock(&sv.lock); /* a launcher ended: look again now */
                                 sv.wake_now = true;
                                 pthread_cond_signal(&sv.wake);
                                 pthread_mutex_unlock(&sv.lock);

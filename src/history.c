@@ -40,8 +40,9 @@ void history_release(struct history *h)
         pthread_mutex_destroy(&h->lock);
 }
 
-void history_note_exit(struct history *h, pid_t pid, int wait_status, uint64_t now_ms)
+bool history_note_exit(struct history *h, pid_t pid, int wait_status, uint64_t now_ms)
 {
+        bool watched = false;
         pthread_mutex_lock(&h->lock);
         /* the first exit of a watched launcher's PID after the watch began is the launcher's:
          * a later process with its PID cannot exit before it did. A refresh may have found it
@@ -61,8 +62,10 @@ void history_note_exit(struct history *h, pid_t pid, int wait_status, uint64_t n
                         s->end_status = WEXITSTATUS(wait_status);
                 }
                 s->end_ms = now_ms;
+                watched = true;
         }
         pthread_mutex_unlock(&h->lock);
+        return watched;
 }
 
 void history_note_lost(struct history *h)

@@ -35,8 +35,9 @@ struct history {
 void history_init(struct history *h, uint64_t now_ms, bool events, const char *proc_root);
 void history_release(struct history *h);
 
-/* A process ended (from the kernel's events): the launchers being watched note how */
-void history_note_exit(struct history *h, pid_t pid, int wait_status, uint64_t now_ms);
+/* A process ended (from the kernel's events): the launchers being watched note how; true when
+ * it was one of them */
+bool history_note_exit(struct history *h, pid_t pid, int wait_status, uint64_t now_ms);
 void history_note_lost(struct history *h);
 
 /* Bring the holders' memory up to date with a new snapshot and attach it (each holder's seen
