@@ -131,6 +131,8 @@ typedef enum gr_job_kind {
         GR_JOB_TORCHELASTIC,
         GR_JOB_RUN,
         GR_JOB_PROCESS,
+        GR_JOB_LAUNCHER,          /* the launcher 'gpureap serve' saw start it (each worker in a
+                                     session of its own: no group ties them) */
 } gr_job_kind;
 
 typedef struct gr_job {

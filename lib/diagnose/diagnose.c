@@ -82,6 +82,7 @@ const char *gr_job_text(const gr_job *j, char *buf, size_t size)
         case GR_JOB_TORCHELASTIC: snprintf(buf, size, "torchelastic run %s", j->id); break;
         case GR_JOB_RUN: snprintf(buf, size, "gpureap run %d", (int)j->pid); break;
         case GR_JOB_PROCESS: snprintf(buf, size, "process %d", (int)j->pid); break;
+        case GR_JOB_LAUNCHER: snprintf(buf, size, "launcher %d", (int)j->pid); break;
         }
         return buf;
 }

@@ -405,6 +405,10 @@ static void set_job(const struct dx *x, gr_holder_verdict *v, const gr_process *
         } else if (p->env_read && p->env.torchelastic_run_id[0]) {
                 v->job.kind = GR_JOB_TORCHELASTIC;
                 gr_strlcpy(v->job.id, p->env.torchelastic_run_id, sizeof(v->job.id));
+        } else if (p->seen && p->seen->launcher > 0 && p->pgrp == p->pid) {
+                /* it leads its own group: the launcher serve saw is what ties it to others */
+                v->job.kind = GR_JOB_LAUNCHER;
+                v->job.pid = p->seen->launcher;
         } else if (p->pgrp > 0) {
                 v->job.kind = GR_JOB_GROUP;
                 v->job.pid = p->pgrp;
@@ -414,6 +418,10 @@ static void set_job(const struct dx *x, gr_holder_verdict *v, const gr_process *
         }
         v->launcher = v->job.kind == GR_JOB_TORCHELASTIC ? 0 : v->job.pid;
         v->launcher_alive = v->launcher > 0 && v->launcher != p->pid && dx_leader_alive(x, v->launcher);
+        if (v->job.kind == GR_JOB_LAUNCHER) {
+                const gr_process *l = dx_find(x, v->launcher);
+                v->launcher_alive = p->seen->end == GR_END_ALIVE && dx_alive(l) && l->start_time == p->seen->launcher_start;
+        }
         if (v->job.kind == GR_JOB_TORCHELASTIC) {
                 /* the agent is the parent of the worker that carries the run's environment */
                 const gr_process *w = root->env_read && root->env.torchelastic_run_id[0] ? root : p;

@@ -61,4 +61,14 @@ done
 gr status --replay "$R/scenarios/new-session-launcher-killed.status.json" --json
 w=$(pid_of_rec new-session-launcher-killed worker)
 jqok ".processes[] | select(.pid == $w) | .verdict.judgement == \"unsure\"" "a setsid'd worker without markers, its launcher gone: unsure, spared"
+# gpureap serve on the H200: eight workers, each started in a session of its own by one launcher
+# (tests/fixtures/h200-2026-12-03-serve/, .dev's servebench of that day); the launcher SIGKILLed
+S=$(dirname "$TESTLIB")/../fixtures/h200-2026-12-03-serve
+gr status --replay "$S/after-served.json" --json
+jqok '[.findings[] | select(.kind == "orphan")] | length == 1 and (.[0].pids | length) == 8 and .[0].confidence == "sure"' "through serve: the eight workers are one sure finding, tied by the launcher serve saw"
+jqok '[.processes[] | select(.verdict) | .verdict.evidence[] | select(.key == "seen" and .lean == "leftover")] | length == 8' "each with serve's evidence: its launcher was killed"
+gr status --replay "$S/after-direct.json" --json
+jqok '[.processes[] | select(.verdict) | .verdict.judgement] | unique == ["unsure"]' "the one-shot view of the same eight: unsure"
+gr status --replay "$S/served.json" --json
+jqok '[.findings[] | select(.leftover)] == [] and .history.served_by > 0' "while the launcher lived: no leftover, served"
 done_testing
