@@ -4,7 +4,7 @@ _gpureap()
         local cur prev cmd i
         cur=${COMP_WORDS[COMP_CWORD]}
         prev=${COMP_WORDS[COMP_CWORD-1]}
-        local commands="status reap wait run reset check metrics slurm-prolog slurm-epilog"
+        local commands="status reap wait run reset check metrics serve slurm-prolog slurm-epilog"
         cmd=
         for ((i = 1; i < COMP_CWORD; i++)); do
                 case ${COMP_WORDS[i]} in
@@ -37,13 +37,14 @@ _gpureap()
         esac
         local opts
         case $cmd in
-        "" | status) opts="--json --why --gpu --replay --job --cgroup --container --pod --nvml-timeout --help" ;;
-        reap) opts="--dry-run --yes --json --gpu --pid --likely --all --tree --user --all-users --grace --timeout --job --cgroup --container --pod --ended --nvml-timeout --help" ;;
+        "" | status) opts="--json --why --gpu --replay --direct --job --cgroup --container --pod --nvml-timeout --help" ;;
+        reap) opts="--dry-run --direct --yes --json --gpu --pid --likely --all --tree --user --all-users --grace --timeout --job --cgroup --container --pod --ended --nvml-timeout --help" ;;
         wait) opts="--gpu --free --timeout --job --cgroup --container --pod --nvml-timeout --help" ;;
         run) opts="--grace --max-time --ready-port --ready-log --ready-timeout --stall-timeout --drain-timeout --no-cgroup --quiet --help --" ;;
         reset) opts="--gpu --yes --stop-monitors --timeout --help" ;;
         check) opts="--format --gpu --nvml-timeout --help" ;;
         metrics) opts="--textfile --gpu --nvml-timeout --help" ;;
+        serve) opts="--socket --group --interval --listen --nvml-timeout --help" ;;
         slurm-prolog | slurm-epilog) opts="--drain --gpus --timeout --grace --scontrol --node --help" ;;
         esac
         if [ -z "$cmd" ] && [[ $cur != -* ]]; then

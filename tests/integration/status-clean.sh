@@ -4,7 +4,7 @@
 
 gr status --json
 expect_rc 0 "a clean GPU"
-jqok '.schema_version == 3' "schema version 3"
+jqok '.schema_version == 4' "schema version 4"
 jqok '.driver.status == "ok" and .driver.driver_version == "580.95.05"' "driver read"
 jqok '.gpus | length == 1' "one GPU"
 jqok '.gpus[0] | .index == 0 and .minor == 0 and .name == "NVIDIA H200"' "GPU identity"

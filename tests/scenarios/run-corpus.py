@@ -606,7 +606,7 @@ def check_scenario(rep, run, s, plans, cfg):
     spared = {t.get("pid") for t in ((default.get("plan") or {}).get("spared") or [])}
     kill = ", ".join(kill_text(a) for a in scn.kill) or "none"
 
-    rep.check(s.get("schema_version") == 3, f"{name}: status --json has schema_version 3",
+    rep.check(s.get("schema_version") == 4, f"{name}: status --json has schema_version 4",
               s.get("_error") or f"schema_version {s.get('schema_version')}")
     for label, p in (("reap --dry-run", default), ("reap --dry-run --likely", likely)):
         rep.check(isinstance(p.get("plan"), dict) and isinstance(p["plan"].get("targets"), list),
