@@ -30,7 +30,7 @@ int gr_drain_start(const gr_gpu_options *opts, gr_drain **ret)
         int r = gr_nvml_library(opts, d->library, sizeof(d->library));
         if (r == 0)
                 r = gr_helper_start(&d->h, gr_helper_path(opts), GR_HELPER_DRAIN, sizeof(struct gr_drain_shared),
-                                    d->library);
+                                    d->library, opts);
         if (r < 0) {
                 free(d);
                 return r;

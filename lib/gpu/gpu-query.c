@@ -36,7 +36,8 @@ int gr_gpu_query_start(const gr_gpu_options *opts, gr_gpu_query **ret, pid_t *re
         gr_strlcpy(q->helper, gr_helper_path(opts), sizeof(q->helper));
         q->timeout_ms = opts && opts->timeout_ms ? opts->timeout_ms : 5000;
         q->started_ms = gr_now_ms();
-        int r = lib < 0 ? lib : gr_helper_start(&q->h, q->helper, GR_HELPER_QUERY, sizeof(struct gr_query_shared), q->library);
+        int r = lib < 0 ? lib : gr_helper_start(&q->h, q->helper, GR_HELPER_QUERY, sizeof(struct gr_query_shared), q->library,
+                                                  opts);
         q->library_refused = lib == -EPERM;
         if (r == -ENOMEM) {
                 free(q);
@@ -125,8 +126,11 @@ int gr_gpu_query_finish(gr_gpu_query *q, gr_gpu_report **ret)
                         rep->elapsed_ms = done_us > q->h.started_us ? (done_us - q->h.started_us) / 1000 : 0;
                 gr_helper_stop(&q->h, true);
         } else {
-                char call[64];
-                gr_helper_current_call(&q->h, call, sizeof(call));
+                char call[64], on_gpu[24] = "";
+                int gpu;
+                gr_helper_current_call(&q->h, call, sizeof(call), &gpu);
+                if (gpu >= 0)
+                        snprintf(on_gpu, sizeof(on_gpu), " on GPU %d", gpu);
                 bool reaped = w == -2 || gr_helper_stop(&q->h, false);
                 rep = calloc(1, sizeof(*rep));
                 if (!rep) {
@@ -146,7 +150,7 @@ int gr_gpu_query_finish(gr_gpu_query *q, gr_gpu_report **ret)
                 } else if (w < 0) {
                         rep->status = GR_GPU_FAILED;
                         snprintf(rep->error, sizeof(rep->error),
-                                 "the NVML helper process died during '%s'", call);
+                                 "the NVML helper process died during '%s'%s", call, on_gpu);
                 } else if (strcmp(call, "start") == 0) {
                         rep->status = GR_GPU_FAILED;
                         snprintf(rep->error, sizeof(rep->error),
@@ -156,8 +160,8 @@ int gr_gpu_query_finish(gr_gpu_query *q, gr_gpu_report **ret)
                         rep->status = GR_GPU_TIMEOUT;
                         gr_strlcpy(rep->stuck_call, call, sizeof(rep->stuck_call));
                         snprintf(rep->error, sizeof(rep->error),
-                                 "the driver did not answer '%s' within %llu ms%s",
-                                 rep->stuck_call, (unsigned long long)q->timeout_ms,
+                                 "the driver did not answer '%s' within %llu ms%s%s",
+                                 rep->stuck_call, (unsigned long long)q->timeout_ms, on_gpu,
                                  reaped ? "" : " (the helper is stuck in the driver and was left behind)");
                 }
                 sanitize_report(rep);

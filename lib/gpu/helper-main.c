@@ -1,5 +1,7 @@
 /* The helper's side (helper.h): the main of the program that gpu-query.c and drain.c start.
- * It is a fresh single-threaded process, so loading NVML here is safe whatever the caller is. */
+ * It is a fresh single-threaded process, so loading NVML here is safe whatever the caller is;
+ * the threads it starts itself to read several GPUs at once (nvml.c) are all joined before it
+ * reports. */
 #include <errno.h>
 #include <signal.h>
 #include <string.h>
@@ -52,15 +54,17 @@ int gr_nvml_helper_main(int argc, char **argv)
         prctl(PR_SET_NAME, "gpureap-nvml");
         signal(SIGPIPE, SIG_IGN);
         hdr->library[sizeof(hdr->library) - 1] = '\0';
+        if (hdr->threads_max == 0 || hdr->threads_max > GR_NVML_THREADS_MAX)
+                hdr->threads_max = GR_NVML_THREADS_MAX;
         if (hdr->kind == GR_HELPER_QUERY) {
                 struct gr_query_shared *sh = shm;
-                gr_nvml_read(hdr->library, &sh->rep, sh->gpus, sh->procs, &hdr->progress);
+                gr_nvml_read(sh);
                 /* the time of the end, for the caller's account of the driver's time */
                 gr_strlcpy(hdr->progress.call, "done", sizeof(hdr->progress.call));
                 __atomic_store_n(&hdr->progress.started_us, gr_now_us(), __ATOMIC_RELEASE);
                 gr_helper_done(GR_HELPER_DONE_FD);
         } else {
-                gr_nvml_watch_drain(hdr->library, shm, gr_helper_done, GR_HELPER_DONE_FD);
+                gr_nvml_watch_drain(shm, gr_helper_done, GR_HELPER_DONE_FD);
         }
         /* no nvmlShutdown and no exit handlers: the driver cleans up after a process that ends,
          * and a shutdown that hung would only delay the end */

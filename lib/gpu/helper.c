@@ -155,7 +155,7 @@ static int spawn(struct gr_helper *h, const char *exe, int memfd, int done_wr)
 }
 
 int gr_helper_start(struct gr_helper *h, const char *exe, enum gr_helper_kind kind, size_t shm_size,
-                    const char *library)
+                    const char *library, const gr_gpu_options *opts)
 {
         memset(h, 0, sizeof(*h));
         h->pipe_rd = -1;
@@ -187,6 +187,9 @@ int gr_helper_start(struct gr_helper *h, const char *exe, enum gr_helper_kind ki
         hdr->size = shm_size;
         hdr->parent = (int32_t)getpid();
         gr_strlcpy(hdr->library, library, sizeof(hdr->library));
+        hdr->progress.gpu = -1;
+        unsigned threads = opts ? opts->nvml_threads : 0;
+        hdr->threads_max = threads == 0 || threads > GR_NVML_THREADS_MAX ? GR_NVML_THREADS_MAX : threads;
 
         int p[2];
         if (pipe2(p, O_CLOEXEC) < 0) {
@@ -232,6 +235,34 @@ static int read_answer(struct gr_helper *h)
         }
 }
 
+/* The progress that the deadline runs on: the main thread's; while the GPU threads run, the
+ * one of theirs that has been in its call longest, or, when all have finished, the last to
+ * finish (the main thread is about to take over). A thread that finished early does not count
+ * against one still in a call. */
+static const struct gr_nvml_progress *current_progress(const struct gr_helper_header *hdr)
+{
+        unsigned n = __atomic_load_n(&hdr->n_threads, __ATOMIC_ACQUIRE);
+        if (n == 0)
+                return &hdr->progress;
+        if (n > GR_NVML_THREADS_MAX)
+                n = GR_NVML_THREADS_MAX;
+        const struct gr_nvml_progress *busy = NULL, *last = NULL;
+        uint64_t busy_us = 0, last_us = 0;
+        for (unsigned i = 0; i < n; i++) {
+                const struct gr_nvml_progress *p = &hdr->threads[i];
+                /* finished first: its stamp is then the finish, never older */
+                bool finished = __atomic_load_n(&p->finished, __ATOMIC_ACQUIRE);
+                uint64_t since = __atomic_load_n(&p->started_us, __ATOMIC_ACQUIRE);
+                if (finished) {
+                        if (!last || since > last_us)
+                                last = p, last_us = since;
+                } else if (!busy || since < busy_us) {
+                        busy = p, busy_us = since;
+                }
+        }
+        return busy ? busy : last;
+}
+
 int gr_helper_wait(struct gr_helper *h, uint64_t deadline_ms, uint64_t stall_ms)
 {
         const struct gr_helper_header *hdr = h->shm;
@@ -246,7 +277,7 @@ int gr_helper_wait(struct gr_helper *h, uint64_t deadline_ms, uint64_t stall_ms)
                         /* the driver's own time: since the call it is in began. A later call
                          * only moves the limit on, so sleeping until it is safe; before the
                          * first call we look often, as that one may begin any moment */
-                        uint64_t since = __atomic_load_n(&hdr->progress.started_us, __ATOMIC_ACQUIRE);
+                        uint64_t since = __atomic_load_n(&current_progress(hdr)->started_us, __ATOMIC_ACQUIRE);
                         uint64_t limit = since ? since + stall_ms * 1000
                                                : h->started_us + (stall_ms > GR_HELPER_START_MS ? stall_ms : GR_HELPER_START_MS) * 1000;
                         if (limit < until)
@@ -261,15 +292,20 @@ int gr_helper_wait(struct gr_helper *h, uint64_t deadline_ms, uint64_t stall_ms)
         }
 }
 
-void gr_helper_current_call(const struct gr_helper *h, char *buf, size_t size)
+void gr_helper_current_call(const struct gr_helper *h, char *buf, size_t size, int *ret_gpu)
 {
+        if (ret_gpu)
+                *ret_gpu = -1;
         if (size == 0)
                 return;
         const struct gr_helper_header *hdr = h->shm;
+        const struct gr_nvml_progress *p = hdr ? current_progress(hdr) : NULL;
         size_t i = 0;
-        for (; hdr && i + 1 < size && i < sizeof(hdr->progress.call) && hdr->progress.call[i]; i++)
-                buf[i] = hdr->progress.call[i];
+        for (; p && i + 1 < size && i < sizeof(p->call) && p->call[i]; i++)
+                buf[i] = p->call[i];
         buf[i] = '\0';
+        if (p && ret_gpu && p->gpu >= 0 && p->gpu < GR_GPUS_MAX)
+                *ret_gpu = p->gpu;
         gr_text_sanitize(buf);
         if (!buf[0])
                 gr_strlcpy(buf, "start", size);

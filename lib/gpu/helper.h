@@ -17,7 +17,7 @@
 #include "gpureap/gpu.h"
 
 #define GR_HELPER_MAGIC 0x67726870u /* "grhp" */
-#define GR_HELPER_ABI 2u            /* bump on any change of the layouts below */
+#define GR_HELPER_ABI 3u            /* bump on any change of the layouts below */
 #define GR_HELPER_SHM_FD 3
 #define GR_HELPER_DONE_FD 4
 /* The exec and start of the helper are not the driver's time: they get this long, however
@@ -29,10 +29,16 @@ enum gr_helper_kind {
         GR_HELPER_DRAIN = 2,
 };
 
-/* What the helper is doing, for the caller's deadline: the NVML call it is in, and since when */
+/* The most threads the helper reads GPUs with at once (gr_gpu_options.nvml_threads) */
+#define GR_NVML_THREADS_MAX 16
+
+/* What one thread of the helper is doing, for the caller's deadline: the NVML call it is in,
+ * since when, and for which GPU */
 struct gr_nvml_progress {
         char call[64];
         uint64_t started_us;      /* CLOCK_MONOTONIC microseconds; 0 before the first call */
+        int32_t gpu;              /* the GPU the call is about; -1: none (nvmlInit, ...) */
+        uint32_t finished;        /* a GPU thread's slot: the thread has done its last call */
 };
 
 struct gr_helper_header {
@@ -40,7 +46,12 @@ struct gr_helper_header {
         uint64_t size;            /* bytes of the whole layout of this kind */
         int32_t parent;           /* the caller: the helper leaves at once if it is not its parent */
         char library[256];        /* the NVML to load */
-        struct gr_nvml_progress progress; /* written by the helper */
+        uint32_t threads_max;     /* GPUs read at once, 1..GR_NVML_THREADS_MAX (0: the most) */
+        /* written by the helper: its main thread's call; while the GPU threads run (n_threads
+         * of them, else 0) their slots are what the caller judges, not the main thread's */
+        struct gr_nvml_progress progress;
+        uint32_t n_threads;
+        struct gr_nvml_progress threads[GR_NVML_THREADS_MAX];
 };
 
 struct gr_query_shared {
@@ -74,15 +85,17 @@ const char *gr_helper_path(const gr_gpu_options *opts);
  * or others may write */
 int gr_nvml_library(const gr_gpu_options *opts, char *buf, size_t size);
 /* Spawn the helper for kind with a zeroed shared layout of shm_size bytes whose header names
- * library; -errno when it could not be started (ENOENT: no helper at that path) */
+ * library and the threads it may use (opts->nvml_threads); -errno when it could not be started
+ * (ENOENT: no helper at that path) */
 int gr_helper_start(struct gr_helper *h, const char *exe, enum gr_helper_kind kind, size_t shm_size,
-                    const char *library);
+                    const char *library, const gr_gpu_options *opts);
 /* 1: done, 0: the deadline passed (deadline_ms, monotonic; UINT64_MAX none) or, with stall_ms,
  * the helper has been in one call that long; -1: the helper ended without finishing. An answer
  * already in the pipe counts, however late the caller comes to look. */
 int gr_helper_wait(struct gr_helper *h, uint64_t deadline_ms, uint64_t stall_ms);
-/* The call the helper is in (or was in when it stopped), "start" before its first */
-void gr_helper_current_call(const struct gr_helper *h, char *buf, size_t size);
+/* The call the helper has been in longest (or was in when it stopped), "start" before its
+ * first; the GPU it was about in *ret_gpu (-1: none) */
+void gr_helper_current_call(const struct gr_helper *h, char *buf, size_t size, int *ret_gpu);
 /* Stop it: a helper that finished is left to exit on its own (reaped later without blocking);
  * one that did not is killed. Returns false when a killed helper would not die (stuck in the
  * driver) and was left behind. Unmaps the shared memory. */
@@ -90,8 +103,7 @@ bool gr_helper_stop(struct gr_helper *h, bool finished);
 
 /* The helper's side (helper-main.c) */
 void gr_helper_done(int done_fd);
-void gr_nvml_read(const char *library, gr_gpu_report *rep, gr_gpu *gpus, gr_gpu_proc *procs,
-                  struct gr_nvml_progress *progress);
-void gr_nvml_watch_drain(const char *library, struct gr_drain_shared *sh, void (*done)(int), int done_fd);
+void gr_nvml_read(struct gr_query_shared *sh);
+void gr_nvml_watch_drain(struct gr_drain_shared *sh, void (*done)(int), int done_fd);
 
 #endif

@@ -12,12 +12,23 @@
  *   bad_memory INDEX MIB    GPU INDEX reports MIB used whatever its contexts hold, and free as
  *                           total - reserved - used, unchecked: past the total it wraps, as a
  *                           broken driver's numbers would (v1: the reserve added to used)
- *   fail FUNCTION CODE      FUNCTION returns CODE
- *   hang FUNCTION           FUNCTION never returns
- * Every call first passes the library's API lock, as the real NVML serialises its calls; a test
- * can hold it from a thread (fakeNvmlHoldApiLock), as a program that polls NVML in a thread does.
+ *   fail FUNCTION CODE [gpu=N]  FUNCTION returns CODE (only for GPU N: the device calls and
+ *                           nvmlDeviceGetHandleByIndex*, whose index is the GPU)
+ *   hang FUNCTION [gpu=N]   FUNCTION never returns
+ *   delay FUNCTION MS [gpu=N]  FUNCTION sleeps MS ms before it answers (attaching a GPU, the
+ *                           first nvmlDeviceGetHandleByIndex_v2, took 6.6 ms on an H200)
+ *   log FILE                every call appends a line "PID FUNCTION GPU ALL SAME" to FILE as it
+ *                           begins: GPU -1 when the call names none; ALL the calls of this
+ *                           process in the library at that moment, this one included; SAME
+ *                           those of them to the same FUNCTION. So a test sees how many calls
+ *                           ran at once without timing anything
+ * The first matching fail or hang rule applies, after every matching delay. Up to 128 GPUs.
+ * Every call first passes the library's API lock (it does not hold it while it runs, so calls
+ * from several threads overlap, as NVML documents itself thread-safe); a test can hold it from
+ * a thread (fakeNvmlHoldApiLock), as a program that polls NVML in a thread does.
  * Built twice: as is, and with FAKE_NVML_OLD for an old library without the _v2/_v3 symbols. */
 #include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -31,8 +42,9 @@
 #include "fake-ctx.h"
 
 #define EXPORT __attribute__((visibility("default")))
-#define MAX_GPUS 16
+#define MAX_GPUS 128
 #define MAX_RULES 32
+#define MAX_FUNCTIONS 64
 #define MAX_CTX 4096
 
 typedef int nvmlReturn_t;
@@ -46,9 +58,13 @@ struct fake_gpu {
         unsigned long long bad_used_mib;
 };
 
+enum rule_kind { RULE_FAIL, RULE_HANG, RULE_DELAY };
+
 struct rule {
         char fn[80];
-        int code; /* -1: hang */
+        enum rule_kind kind;
+        int value;  /* fail: the code; delay: milliseconds */
+        int gpu;    /* -1: every GPU */
 };
 
 static struct {
@@ -61,12 +77,30 @@ static struct {
         unsigned stride;
         struct rule rules[MAX_RULES];
         unsigned n_rules;
-} S;
+        int log_fd;
+} S = { .log_fd = -1 };
 
-static void load_scenario(void)
+/* "fail FN CODE [gpu=N]", "hang FN [gpu=N]", "delay FN MS [gpu=N]" */
+static void parse_rule(enum rule_kind kind, const char *rest)
 {
-        if (S.loaded)
+        if (S.n_rules >= MAX_RULES)
                 return;
+        struct rule *r = &S.rules[S.n_rules];
+        int off = 0;
+        if (sscanf(rest, "%79s %n", r->fn, &off) < 1)
+                return;
+        rest += off;
+        r->kind = kind;
+        r->value = kind == RULE_FAIL ? 999 : 0;
+        r->gpu = -1;
+        if (kind != RULE_HANG && sscanf(rest, "%d %n", &r->value, &off) >= 1)
+                rest += off;
+        sscanf(rest, "gpu=%d", &r->gpu);
+        S.n_rules++;
+}
+
+static void load_scenario_once(void)
+{
         S.loaded = 1;
         S.stride = 24;
         snprintf(S.driver, sizeof(S.driver), "580.95.05");
@@ -139,15 +173,23 @@ static void load_scenario(void)
                         }
                 } else if (strcmp(word, "stride") == 0) {
                         S.stride = (unsigned)strtoul(rest, NULL, 10) == 32 ? 32 : 24;
-                } else if ((strcmp(word, "fail") == 0 || strcmp(word, "hang") == 0) && S.n_rules < MAX_RULES) {
-                        struct rule *r = &S.rules[S.n_rules++];
-                        int code = 999;
-                        if (sscanf(rest, "%79s %d", r->fn, &code) < 1)
-                                S.n_rules--;
-                        r->code = word[0] == 'h' ? -1 : code;
+                } else if (strcmp(word, "fail") == 0) {
+                        parse_rule(RULE_FAIL, rest);
+                } else if (strcmp(word, "hang") == 0) {
+                        parse_rule(RULE_HANG, rest);
+                } else if (strcmp(word, "delay") == 0) {
+                        parse_rule(RULE_DELAY, rest);
+                } else if (strcmp(word, "log") == 0 && S.log_fd < 0) {
+                        S.log_fd = open(rest, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
                 }
         }
         fclose(f);
+}
+
+static void load_scenario(void)
+{
+        static pthread_once_t once = PTHREAD_ONCE_INIT;
+        pthread_once(&once, load_scenario_once);
 }
 
 static pthread_mutex_t api_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -165,24 +207,98 @@ EXPORT void fakeNvmlHoldApiLock(int ready_fd, int go_fd)
         pthread_mutex_unlock(&api_lock);
 }
 
-/* Apply a fail/hang rule for fn: returns the code to fail with, or 0 to go on. */
-static int rule(const char *fn)
+/* The calls in the library now: all of them, and per function (the names are the literals of
+ * the exported functions below, compared as strings) */
+static pthread_mutex_t calls_lock = PTHREAD_MUTEX_INITIALIZER;
+static unsigned calls_all;
+static struct {
+        const char *fn;
+        unsigned n;
+} calls_fn[MAX_FUNCTIONS];
+
+static unsigned *calls_of(const char *fn)
+{
+        for (unsigned i = 0; i < MAX_FUNCTIONS; i++) {
+                if (!calls_fn[i].fn)
+                        calls_fn[i].fn = fn;
+                if (strcmp(calls_fn[i].fn, fn) == 0)
+                        return &calls_fn[i].n;
+        }
+        return NULL;
+}
+
+struct call {
+        const char *fn;
+        int rc;   /* the code to fail with, or 0 to go on */
+};
+
+static void log_call(const char *fn, int gpu, unsigned all, unsigned same)
+{
+        if (S.log_fd < 0)
+                return;
+        char line[160];
+        int k = snprintf(line, sizeof(line), "%d %s %d %u %u\n", (int)getpid(), fn, gpu, all, same);
+        if (k > 0 && (size_t)k < sizeof(line)) /* one write: O_APPEND keeps lines whole */
+                while (write(S.log_fd, line, (size_t)k) < 0 && errno == EINTR)
+                        ;
+}
+
+static void sleep_ms(int ms)
+{
+        struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
+        while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+                ;
+}
+
+/* A call begins: counted, logged, delayed and failed or hung as the rules for fn and gpu say */
+static struct call call_begin(const char *fn, int gpu)
 {
         pthread_mutex_lock(&api_lock);
         pthread_mutex_unlock(&api_lock);
         load_scenario();
+        pthread_mutex_lock(&calls_lock);
+        unsigned all = ++calls_all, same = 0;
+        unsigned *c = calls_of(fn);
+        if (c)
+                same = ++*c;
+        pthread_mutex_unlock(&calls_lock);
+        log_call(fn, gpu, all, same);
+        struct call call = { .fn = fn };
         for (unsigned i = 0; i < S.n_rules; i++) {
-                if (strcmp(S.rules[i].fn, fn) != 0)
+                const struct rule *r = &S.rules[i];
+                if (strcmp(r->fn, fn) != 0 || (r->gpu >= 0 && r->gpu != gpu))
                         continue;
-                if (S.rules[i].code < 0)
+                if (r->kind == RULE_DELAY)
+                        sleep_ms(r->value);
+        }
+        for (unsigned i = 0; i < S.n_rules; i++) {
+                const struct rule *r = &S.rules[i];
+                if (strcmp(r->fn, fn) != 0 || (r->gpu >= 0 && r->gpu != gpu) || r->kind == RULE_DELAY)
+                        continue;
+                if (r->kind == RULE_HANG)
                         for (;;)
                                 pause(); /* a wedged driver: never returns */
-                return S.rules[i].code;
+                call.rc = r->value;
+                break;
         }
-        return 0;
+        return call;
 }
 
-#define RULE(fn) do { int rc_ = rule(fn); if (rc_) return rc_; } while (0)
+static void call_end(struct call *call)
+{
+        pthread_mutex_lock(&calls_lock);
+        calls_all--;
+        unsigned *c = calls_of(call->fn);
+        if (c)
+                --*c;
+        pthread_mutex_unlock(&calls_lock);
+}
+
+/* First in every exported call: the call ends (and is counted out) on every return */
+#define RULE(fn, gpu) \
+        struct call call_ __attribute__((cleanup(call_end))) = call_begin(fn, gpu); \
+        if (call_.rc) \
+                return call_.rc
 
 static long long now_ms(void)
 {
@@ -261,6 +377,12 @@ static struct fake_gpu *dev_gpu(void *dev)
         return g;
 }
 
+static int gpu_of(void *dev)
+{
+        struct fake_gpu *g = dev_gpu(dev);
+        return g ? (int)g->index : -1;
+}
+
 EXPORT const char *nvmlErrorString(nvmlReturn_t r)
 {
         switch (r) {
@@ -279,13 +401,13 @@ EXPORT const char *nvmlErrorString(nvmlReturn_t r)
 
 static nvmlReturn_t do_init(const char *fn)
 {
-        RULE(fn);
+        RULE(fn, -1);
         S.initialised = 1;
         return 0;
 }
 
 EXPORT nvmlReturn_t nvmlInit(void) { return do_init("nvmlInit"); }
-EXPORT nvmlReturn_t nvmlShutdown(void) { RULE("nvmlShutdown"); S.initialised = 0; return 0; }
+EXPORT nvmlReturn_t nvmlShutdown(void) { RULE("nvmlShutdown", -1); S.initialised = 0; return 0; }
 
 static nvmlReturn_t copy_str(char *dst, unsigned len, const char *src)
 {
@@ -299,13 +421,13 @@ static nvmlReturn_t copy_str(char *dst, unsigned len, const char *src)
 
 EXPORT nvmlReturn_t nvmlSystemGetDriverVersion(char *v, unsigned len)
 {
-        RULE("nvmlSystemGetDriverVersion");
+        RULE("nvmlSystemGetDriverVersion", -1);
         return copy_str(v, len, S.driver);
 }
 
 EXPORT nvmlReturn_t nvmlSystemGetNVMLVersion(char *v, unsigned len)
 {
-        RULE("nvmlSystemGetNVMLVersion");
+        RULE("nvmlSystemGetNVMLVersion", -1);
         char b[96];
         snprintf(b, sizeof(b), "13.%s", S.driver);
         return copy_str(v, len, b);
@@ -313,7 +435,7 @@ EXPORT nvmlReturn_t nvmlSystemGetNVMLVersion(char *v, unsigned len)
 
 static nvmlReturn_t do_count(const char *fn, unsigned *c)
 {
-        RULE(fn);
+        RULE(fn, -1);
         if (!S.initialised)
                 return 1;
         *c = S.n_gpus;
@@ -322,7 +444,7 @@ static nvmlReturn_t do_count(const char *fn, unsigned *c)
 
 static nvmlReturn_t do_handle(const char *fn, unsigned i, void **dev)
 {
-        RULE(fn);
+        RULE(fn, i < MAX_GPUS ? (int)i : -1);
         if (!S.initialised)
                 return 1;
         if (i >= S.n_gpus)
@@ -336,21 +458,21 @@ EXPORT nvmlReturn_t nvmlDeviceGetHandleByIndex(unsigned i, void **d) { return do
 
 EXPORT nvmlReturn_t nvmlDeviceGetName(void *dev, char *name, unsigned len)
 {
-        RULE("nvmlDeviceGetName");
+        RULE("nvmlDeviceGetName", gpu_of(dev));
         struct fake_gpu *g = dev_gpu(dev);
         return g ? copy_str(name, len, g->name) : 2;
 }
 
 EXPORT nvmlReturn_t nvmlDeviceGetUUID(void *dev, char *uuid, unsigned len)
 {
-        RULE("nvmlDeviceGetUUID");
+        RULE("nvmlDeviceGetUUID", gpu_of(dev));
         struct fake_gpu *g = dev_gpu(dev);
         return g ? copy_str(uuid, len, g->uuid) : 2;
 }
 
 EXPORT nvmlReturn_t nvmlDeviceGetMinorNumber(void *dev, unsigned *minor)
 {
-        RULE("nvmlDeviceGetMinorNumber");
+        RULE("nvmlDeviceGetMinorNumber", gpu_of(dev));
         struct fake_gpu *g = dev_gpu(dev);
         if (!g)
                 return 2;
@@ -366,7 +488,7 @@ struct pci_info {
 
 static __attribute__((unused)) nvmlReturn_t do_pci(const char *fn, void *dev, struct pci_info *p)
 {
-        RULE(fn);
+        RULE(fn, gpu_of(dev));
         struct fake_gpu *g = dev_gpu(dev);
         if (!g)
                 return 2;
@@ -382,12 +504,14 @@ static unsigned long long gpu_used_mib(const struct fake_gpu *g)
 {
         if (g->bad_memory)
                 return g->bad_used_mib;
-        static struct ctx cs[MAX_CTX];
-        unsigned n = contexts(cs, MAX_CTX);
+        /* not static: calls come from several threads at once */
+        struct ctx *cs = malloc(MAX_CTX * sizeof(*cs));
+        unsigned n = cs ? contexts(cs, MAX_CTX) : 0;
         unsigned long long used = g->stale_mib;
         for (unsigned i = 0; i < n; i++)
                 if (cs[i].gpu == g->index)
                         used += cs[i].mib;
+        free(cs);
         return used;
 }
 
@@ -398,7 +522,7 @@ struct mem_v2 { unsigned version; unsigned long long total, reserved, free, used
 
 EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo(void *dev, struct mem_v1 *m)
 {
-        RULE("nvmlDeviceGetMemoryInfo");
+        RULE("nvmlDeviceGetMemoryInfo", gpu_of(dev));
         struct fake_gpu *g = dev_gpu(dev);
         if (!g || !m)
                 return 2;
@@ -412,17 +536,20 @@ EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo(void *dev, struct mem_v1 *m)
 static nvmlReturn_t do_procs(const char *fn, void *dev, unsigned *count, unsigned char *buf,
                              unsigned stride)
 {
-        RULE(fn);
+        RULE(fn, gpu_of(dev));
         struct fake_gpu *g = dev_gpu(dev);
         if (!g || !count)
                 return 2;
-        static struct ctx cs[MAX_CTX];
+        struct ctx *cs = malloc(MAX_CTX * sizeof(*cs));
+        if (!cs)
+                return 999;
         unsigned n = contexts(cs, MAX_CTX), k = 0;
         for (unsigned i = 0; i < n; i++)
                 if (cs[i].gpu == g->index)
                         cs[k++] = cs[i];
         if (k > *count || (k > 0 && !buf)) {
                 *count = k;
+                free(cs);
                 return 7; /* INSUFFICIENT_SIZE */
         }
         *count = k;
@@ -438,12 +565,13 @@ static nvmlReturn_t do_procs(const char *fn, void *dev, unsigned *count, unsigne
                         memcpy(e + 20, &none, 4);
                 }
         }
+        free(cs);
         return 0;
 }
 
 static nvmlReturn_t no_procs(const char *fn, void *dev, unsigned *count)
 {
-        RULE(fn);
+        RULE(fn, gpu_of(dev));
         if (!dev_gpu(dev) || !count)
                 return 2;
         *count = 0;
@@ -465,7 +593,7 @@ EXPORT nvmlReturn_t nvmlDeviceGetPciInfo_v3(void *d, struct pci_info *p) { retur
 
 EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(void *dev, struct mem_v2 *m)
 {
-        RULE("nvmlDeviceGetMemoryInfo_v2");
+        RULE("nvmlDeviceGetMemoryInfo_v2", gpu_of(dev));
         struct fake_gpu *g = dev_gpu(dev);
         if (!g || !m)
                 return 2;

@@ -48,6 +48,31 @@ for fn in nvmlInit_v2 nvmlDeviceGetMemoryInfo_v2 nvmlDeviceGetComputeRunningProc
         ok "no helper left after a hang in $fn"
 done
 
+# One GPU's call hangs while the helper reads 8 GPUs in threads: the deadline still holds (the
+# hung call is the oldest in any thread), the error names the call and the GPU, the others were
+# read meanwhile (each handle call logged by the fake as it began), and no helper is left.
+for hung in "nvmlDeviceGetHandleByIndex_v2 5" "nvmlDeviceGetUUID 3"; do
+        set -- $hung
+        fn=$1 gpu=$2
+        : >"$T/calls"
+        scenario "gpu 0" "gpu 1" "gpu 2" "gpu 3" "gpu 4" "gpu 5" "gpu 6" "gpu 7" "log $T/calls" \
+                "delay nvmlDeviceGetHandleByIndex_v2 20" "hang $fn gpu=$gpu"
+        set +e
+        timeout -s KILL 30 "$GPUREAP" status --nvml-timeout 300ms --json >"$T/out" 2>"$T/err"
+        RC=$?
+        set -e
+        [ $RC -ne 137 ] || fail "gpureap hung on $fn of GPU $gpu"
+        expect_rc 3 "hang in $fn of GPU $gpu among 8"
+        has err "did not answer '$fn' within 300 ms on GPU $gpu" "names the stuck call $fn and GPU $gpu"
+        jqok ".driver.status == \"timeout\" and .driver.stuck_call == \"$fn\"" "JSON says timeout in $fn"
+        handles=$(awk '$2 == "nvmlDeviceGetHandleByIndex_v2" { print $3 }' "$T/calls" | sort -u | wc -l)
+        [ "$handles" -eq 8 ] || fail "only $handles of 8 GPUs' handles were asked for while GPU $gpu hung"
+        ok "the other GPUs were read while GPU $gpu hung"
+        left=$(helpers_left)
+        [ -z "$left" ] || fail "a helper was left: $left"
+        ok "no helper or thread left after a hang in $fn of GPU $gpu"
+done
+
 # the option and the environment variable both set the deadline
 scenario "gpu 0" "hang nvmlInit_v2"
 set +e

@@ -190,10 +190,124 @@ static void missing_helper_is_a_driver_failure(void **state)
         gr_gpu_report_free(r);
 }
 
+/* Issue 14 item 1: N GPUs whose handle calls each take delay_ms, logged by the fake as they
+ * begin with the number of calls in the library then (see fake-nvml.c) */
+static char log_path[300];
+
+static void write_gpus(unsigned n, unsigned delay_ms, const char *extra)
+{
+        FILE *f = fopen(scenario_path, "w");
+        assert_non_null(f);
+        fprintf(f, "log %s\ndelay nvmlDeviceGetHandleByIndex_v2 %u\n%s\n", log_path, delay_ms, extra);
+        for (unsigned i = 0; i < n; i++)
+                fprintf(f, "gpu %u\n", i);
+        fclose(f);
+        unlink(log_path);
+}
+
+struct calls_seen {
+        unsigned most_all, most_handles, handles, pids;
+        bool handle_of[GR_GPUS_MAX];
+};
+
+static struct calls_seen calls_seen(void)
+{
+        struct calls_seen c = { 0 };
+        FILE *f = fopen(log_path, "r");
+        assert_non_null(f);
+        char fn[80];
+        int pid, gpu, last_pid = 0;
+        unsigned all, same;
+        while (fscanf(f, "%d %79s %d %u %u", &pid, fn, &gpu, &all, &same) == 5) {
+                if (pid != last_pid)
+                        c.pids++;
+                last_pid = pid;
+                if (all > c.most_all)
+                        c.most_all = all;
+                if (strcmp(fn, "nvmlDeviceGetHandleByIndex_v2") != 0)
+                        continue;
+                c.handles++;
+                if (same > c.most_handles)
+                        c.most_handles = same;
+                if (gpu >= 0 && gpu < GR_GPUS_MAX)
+                        c.handle_of[gpu] = true;
+        }
+        fclose(f);
+        return c;
+}
+
+static struct calls_seen query_threads(unsigned n_gpus, unsigned threads)
+{
+        write_gpus(n_gpus, 20, "");
+        gr_gpu_options o = { .library = getenv("FAKE_NVML"), .timeout_ms = 10000, .helper = getenv("NVML_HELPER"),
+                             .nvml_threads = threads };
+        gr_gpu_query *q = NULL;
+        assert_int_equal(gr_gpu_query_start(&o, &q, NULL), 0);
+        gr_gpu_report *r = NULL;
+        assert_int_equal(gr_gpu_query_finish(q, &r), 0);
+        assert_int_equal(r->status, GR_GPU_OK);
+        assert_int_equal(r->n_gpus, n_gpus);
+        for (unsigned i = 0; i < n_gpus; i++) {
+                char uuid[64];
+                snprintf(uuid, sizeof(uuid), "GPU-fa4e0000-0000-4000-8000-%012u", i);
+                assert_int_equal(r->gpus[i].index, i);
+                assert_string_equal(r->gpus[i].uuid, uuid);
+                assert_string_equal(r->gpus[i].error, "");
+        }
+        gr_gpu_report_free(r);
+        struct calls_seen c = calls_seen();
+        assert_int_equal(c.pids, 1);
+        assert_int_equal(c.handles, n_gpus);
+        for (unsigned i = 0; i < n_gpus; i++)
+                assert_true(c.handle_of[i]);
+        return c;
+}
+
+/* negative control: one thread makes one call at a time, so the checks below can fail */
+static void one_thread_reads_one_gpu_at_a_time(void **state)
+{
+        struct calls_seen c = query_threads(8, 1);
+        assert_int_equal(c.most_handles, 1);
+        assert_int_equal(c.most_all, 1);
+}
+
+static void threads_bound_the_calls_at_once(void **state)
+{
+        struct calls_seen c = query_threads(8, 4);
+        assert_true(c.most_handles > 1);
+        assert_true(c.most_all <= 4);
+        c = query_threads(64, 0); /* the default: 16 */
+        assert_true(c.most_handles > 1);
+        assert_true(c.most_all <= 16);
+        c = query_threads(64, 1000); /* more than allowed: 16 */
+        assert_true(c.most_all <= 16);
+}
+
+/* the drain watcher takes its handles in threads too, and is ready once all are taken */
+static void drain_watcher_takes_handles_at_once(void **state)
+{
+        write_gpus(8, 20, "");
+        gr_gpu_options o = { .library = getenv("FAKE_NVML"), .timeout_ms = 10000, .helper = getenv("NVML_HELPER") };
+        gr_drain *d = NULL;
+        assert_int_equal(gr_drain_start(&o, &d), 0);
+        uint64_t targets[8];
+        for (unsigned i = 0; i < 8; i++)
+                targets[i] = 1ULL << 40;
+        assert_true(gr_drain_arm(d, targets, 8, gr_now_ms() + 10000));
+        uint64_t at = 0;
+        assert_true(gr_drain_wait(d, gr_now_ms() + 10000, &at));
+        gr_drain_free(d);
+        struct calls_seen c = calls_seen();
+        assert_int_equal(c.handles, 8);
+        assert_true(c.most_handles > 1);
+        assert_true(c.most_all <= 16);
+}
+
 static int setup(void **state)
 {
         assert_non_null(mkdtemp(dir));
         snprintf(scenario_path, sizeof(scenario_path), "%s/scenario", dir);
+        snprintf(log_path, sizeof(log_path), "%s/calls", dir);
         setenv("GPUREAP_FAKE_NVML_SCENARIO", scenario_path, 1);
         for (unsigned i = 0; i < 100; i++)
                 add_context(1000 + i, 0, i + 1);
@@ -211,6 +325,7 @@ static int teardown(void **state)
                 unlink(path);
         }
         unlink(scenario_path);
+        unlink(log_path);
         rmdir(dir);
         return 0;
 }
@@ -227,6 +342,9 @@ int main(void)
                 cmocka_unit_test(memory_check_cases),
                 cmocka_unit_test(late_caller_gets_the_answer),
                 cmocka_unit_test(missing_helper_is_a_driver_failure),
+                cmocka_unit_test(one_thread_reads_one_gpu_at_a_time),
+                cmocka_unit_test(threads_bound_the_calls_at_once),
+                cmocka_unit_test(drain_watcher_takes_handles_at_once),
         };
         return cmocka_run_group_tests(tests, setup, teardown);
 }
