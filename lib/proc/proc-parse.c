@@ -378,7 +378,9 @@ pid_t gr_parse_environ_run_pid(const char *buf, size_t len)
         const char *p = buf, *end = buf + len;
         while (p < end) {
                 const char *z = memchr(p, '\0', (size_t)(end - p));
-                const char *e = z ? z : end;
+                if (!z)
+                        break; /* cut by a truncated read: "=12345" may have been "=123456" */
+                const char *e = z;
                 if ((size_t)(e - p) > sizeof(key) - 1 && memcmp(p, key, sizeof(key) - 1) == 0) {
                         int64_t v;
                         const char *num = p + sizeof(key) - 1;
@@ -422,7 +424,12 @@ void gr_parse_environ_marks(const char *buf, size_t len, gr_env_marks *ret)
         const char *p = buf, *end = buf + len;
         while (p < end) {
                 const char *z = memchr(p, '\0', (size_t)(end - p));
-                const char *e = z ? z : end;
+                /* an entry without its NUL was cut by a truncated read (an environment longer
+                 * than the buffer): SLURM_JOB_ID=1234 read as 12, GPUREAP_RUN_PID=12345 as 1234
+                 * would name another job or a dead supervisor. Not read at all */
+                if (!z)
+                        break;
+                const char *e = z;
                 const char *v;
                 size_t n;
                 int64_t x;

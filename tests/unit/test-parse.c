@@ -149,6 +149,24 @@ static void cgroup_container_ids(void **state)
         assert_int_equal(gr_cgroup_container_id("/", id, sizeof(id)), -ENOENT);
 }
 
+/* A truncated read of /proc/PID/environ ends in the middle of an entry: never read as a value */
+static void environ_marks_skip_a_cut_entry(void **state)
+{
+        gr_env_marks m;
+        const char whole[] = "A=1\0SLURM_JOB_ID=1234\0GPUREAP_RUN_PID=4321\0";
+        gr_parse_environ_marks(whole, sizeof(whole) - 1, &m);
+        assert_string_equal(m.slurm_job_id, "1234");
+        assert_int_equal(m.run_pid, 4321);
+        const char cut[] = "A=1\0GPUREAP_RUN_PID=4321\0SLURM_JOB_ID=12"; /* was 1234 */
+        gr_parse_environ_marks(cut, sizeof(cut) - 1, &m);
+        assert_string_equal(m.slurm_job_id, "");
+        assert_int_equal(m.run_pid, 4321);
+        const char cut2[] = "A=1\0GPUREAP_RUN_PID=43"; /* was 4321 */
+        gr_parse_environ_marks(cut2, sizeof(cut2) - 1, &m);
+        assert_int_equal(m.run_pid, 0);
+        assert_int_equal(gr_parse_environ_run_pid(cut2, sizeof(cut2) - 1), 0);
+}
+
 static void cmdline_rendering(void **state)
 {
         char out[32];
@@ -321,6 +339,7 @@ int main(void)
                 cmocka_unit_test(status_nspid_bounded),
                 cmocka_unit_test(cgroup_v2_and_v1),
                 cmocka_unit_test(cgroup_container_ids),
+                cmocka_unit_test(environ_marks_skip_a_cut_entry),
                 cmocka_unit_test(cmdline_rendering),
                 cmocka_unit_test(text_sanitize),
                 cmocka_unit_test(names_and_argv_are_made_safe),
