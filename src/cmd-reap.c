@@ -72,7 +72,8 @@ static const char *const why_keys[] = { "leftover", "pid", "all", "tree", "ended
 static const char *refusal_key(gr_refusal r)
 {
         static const char *const k[] = { "none", "init", "self", "kernel", "monitor", "other_user", "zombie",
-                                         "gone", "live", "unsure", "likely", "no_uid", "out_of_scope" };
+                                         "gone", "live", "unsure", "likely", "no_uid", "out_of_scope",
+                                         "not_on_gpu", "not_holding" };
         return (unsigned)r < GR_ELEMENTSOF(k) ? k[r] : "unknown";
 }
 
@@ -299,32 +300,92 @@ static void drain_targets(const gr_snapshot *s, const gr_plan *plan, uint64_t *t
         }
 }
 
-/* --tree: processes forked into the targets' groups while the ladder runs get the same checks
- * as the plan's, and the current rung */
+/* What a target forks while the ladder runs (a leftover that forks on SIGTERM, a launcher that
+ * restarts its workers) gets the same checks as the plan's and the current rung: a child of a
+ * member of the ladder (by parentage, never by a group number that a newcomer may have reused)
+ * that holds an NVIDIA device file, or with --tree one in a target's group */
 struct tree_watch {
         const gr_snapshot *s;
         const gr_plan_options *po;
-        pid_t pgids[GR_PLAN_MAX];
+        pid_t pgids[GR_PLAN_MAX];  /* the targets' groups */
         size_t n_pgids;
+        bool tree;
+        uint64_t since_ticks;      /* born after this (clock ticks since boot): new since the plan */
         uint64_t next_ms;
+        gr_ladder *l;
+        pid_t found[256];
+        uint64_t found_start[256];
+        size_t n_found;
 };
+
+static bool is_member(const gr_ladder *l, pid_t pid)
+{
+        for (size_t i = 0; i < l->n; i++)
+                if (l->m[i].ref.pid == pid)
+                        return true;
+        return false;
+}
+
+/* Is the leader of process group G gone, or one of the ladder's? A group led by a live
+ * process that is not (a newcomer that took a dead group's number, a live launcher) is not the
+ * targets' */
+static bool group_ours(struct tree_watch *tw, pid_t g)
+{
+        if (is_member(tw->l, g))
+                return true;
+        char path[1100], buf[1024];
+        snprintf(path, sizeof(path), "%s/%d", tw->s->proc_root, (int)g);
+        int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0)
+                return true;
+        size_t len;
+        gr_stat st;
+        bool gone = gr_read_file_at(fd, "stat", buf, sizeof(buf), &len) < 0 || gr_parse_stat(buf, len, &st) < 0 ||
+                    st.state == 'Z' || st.pgrp != g;
+        close(fd);
+        return gone;
+}
+
+static int fork_cb(pid_t pid, const gr_stat *st, void *userdata)
+{
+        struct tree_watch *tw = userdata;
+        if (st->state == 'Z' || st->kthread || is_member(tw->l, pid))
+                return 0;
+        /* forked by a member: its parent still is one, or (a child whose parent exited at once,
+         * reparented) it was born since the plan into a target's group that is still theirs */
+        bool in_group = false;
+        for (size_t k = 0; k < tw->n_pgids && !in_group; k++)
+                in_group = st->pgrp == tw->pgids[k];
+        bool forked = is_member(tw->l, st->ppid) ||
+                      (in_group && pid != st->pgrp && st->start_time >= tw->since_ticks && group_ours(tw, st->pgrp));
+        if (!forked)
+                return 0;
+        if (!(tw->tree && in_group)) {
+                gr_holding *h = NULL;
+                if (gr_proc_holding(tw->s->proc_root, tw->s->dev_dir, pid, &h) < 0 || !h)
+                        return 0; /* a child that holds no GPU is none of a GPU reap's business */
+                free(h);
+        }
+        if (tw->n_found < GR_ELEMENTSOF(tw->found)) {
+                tw->found[tw->n_found] = pid;
+                tw->found_start[tw->n_found++] = st->start_time;
+        }
+        return 0;
+}
 
 static void tree_refresh(gr_ladder *l, void *userdata)
 {
         struct tree_watch *tw = userdata;
         uint64_t now = gr_now_ms();
-        if (now < tw->next_ms || tw->n_pgids == 0)
+        if (now < tw->next_ms && !l->final_look)
                 return;
         tw->next_ms = now + 50; /* a walk of /proc each time: not at every 10 ms round */
-        gr_tree_proc *m = NULL;
-        size_t n = 0;
-        if (gr_tree_group_members(tw->s->proc_root, tw->pgids, tw->n_pgids, &m, &n) < 0)
+        tw->l = l;
+        tw->n_found = 0;
+        if (gr_proc_walk(tw->s->proc_root, fork_cb, tw) < 0)
                 return;
-        for (size_t i = 0; i < n; i++) {
-                if (m[i].state == 'Z')
-                        continue;
-                gr_process p = { .pid = m[i].pid, .state = m[i].state, .start_time = m[i].start_time,
-                                 .kthread = m[i].kthread };
+        for (size_t i = 0; i < tw->n_found; i++) {
+                gr_process p = { .pid = tw->found[i], .start_time = tw->found_start[i] };
                 gr_proc_options pop = { .proc_root = tw->s->proc_root };
                 /* only its owner and parent are needed: the plan's safety rules */
                 if (gr_proc_load_details(&pop, &p) < 0)
@@ -339,6 +400,7 @@ static void tree_refresh(gr_ladder *l, void *userdata)
                     gr_parse_stat(buf, len, &st) == 0 && st.start_time == p.start_time) {
                         p.ppid = st.ppid;
                         p.pgrp = st.pgrp;
+                        p.state = st.state;
                         if (gr_plan_refusal(tw->s, NULL, tw->po, &p) == GR_REFUSE_NONE)
                                 gr_ladder_add(l, p.pid, p.start_time, &p.uid);
                 }
@@ -347,7 +409,6 @@ static void tree_refresh(gr_ladder *l, void *userdata)
                 free(p.cmdline);
                 free(p.cgroup);
         }
-        free(m);
 }
 
 struct verify {
@@ -413,7 +474,15 @@ static bool run_plan(struct reap *r, const gr_snapshot *s, const gr_plan *plan)
         }
         tw->s = s;
         tw->po = &r->po;
-        for (size_t i = 0; r->po.tree && i < plan->n && tw->n_pgids < GR_ELEMENTSOF(tw->pgids); i++) {
+        tw->tree = r->po.tree;
+        struct timespec bt;
+        clock_gettime(CLOCK_BOOTTIME, &bt);
+        long hz = sysconf(_SC_CLK_TCK);
+        uint64_t now_ticks = (uint64_t)bt.tv_sec * (uint64_t)hz + (uint64_t)bt.tv_nsec / (1000000000ULL / (uint64_t)hz);
+        uint64_t since_plan = (gr_wall_ms() > s->taken_at_ms ? gr_wall_ms() - s->taken_at_ms : 0) + 1000;
+        uint64_t back = since_plan * (uint64_t)hz / 1000;
+        tw->since_ticks = now_ticks > back ? now_ticks - back : 0;
+        for (size_t i = 0; i < plan->n && tw->n_pgids < GR_ELEMENTSOF(tw->pgids); i++) {
                 const gr_process *t = gr_proc_table_find(s->procs, plan->targets[i].pid);
                 if (plan->targets[i].refused == GR_REFUSE_NONE && t && t->pgrp > 1 && t->pgrp != r->po.self_pgrp)
                         tw->pgids[tw->n_pgids++] = t->pgrp;
@@ -439,7 +508,7 @@ static bool run_plan(struct reap *r, const gr_snapshot *s, const gr_plan *plan)
         uint64_t budget = left_ms(r), reserve = budget / 5 < 1000 ? budget / 5 : 1000;
         gr_kill_options ko = { .proc_root = s->proc_root,
                                .grace_ms = r->grace < budget - reserve ? r->grace : budget - reserve,
-                               .deadline_ms = budget, .refresh = r->po.tree ? tree_refresh : NULL, .userdata = tw };
+                               .deadline_ms = budget, .refresh = tree_refresh, .userdata = tw };
         gr_kill_outcome *res = NULL;
         size_t n_res = 0;
         int q = gr_kill_plan(plan, &ko, &res, &n_res);

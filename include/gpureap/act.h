@@ -29,6 +29,9 @@ typedef enum gr_refusal {
         GR_REFUSE_LIKELY,     /* a likely leftover: only with --likely (or --pid) */
         GR_REFUSE_NO_UID,     /* its owner could not be read */
         GR_REFUSE_OUT_OF_SCOPE, /* not a process of the --job, --cgroup, --container or --pod */
+        GR_REFUSE_NOT_ON_GPU, /* named with --pid, but it holds none of the --gpu GPUs (a reused PID?) */
+        GR_REFUSE_NOT_HOLDING, /* listed by the driver, alive, but holds no device file: maybe
+                                 another process with the PID of one that is gone */
 } gr_refusal;
 
 typedef struct gr_target {
@@ -129,6 +132,7 @@ struct gr_ladder {
         size_t n, cap;
         unsigned fds_left;        /* pidfds it may still take: then /proc checks instead */
         int rung;                 /* 0 not started, 1 SIGTERM, 2 SIGKILL */
+        bool final_look;          /* every member ended: refresh now, whatever its own pace */
 };
 
 int gr_ladder_init(gr_ladder *l, const gr_ladder_options *o);

@@ -157,8 +157,18 @@ static bool wait_until(gr_ladder *l, uint64_t deadline)
                         l->o.tick(l, l->o.userdata);
                 if (l->o.refresh)
                         l->o.refresh(l, l->o.userdata);
-                if (sweep(l))
-                        return true;
+                if (sweep(l)) {
+                        /* a last look for what they forked just before they ended */
+                        if (!l->o.refresh)
+                                return true;
+                        size_t n = l->n;
+                        l->final_look = true;
+                        l->o.refresh(l, l->o.userdata);
+                        l->final_look = false;
+                        if (l->n == n && sweep(l))
+                                return true;
+                        continue;
+                }
                 uint64_t now = gr_now_ms();
                 if (now >= deadline)
                         return false;

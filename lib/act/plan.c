@@ -22,6 +22,8 @@ const char *gr_refusal_text(gr_refusal r)
         case GR_REFUSE_LIKELY: return "a likely leftover: add --likely, or name it with --pid";
         case GR_REFUSE_NO_UID: return "its owner could not be read";
         case GR_REFUSE_OUT_OF_SCOPE: return "not a process of the given job, cgroup, container or pod";
+        case GR_REFUSE_NOT_ON_GPU: return "it holds none of the GPUs given with --gpu (a PID reused since?)";
+        case GR_REFUSE_NOT_HOLDING: return "the driver lists its PID but it holds no GPU file: perhaps another process with a dead one's PID";
         }
         return "?";
 }
@@ -176,19 +178,27 @@ int gr_plan_make(const gr_snapshot *s, const gr_diagnosis *d, const gr_plan_opti
                         chosen |= 1ULL << i;
         int r = 0;
         if (o->n_pids > 0) {
-                for (size_t i = 0; r == 0 && i < o->n_pids; i++)
-                        r = add(&b, o->pids[i], GR_WHY_ASKED_PID, GR_REFUSE_NONE);
+                /* with --gpu, a named process must hold or own one of those GPUs: a pasted next
+                 * step whose PID has since gone to another process kills nothing */
+                for (size_t i = 0; r == 0 && i < o->n_pids; i++) {
+                        const gr_process *proc = gr_proc_table_find(s->procs, o->pids[i]);
+                        bool off = o->gpus && proc && !(gpus_of(s, proc) & chosen);
+                        r = add(&b, o->pids[i], GR_WHY_ASKED_PID, off ? GR_REFUSE_NOT_ON_GPU : GR_REFUSE_NONE);
+                }
         } else if (o->all) {
                 for (size_t i = 0; r == 0 && i < d->n_holders; i++) {
                         const gr_process *proc = d->holders[i].process;
                         if (proc && (gpus_of(s, proc) & chosen))
                                 r = add(&b, proc->pid, GR_WHY_ASKED_ALL, GR_REFUSE_NONE);
                 }
-                /* listed owners that hold no device file here (zombies): named, refused */
+                /* listed owners that hold no device file here: zombies, or a live process that
+                 * has a dead owner's PID (or an MPS client): named, refused */
                 for (unsigned i = 0; r == 0 && i < s->gpu->n_gpus && i < 64; i++)
-                        for (unsigned j = 0; r == 0 && (chosen >> i & 1) && j < s->gpu->gpus[i].n_procs; j++)
-                                if (gr_proc_table_find(s->procs, (pid_t)s->gpu->gpus[i].procs[j].pid))
-                                        r = add(&b, (pid_t)s->gpu->gpus[i].procs[j].pid, GR_WHY_ASKED_ALL, GR_REFUSE_NONE);
+                        for (unsigned j = 0; r == 0 && (chosen >> i & 1) && j < s->gpu->gpus[i].n_procs; j++) {
+                                const gr_process *proc = gr_proc_table_find(s->procs, (pid_t)s->gpu->gpus[i].procs[j].pid);
+                                if (proc)
+                                        r = add(&b, proc->pid, GR_WHY_ASKED_ALL, proc->hold ? GR_REFUSE_NONE : GR_REFUSE_NOT_HOLDING);
+                        }
         } else {
                 /* every holder of the chosen GPUs: the leftovers the confidence allows become
                  * targets, the others are listed as spared, with the diagnosis' reason. In a
@@ -217,7 +227,23 @@ int gr_plan_make(const gr_snapshot *s, const gr_diagnosis *d, const gr_plan_opti
                         /* never gpureap's own group: the pipe reading its output, its callers */
                         if (t && o->self_pgrp > 0 && t->pgrp == o->self_pgrp)
                                 continue;
-                        for (size_t k = 0; r == 0 && t && t->pgrp > 1 && s->procs && k < s->procs->n; k++)
+                        /* never into a group that runs a live job: a batch script without job
+                         * control keeps every job it starts in its own group; such a group's
+                         * live or unsure holders are named as spared, and nobody else of it is
+                         * signalled */
+                        bool live_group = false;
+                        for (size_t k = 0; t && t->pgrp > 1 && s->procs && k < s->procs->n; k++) {
+                                const gr_process *q = &s->procs->procs[k];
+                                const gr_holder_verdict *v = q->pgrp == t->pgrp ? gr_diagnosis_holder(d, q->pid) : NULL;
+                                bool target = false; /* the targets themselves were chosen */
+                                for (size_t j = 0; v && j < n && !target; j++)
+                                        target = p->targets[j].pid == q->pid && p->targets[j].refused == GR_REFUSE_NONE;
+                                if (v && !target && v->role != GR_ROLE_MONITOR && v->judgement != GR_JUDGE_LEFTOVER) {
+                                        live_group = true;
+                                        r = add(&b, q->pid, GR_WHY_TREE, judged_refusal(v, false));
+                                }
+                        }
+                        for (size_t k = 0; r == 0 && !live_group && t && t->pgrp > 1 && s->procs && k < s->procs->n; k++)
                                 if (s->procs->procs[k].pgrp == t->pgrp)
                                         r = add(&b, s->procs->procs[k].pid, GR_WHY_TREE, GR_REFUSE_NONE);
                 }

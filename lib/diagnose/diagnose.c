@@ -226,6 +226,27 @@ static gr_owner_state owner_state_x(const struct dx *x, unsigned gi, pid_t pid)
         return owner_state(x->s, dx_find(x, pid), x->s->gpu->gpus[gi].minor, x->foreign_pids, x->hidden);
 }
 
+/* A listed owner that is alive but holds no file of the GPU, in a view that sees every fd: its
+ * PID may now be another process's (the owner died and the PID was reused), or it is an MPS
+ * client. A ghost only where a hidden holder may keep its memory, and never more than likely */
+static bool phantom_owner(const struct dx *x, unsigned gi, pid_t pid)
+{
+        if (x->partial_view || x->hidden || x->foreign_pids || x->s->procs_partial)
+                return false;
+        const gr_process *p = dx_find(x, pid);
+        return owner_state_x(x, gi, pid) == GR_OWNER_ALIVE && p && !p->kthread &&
+               gr_process_fds_on_minor(p, x->s->gpu->gpus[gi].minor) == 0;
+}
+
+static bool ghostlike(const struct dx *x, unsigned gi, pid_t pid, bool *ret_phantom)
+{
+        gr_owner_state st = owner_state_x(x, gi, pid);
+        *ret_phantom = false;
+        if (st == GR_OWNER_NOT_FOUND || st == GR_OWNER_ZOMBIE)
+                return true;
+        return (*ret_phantom = phantom_owner(x, gi, pid));
+}
+
 /* ---- findings ---- */
 
 static gr_finding *add_finding(struct dx *x, gr_finding_kind kind, int gpu, bool leftover)
@@ -371,6 +392,22 @@ struct gpu_view {
         unsigned n_hidden, n_monitors, n_ghosts;
 };
 
+/* A hidden holder whose live ancestor is a live context owner of this GPU: the family of a
+ * running job (a DataLoader worker forked from its trainer), not a keeper of some ghost's
+ * memory, whatever other process of the GPU has just died */
+static bool family_of_live_owner(const struct dx *x, unsigned gi, const gr_process *p)
+{
+        for (int depth = 0; p && p->ppid > 1 && depth < 64; depth++) {
+                const gr_process *parent = dx_find(x, p->ppid);
+                if (!dx_alive(parent))
+                        return false;
+                if (dx_listed(x, gi, parent->pid))
+                        return true;
+                p = parent;
+        }
+        return false;
+}
+
 static void gpu_view_init(const struct dx *x, unsigned gi, struct gpu_view *gv)
 {
         const gr_gpu *g = &x->s->gpu->gpus[gi];
@@ -383,14 +420,15 @@ static void gpu_view_init(const struct dx *x, unsigned gi, struct gpu_view *gv)
                 const gr_holder_verdict *v = &x->d->holders[i];
                 if (!holds_minor(v, g->minor))
                         continue;
-                if (v->role == GR_ROLE_HIDDEN_HOLDER && gv->n_hidden < GR_ELEMENTSOF(gv->hidden))
+                if (v->role == GR_ROLE_HIDDEN_HOLDER && gv->n_hidden < GR_ELEMENTSOF(gv->hidden) &&
+                    !family_of_live_owner(x, gi, v->process))
                         gv->hidden[gv->n_hidden++] = v->pid;
                 if (v->role == GR_ROLE_MONITOR && gv->n_monitors < GR_ELEMENTSOF(gv->monitors))
                         gv->monitors[gv->n_monitors++] = v->pid;
         }
         for (unsigned i = 0; i < g->n_procs; i++) {
-                gr_owner_state st = owner_state_x(x, gi, (pid_t)g->procs[i].pid);
-                gv->n_ghosts += st == GR_OWNER_NOT_FOUND || st == GR_OWNER_ZOMBIE;
+                bool phantom;
+                gv->n_ghosts += ghostlike(x, gi, (pid_t)g->procs[i].pid, &phantom) && (!phantom || gv->n_hidden > 0);
         }
 }
 
@@ -406,8 +444,17 @@ static unsigned ghost_holders(const struct dx *x, const struct gpu_view *gv, pid
                         out[n++] = gv->hidden[k];
         gr_confidence c;
         /* one ghost: its one candidate, or its candidates all tied to it by lineage (children
-         * that forked after CUDA init each hold a copy of its files: every one must go) */
-        if (gv->n_ghosts == 1 && (n == 1 || (n_tied > 0 && n_tied == n)))
+         * that forked after CUDA init each hold a copy of its files: every one must go). One
+         * candidate untied to it is sure only when it has no live parent but PID 1 (a ghost's
+         * child is reparented when the ghost dies): one with a live parent may be the family
+         * of something else that runs */
+        bool lone_orphan = false;
+        if (n == 1 && n_tied == 0) {
+                const gr_process *h = dx_find(x, out[0]);
+                const gr_process *parent = h ? dx_find(x, h->ppid) : NULL;
+                lone_orphan = h && (h->ppid <= 1 || !dx_alive(parent));
+        }
+        if (gv->n_ghosts == 1 && ((n == 1 && (n_tied == 1 || lone_orphan)) || (n_tied > 0 && n_tied == n)))
                 c = GR_SURE;
         else if ((n_tied > 0 && n_tied < gv->n_hidden) || gv->n_ghosts == 1)
                 c = GR_LIKELY; /* tied by lineage, or one ghost whose memory several share */
@@ -429,12 +476,14 @@ static void attribute_ghosts(struct dx *x, unsigned gi)
         gpu_view_init(x, gi, &gv);
         for (unsigned i = 0; i < g->n_procs; i++) {
                 pid_t ghost = (pid_t)g->procs[i].pid;
-                gr_owner_state st = owner_state_x(x, gi, ghost);
-                if (st != GR_OWNER_NOT_FOUND && st != GR_OWNER_ZOMBIE)
+                bool phantom;
+                if (!ghostlike(x, gi, ghost, &phantom) || (phantom && gv.n_hidden == 0))
                         continue;
                 pid_t out[64];
                 gr_confidence conf;
                 unsigned n = ghost_holders(x, &gv, ghost, out, &conf);
+                if (phantom && conf == GR_SURE)
+                        conf = GR_LIKELY;
                 for (unsigned k = 0; k < n; k++) {
                         gr_holder_verdict *v = verdict_of(x->d, out[k]);
                         if (v && (!v->ghost || conf < v->ghost_confidence)) {
@@ -460,9 +509,11 @@ static int ghost_findings(struct dx *x, const struct gpu_view *gv, bool *dirty, 
                 const gr_gpu_proc *o = &g->procs[i];
                 pid_t ghost = (pid_t)o->pid;
                 gr_owner_state st = owner_state_x(x, gv->gi, ghost);
-                if (st != GR_OWNER_NOT_FOUND && st != GR_OWNER_ZOMBIE)
+                bool phantom;
+                if (!ghostlike(x, gv->gi, ghost, &phantom) || (phantom && gv->n_hidden == 0))
                         continue;
-                const char *what = st == GR_OWNER_ZOMBIE ? "a zombie" : "gone";
+                const char *what = phantom ? "alive but holds no file of this GPU (its PID may be another process's now, or an MPS client)"
+                                   : st == GR_OWNER_ZOMBIE ? "a zombie" : "gone";
                 gr_format_bytes(o->used_bytes, mem, sizeof(mem));
                 if (gv->n_hidden == 0) {
                         gr_finding *f = add_finding(x, GR_FIND_TEARDOWN, (int)gv->gi, true);
@@ -495,6 +546,8 @@ static int ghost_findings(struct dx *x, const struct gpu_view *gv, bool *dirty, 
                 f->memory = o->used_bytes;
                 pid_t out[64];
                 unsigned n = ghost_holders(x, gv, ghost, out, &f->confidence);
+                if (phantom && f->confidence == GR_SURE)
+                        f->confidence = GR_LIKELY;
                 for (unsigned k = 0; k < n; k++)
                         add_pid(f, out[k]);
                 pid_list(f, pids, sizeof(pids));

@@ -25,8 +25,9 @@ ok "gpureap and the tee reading it both exited 0"
 has out "^  $(pid_of target) +ended" "the named target was reaped"
 hasnt out "forked during the kill" "nothing of gpureap's own group was added"
 
-# negative control: a target in a group of its own takes its whole group
-launch pidfile "$PIDS" leader setpgid spawn-holder "$PIDS" member cuda 0 0 128 sleep
+# negative control: a target in a group of its own takes its whole group (its leader holds no
+# GPU: a group with a live holder in it is never extended into, tests/adversarial/f-tree-live-group.sh)
+launch pidfile "$PIDS" leader setpgid child pidfile "$PIDS" member cuda 0 0 128 sleep
 wait_role leader member
 gr reap --yes --tree --pid "$(pid_of member)" --grace 200ms --timeout 3s
 has out "^  kill   $(pid_of leader) .*its process group" "control: --tree takes the group's other members"
