@@ -20,6 +20,11 @@ _gpureap()
                         fi
                 done
         fi
+        # --color=WHEN: bash splits the word at '=' (COMP_WORDBREAKS)
+        if [ "$prev" = --color ] || { [ "$prev" = = ] && [ "${COMP_WORDS[COMP_CWORD-2]}" = --color ]; }; then
+                COMPREPLY=($(compgen -W "auto always never" -- "$cur"))
+                return
+        fi
         case $prev in
         --replay | --textfile)
                 COMPREPLY=($(compgen -f -- "$cur"))
@@ -37,7 +42,7 @@ _gpureap()
         esac
         local opts
         case $cmd in
-        "" | status) opts="--json --why --gpu --replay --direct --job --cgroup --container --pod --nvml-timeout --help" ;;
+        "" | status) opts="--json --why --wide --color --gpu --replay --direct --job --cgroup --container --pod --nvml-timeout --help" ;;
         reap) opts="--dry-run --direct --yes --json --gpu --pid --likely --all --tree --user --all-users --grace --timeout --job --cgroup --container --pod --ended --nvml-timeout --help" ;;
         wait) opts="--gpu --free --timeout --job --cgroup --container --pod --nvml-timeout --help" ;;
         run) opts="--grace --max-time --ready-port --ready-log --ready-timeout --stall-timeout --drain-timeout --no-cgroup --quiet --help --" ;;

@@ -45,6 +45,36 @@ static void check_table(const char *buf, size_t len)
         }
 }
 
+/* the table laid out for a terminal of width columns: no line is wider (colour codes take
+ * no room) */
+static void check_width(char *buf, size_t len, int width)
+{
+        (void)len;
+        for (char *line = buf; line && *line;) {
+                char *nl = strchr(line, '\n');
+                if (nl)
+                        *nl = '\0';
+                char plain[8192];
+                size_t n = 0;
+                for (const char *p = line; *p && n + 1 < sizeof(plain); p++) {
+                        if (*p == '\033') { /* ESC [ ... m */
+                                while (*p && *p != 'm')
+                                        p++;
+                                if (!*p)
+                                        break;
+                                continue;
+                        }
+                        plain[n++] = *p;
+                }
+                plain[n] = '\0';
+                if (text_width(plain) > width) {
+                        fprintf(stderr, "fuzz: a line of %d columns on a terminal of %d: %s\n", text_width(plain), width, plain);
+                        abort();
+                }
+                line = nl ? nl + 1 : NULL;
+        }
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
         gr_snapshot *s = NULL;
@@ -70,9 +100,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 buf = NULL;
                 f = open_memstream(&buf, &len);
                 if (f) {
-                        render_status_table(f, s, d, &sel, false);
+                        render_status_table(f, s, d, &sel, NULL);
                         fclose(f);
                         check_table(buf, len);
+                        free(buf);
+                }
+                /* laid out for a narrow terminal, with colour and every detail */
+                buf = NULL;
+                f = open_memstream(&buf, &len);
+                if (f) {
+                        struct table_options narrow = { .color = true, .why = true, .width = 40 + (int)(size % 81) };
+                        render_status_table(f, s, d, &sel, &narrow);
+                        fclose(f);
+                        check_width(buf, len, narrow.width);
                         free(buf);
                 }
                 gr_diagnosis_free(d);

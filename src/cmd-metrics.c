@@ -119,14 +119,16 @@ static void leftovers(const gr_snapshot *s, const gr_diagnosis *d, const struct 
         const gr_gpu *g = &s->gpu->gpus[gi];
         for (size_t k = 0; k < d->n_findings; k++) {
                 const gr_finding *f = &d->findings[k];
-                if (f->gpu != (int)gi)
+                if (!gr_finding_on_gpu(f, gi))
                         continue;
-                uint64_t mem = f->memory == GR_UNKNOWN_U64 ? 0 : f->memory;
+                /* a finding is about a job on all its GPUs: this GPU's part of it */
+                uint64_t mem = gr_finding_memory_on(f, gi);
+                mem = mem == GR_UNKNOWN_U64 ? 0 : mem;
                 if (f->kind == GR_FIND_GHOST) {
                         count[K_GHOST]++;
                         bytes[K_GHOST] += mem;
                 } else if (f->kind == GR_FIND_ORPHAN) {
-                        count[K_ORPHAN] += f->n_pids;
+                        count[K_ORPHAN] += gr_finding_pids_on(d, f, g);
                         bytes[K_ORPHAN] += mem;
                 } else if (f->kind == GR_FIND_STALE || f->kind == GR_FIND_TEARDOWN) {
                         count[K_STALE]++;

@@ -611,7 +611,7 @@ static int verify_and_report(struct reap *r, uint64_t gpus, bool watched_anythin
                 code = EXIT_DRIVER;
         } else if (v.unknown) {
                 error_msg("a GPU could not be read: cannot verify");
-                render_status_table(stderr, s, d, &r->sel, 0);
+                render_status_table(stderr, s, d, &r->sel, &(struct table_options){ .width = terminal_width(STDERR_FILENO) });
                 code = EXIT_DRIVER;
         } else if (met && all_ended) {
                 if (!r->json)
@@ -623,7 +623,7 @@ static int verify_and_report(struct reap *r, uint64_t gpus, bool watched_anythin
                         error_msg("a target may still be alive: see its outcome above");
                 if (!met)
                         error_msg("%s: what is left follows", watched_anything ? "not clean by the deadline" : "not clean");
-                render_status_table(stderr, s, d, &r->sel, 0);
+                render_status_table(stderr, s, d, &r->sel, &(struct table_options){ .width = terminal_width(STDERR_FILENO) });
                 code = EXIT_NOT_CLEAN;
         }
         gr_diagnosis_free(d);

@@ -678,7 +678,7 @@ int cmd_run(int argc, char **argv)
                                  met ? "back" : "NOT back", (unsigned long long)(gr_now_ms() - t0));
                         if (!met) {
                                 error_msg("the GPU memory did not come back within %.1fs:", (double)r.drain_timeout / 1000);
-                                render_status_table(stderr, s, d, NULL, false);
+                                render_status_table(stderr, s, d, NULL, &(struct table_options){ .width = terminal_width(STDERR_FILENO) });
                         }
                         gr_diagnosis_free(d);
                         gr_snapshot_free(s);

@@ -10,15 +10,19 @@
 static void status_usage(FILE *f)
 {
         fprintf(f,
-                "usage: gpureap status [--json] [--why] [--gpu SEL[,SEL...]] [--nvml-timeout DURATION]\n"
-                "                      [--direct | --replay FILE]\n"
+                "usage: gpureap status [--json] [--why] [--wide] [--color=WHEN] [--gpu SEL[,SEL...]]\n"
+                "                      [--nvml-timeout DURATION] [--direct | --replay FILE]\n"
                 "\n"
                 "For every GPU: is it clean, and if not, who holds it, why, and what to do next.\n"
                 "\n"
                 "  --json                 write facts, verdicts, evidence and findings as JSON\n"
                 "                         (schema: docs/json-schema.md)\n"
-                "  --why, -v              every piece of evidence behind each holder's verdict\n"
-                "                         (docs/verdicts.md)\n"
+                "  --why, -v              details of every GPU, clean ones too, and every piece of\n"
+                "                         evidence behind each holder's verdict (docs/verdicts.md)\n"
+                "  --wide, -w             whole lines, never cut to the terminal's width (a pipe\n"
+                "                         or a file always gets them whole)\n"
+                "  --color=WHEN           auto (the default: on a terminal, unless $NO_COLOR is\n"
+                "                         set), always or never\n"
                 "  --direct               read the driver and /proc here, not through a running\n"
                 "                         'gpureap serve' (which also remembers what a snapshot\n"
                 "                         cannot see: docs/serve.md)\n"
@@ -126,6 +130,8 @@ int cmd_status(int argc, char **argv)
         static const struct option opts[] = {
                 { "json", no_argument, NULL, 'j' },
                 { "why", no_argument, NULL, 'v' },
+                { "wide", no_argument, NULL, 'w' },
+                { "color", required_argument, NULL, 'c' },
                 { "gpu", required_argument, NULL, 'g' },
                 { "nvml-timeout", required_argument, NULL, 't' },
                 { "replay", required_argument, NULL, 'r' },
@@ -137,7 +143,8 @@ int cmd_status(int argc, char **argv)
                 { "help", no_argument, NULL, 'h' },
                 {},
         };
-        bool json = false, why = false, direct = false;
+        bool json = false, why = false, wide = false, direct = false;
+        enum color_when color = COLOR_AUTO;
         gr_scope scope = { .kind = GR_SCOPE_NONE };
         const char *replay = NULL;
         char gpus[1024] = "";
@@ -147,13 +154,20 @@ int cmd_status(int argc, char **argv)
 
         optind = 1;
         int c;
-        while ((c = getopt_long(argc, argv, "+jvg:t:r:h", opts, NULL)) != -1) {
+        while ((c = getopt_long(argc, argv, "+jvwg:t:r:h", opts, NULL)) != -1) {
                 switch (c) {
                 case 'j':
                         json = true;
                         break;
                 case 'v':
                         why = true;
+                        break;
+                case 'w':
+                        wide = true;
+                        break;
+                case 'c':
+                        if (color_option(optarg, &color) < 0)
+                                return EXIT_USAGE;
                         break;
                 case 'g':
                         if (gpu_option_append(gpus, sizeof(gpus), optarg) < 0)
@@ -222,9 +236,13 @@ int cmd_status(int argc, char **argv)
         if (json) {
                 render_status_json(stdout, s, d, &sel);
         } else {
-                const char *nc = getenv("NO_COLOR");
-                bool color = isatty(STDOUT_FILENO) && !(nc && *nc);
-                render_status_table(stdout, s, d, &sel, (color ? RENDER_COLOR : 0) | (why ? RENDER_WHY : 0));
+                struct table_options to = {
+                        .color = color_wanted(color, STDOUT_FILENO),
+                        .why = why,
+                        .width = wide ? 0 : terminal_width(STDOUT_FILENO),
+                        .replay = replay,
+                };
+                render_status_table(stdout, s, d, &sel, &to);
         }
         fflush(stdout);
 

@@ -198,7 +198,7 @@ int cmd_wait(int argc, char **argv)
                         unknown |= gpu_selected(&a.sel, &s->gpu->gpus[i]) && d->gpus[i].state == GR_GPU_UNKNOWN;
                 error_msg("timeout after %.1fs: %s", (double)timeout / 1000,
                           a.free_set ? "not enough memory free" : "not clean");
-                render_status_table(stderr, s, d, &a.sel, false);
+                render_status_table(stderr, s, d, &a.sel, &(struct table_options){ .width = terminal_width(STDERR_FILENO) });
                 code = unknown ? EXIT_DRIVER : EXIT_NOT_CLEAN;
         }
         gr_diagnosis_free(d);

@@ -47,12 +47,70 @@ const char *gpu_selection_unmatched(const struct gpu_selection *sel, const gr_gp
 /* The one-line error for it (exit 2) */
 void gpu_selection_error(const struct gpu_selection *sel, const gr_gpu_report *rep);
 
-enum {
-        RENDER_COLOR = 1 << 0, /* ANSI colours (a terminal, no NO_COLOR) */
-        RENDER_WHY = 1 << 1,   /* every piece of evidence under each holder */
+/* src/term.c: the terminal, and text laid out to fit it */
+/* Columns to fit in: the terminal's (TIOCGWINSZ) when fd is one, else $COLUMNS, else 0: no
+ * limit (a pipe or a file gets every character) */
+int terminal_width(int fd);
+enum color_when { COLOR_AUTO, COLOR_ALWAYS, COLOR_NEVER };
+int color_option(const char *value, enum color_when *ret); /* --color=WHEN; -1: message printed */
+/* auto: only on a terminal, and not with $NO_COLOR */
+bool color_wanted(enum color_when when, int fd);
+
+struct term {
+        FILE *f;
+        int width;  /* 0: no limit */
+        bool color;
 };
+int text_width(const char *s);               /* in columns */
+int text_width_n(const char *s, size_t n);
+void out_color(const struct term *t, const char *code);
+void out_reset(const struct term *t);
+/* text from column col, cut with "..." at the width (no newline) */
+void out_cut(const struct term *t, int col, const char *text);
+/* one line, cut at the width */
+void out_linef(const struct term *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* prose from column col (what is before it already written), wrapped at words to column ind */
+void out_wrap(const struct term *t, int col, int ind, const char *text);
+/* a command to paste, from column col, broken with shell line continuations; in colour (a
+ * code, or NULL) when t has colour */
+void out_command(const struct term *t, int col, int ind, const char *cmd, const char *color);
+/* fields two spaces apart from column col (what is before it already written), on more
+ * lines from column ind where one is full */
+void out_fields(const struct term *t, int col, int ind, const char *const *fields, size_t n);
+
+#define TABLE_COLS_MAX 16
+struct table_col {
+        const char *head;
+        bool right;       /* numbers: right-aligned */
+        int drop;         /* > 0: left out when the line would not fit, lowest first */
+        bool hide_empty;  /* left out when every cell is "-" */
+        int min;          /* the last column: the least it keeps before others are dropped */
+};
+struct table {
+        const struct table_col *cols;
+        unsigned n_cols;
+        char **cells;
+        const char **colors;
+        bool *heading;    /* a line of its own, the column heads again after it */
+        size_t n_rows, cap;
+};
+void table_init(struct table *tb, const struct table_col *cols, unsigned n_cols);
+int table_add(struct table *tb, const char *const *cells, int color_col, const char *color);
+int table_add_heading(struct table *tb, const char *text);
+void table_set_heading(struct table *tb, size_t row, const char *text);
+/* the header and the rows from column ind; the last column is cut at the width */
+void table_print(const struct table *tb, const struct term *t, int ind);
+void table_release(struct table *tb);
+
+struct table_options {
+        bool color;
+        bool why;             /* details of every GPU, and every piece of evidence */
+        int width;            /* columns to fit in; 0: no limit */
+        const char *replay;   /* the file a replayed snapshot came from */
+};
+/* opt NULL: no colour, no limit */
 int render_status_table(FILE *f, const gr_snapshot *s, const gr_diagnosis *d,
-                        const struct gpu_selection *sel, unsigned flags);
+                        const struct gpu_selection *sel, const struct table_options *opt);
 int render_status_json(FILE *f, const gr_snapshot *s, const gr_diagnosis *d,
                        const struct gpu_selection *sel);
 /* A snapshot recorded with 'gpureap status --json' (schema 1 or 2), for --replay: a regular

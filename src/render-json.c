@@ -337,7 +337,16 @@ static json_object *finding_json(const gr_snapshot *s, const gr_diagnosis *d, co
         json_object *o = json_object_new_object();
         add(o, "kind", json_object_new_string(gr_finding_kind_name(f->kind)));
         add(o, "leftover", json_object_new_boolean(f->leftover));
-        add(o, "gpu", f->gpu >= 0 ? json_object_new_int64(s->gpu->gpus[f->gpu].index) : NULL);
+        /* one finding per job: "gpu" only when it is about exactly one */
+        add(o, "gpu", f->gpu >= 0 && f->n_gpus == 1 ? json_object_new_int64(s->gpu->gpus[f->gpu].index) : NULL);
+        json_object *gpus = json_object_new_array();
+        for (unsigned i = 0; i < s->gpu->n_gpus; i++)
+                if (gr_finding_on_gpu(f, i))
+                        json_object_array_add(gpus, json_object_new_int64(s->gpu->gpus[i].index));
+        add(o, "gpus", gpus);
+        char job[96];
+        bool has_job = f->kind == GR_FIND_ORPHAN || f->kind == GR_FIND_SUSPECT || f->kind == GR_FIND_BUSY;
+        add(o, "job", has_job ? json_object_new_string(gr_job_text(&f->job, job, sizeof(job))) : NULL);
         json_object *pids = json_object_new_array();
         for (unsigned i = 0; i < f->n_pids; i++)
                 json_object_array_add(pids, json_object_new_int(f->pids[i]));

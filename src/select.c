@@ -53,9 +53,12 @@ const char *gpu_selection_unmatched(const struct gpu_selection *sel, const gr_gp
 
 bool finding_selected(const struct gpu_selection *sel, const gr_snapshot *s, const gr_finding *f)
 {
-        if (f->gpu < 0 || (unsigned)f->gpu >= s->gpu->n_gpus)
+        if (f->n_gpus == 0)
                 return true;
-        return gpu_selected(sel, &s->gpu->gpus[f->gpu]);
+        for (unsigned i = 0; i < s->gpu->n_gpus; i++)
+                if (gr_finding_on_gpu(f, i) && gpu_selected(sel, &s->gpu->gpus[i]))
+                        return true;
+        return false;
 }
 
 int scope_option(const char *option, const char *value, gr_scope *sc)

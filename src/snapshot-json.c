@@ -8,6 +8,7 @@
 #include <limits.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "gpureap/basic.h"
@@ -326,6 +327,23 @@ int snapshot_from_json(const char *path, gr_snapshot **ret, char *err, size_t er
         return r;
 }
 
+/* "taken_at": "2026-12-02T14:16:40Z" (UTC, as render-json.c writes it); 0 when absent or
+ * not that */
+static uint64_t recorded_at_ms(json_object *root)
+{
+        char when[64];
+        struct tm tm = { 0 };
+        int n = 0;
+        get_str(root, "taken_at", when, sizeof(when));
+        if (sscanf(when, "%4d-%2d-%2dT%2d:%2d:%2dZ%n", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &tm.tm_hour, &tm.tm_min,
+                   &tm.tm_sec, &n) != 6 || when[n] != '\0' || tm.tm_year < 1970 || tm.tm_mon < 1 || tm.tm_mon > 12)
+                return 0;
+        tm.tm_year -= 1900;
+        tm.tm_mon -= 1;
+        time_t t = timegm(&tm);
+        return t > 0 ? (uint64_t)t * 1000 : 0;
+}
+
 int snapshot_from_json_buffer(const char *buf, size_t len, const char *path, gr_snapshot **ret,
                               char *err, size_t err_size)
 {
@@ -373,6 +391,7 @@ int snapshot_from_json_buffer(const char *buf, size_t len, const char *path, gr_
                 s->gpu = rep;
                 s->procs = t;
                 get_str(root, "host", s->hostname, sizeof(s->hostname));
+                s->taken_at_ms = recorded_at_ms(root);
                 json_object *pr = get(root, "proc");
                 get_str(pr, "root", s->proc_root, sizeof(s->proc_root));
                 get_str(pr, "dev_dir", s->dev_dir, sizeof(s->dev_dir));
@@ -403,7 +422,8 @@ int snapshot_from_json_buffer(const char *buf, size_t len, const char *path, gr_
                 s->proc_slow = slow && json_object_get_type(slow) == json_type_boolean && json_object_get_boolean(slow);
                 r = load_gpus(root, rep);
                 int64_t taken = get_int(root, "taken_at_unix_ms", 0);
-                s->taken_at_ms = taken > 0 ? (uint64_t)taken : 0;
+                if (taken > 0) /* more precise than taken_at, where the recording has it */
+                        s->taken_at_ms = (uint64_t)taken;
                 json_object *hist = get(root, "history");
                 int64_t since = get_int(hist, "since_unix_ms", 0);
                 if (hist && since > 0) {

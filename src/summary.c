@@ -31,14 +31,15 @@ void summary_gpu(struct summary *m, const gr_snapshot *s, const gr_diagnosis *d,
         char mem[32];
         for (size_t k = 0; k < d->n_findings; k++) {
                 const gr_finding *f = &d->findings[k];
-                if (f->gpu != (int)i)
+                if (!gr_finding_on_gpu(f, i))
                         continue;
+                /* a finding is about a job on all its GPUs: count what is on this one */
                 if (f->kind == GR_FIND_GHOST || f->kind == GR_FIND_ORPHAN) {
-                        leftovers += f->n_pids;
-                        if (f->memory != GR_UNKNOWN_U64)
-                                bytes += f->memory;
+                        leftovers += gr_finding_pids_on(d, f, g);
+                        if (gr_finding_memory_on(f, i) != GR_UNKNOWN_U64)
+                                bytes += gr_finding_memory_on(f, i);
                 }
-                suspects += f->kind == GR_FIND_SUSPECT ? f->n_pids : 0;
+                suspects += f->kind == GR_FIND_SUSPECT ? gr_finding_pids_on(d, f, g) : 0;
         }
         switch (d->gpus[i].state) {
         case GR_GPU_CLEAN:

@@ -5,7 +5,10 @@
 
 #include "gpureap/snapshot.h"
 
-#define GR_FINDING_PIDS_MAX 16
+/* A finding is about one job (or one dead PID, one process) on every GPU it touches: a
+ * tensor-parallel job of 8 ranks on 8 GPUs is one finding, its next step one command */
+#define GR_FINDING_PIDS_MAX 64
+#define GR_FINDING_GPUS_MAX 64
 /* Memory above the driver's baseline that is still taken as noise (v2 memory reports 0 used
  * on an idle H200; other GPUs may report a little) */
 #define GR_BASELINE_SLACK (64ULL << 20)
@@ -109,21 +112,6 @@ typedef enum gr_finding_kind {
         GR_FIND_KIND_COUNT,
 } gr_finding_kind;
 
-typedef struct gr_finding {
-        gr_finding_kind kind;
-        bool leftover;            /* something to clean up (the GPU is dirty or stale) */
-        int gpu;                  /* index in the report, -1 when not tied to one GPU */
-        pid_t pids[GR_FINDING_PIDS_MAX]; /* the processes it is about */
-        unsigned n_pids;
-        pid_t related;            /* ghost PID, non-reaping parent, dead launcher; 0 none */
-        uint64_t memory;          /* bytes involved, GR_UNKNOWN_U64 unknown */
-        gr_confidence confidence;
-        char explanation[320];
-        char reason[240];         /* the decisive evidence, one line; "" none */
-        char next_step[320];      /* a command to paste; "" none */
-        char advice[320];         /* prose; "" none */
-} gr_finding;
-
 /* The launcher a holder belongs to, for grouping: a process group, a torchelastic run, a
  * 'gpureap run' supervisor, or the process itself */
 typedef enum gr_job_kind {
@@ -140,6 +128,29 @@ typedef struct gr_job {
         pid_t pid;                /* process group, supervisor or process */
         char id[64];              /* torchelastic run id */
 } gr_job;
+
+typedef struct gr_finding {
+        gr_finding_kind kind;
+        bool leftover;            /* something to clean up (the GPU is dirty or stale) */
+        int gpu;                  /* index in the report of its first GPU, -1 when not tied to
+                                     a GPU */
+        uint64_t gpus;            /* bit i: about the GPU at index i of the report (a GPU past
+                                     the 64th is never grouped: its finding is its own) */
+        unsigned n_gpus;          /* how many GPUs it is about */
+        uint64_t gpu_memory[GR_FINDING_GPUS_MAX]; /* bytes involved on each, by report index */
+        gr_job job;               /* orphan, suspect, busy: the job it is about (else zeroes) */
+        bool unlisted;            /* suspect: a CUDA-like holder the driver does not list, while
+                                     memory is unaccounted */
+        pid_t pids[GR_FINDING_PIDS_MAX]; /* the processes it is about */
+        unsigned n_pids;
+        pid_t related;            /* ghost PID, non-reaping parent, dead launcher; 0 none */
+        uint64_t memory;          /* bytes involved, GR_UNKNOWN_U64 unknown */
+        gr_confidence confidence;
+        char explanation[640];
+        char reason[240];         /* the decisive evidence, one line; "" none */
+        char next_step[768];      /* a command to paste; "" none */
+        char advice[896];         /* prose; "" none */
+} gr_finding;
 
 typedef struct gr_holder_verdict {
         pid_t pid;
@@ -189,9 +200,22 @@ const char *gr_lean_name(gr_lean l);
 const char *gr_evidence_key_name(gr_evidence_key k);
 /* "process group 700", "torchelastic run r1", "gpureap run 900", "process 812" */
 const char *gr_job_text(const gr_job *j, char *buf, size_t size);
+bool gr_job_equal(const gr_job *a, const gr_job *b);
 /* Is the owner state of a listed PID on GPU gi known to this view? (a container's PID namespace
  * or hidepid hide the driver's PIDs) */
 gr_owner_state gr_diagnosis_owner_state(const gr_snapshot *s, unsigned gi, pid_t pid);
 bool gr_holding_has_cuda_footprint(const gr_holding *h);
+/* Is finding f about the GPU at index gi of the report? */
+bool gr_finding_on_gpu(const gr_finding *f, unsigned gi);
+/* The bytes f involves on that GPU (GR_UNKNOWN_U64 unknown, 0 when not about it) */
+uint64_t gr_finding_memory_on(const gr_finding *f, unsigned gi);
+/* How many of f's processes hold GPU g's device file */
+unsigned gr_finding_pids_on(const gr_diagnosis *d, const gr_finding *f, const gr_gpu *g);
+/* n ascending numbers as "0-7", "0,2,5", "0-3,6" */
+const char *gr_index_list_text(const unsigned *idx, unsigned n, char *buf, size_t size);
+/* "GPU 3", "GPUs 0-7", "GPUs 0,2,5" (NVML indexes) */
+const char *gr_finding_gpus_text(const gr_snapshot *s, const gr_finding *f, char *buf, size_t size);
+/* "3", "0,1,2": a --gpu value that selects exactly its GPUs */
+const char *gr_finding_gpus_arg(const gr_snapshot *s, const gr_finding *f, char *buf, size_t size);
 
 #endif

@@ -87,7 +87,7 @@ const char *gr_job_text(const gr_job *j, char *buf, size_t size)
         return buf;
 }
 
-static bool job_equal(const gr_job *a, const gr_job *b)
+bool gr_job_equal(const gr_job *a, const gr_job *b)
 {
         return a->kind == b->kind && a->pid == b->pid && strcmp(a->id, b->id) == 0;
 }
@@ -247,9 +247,9 @@ static bool ghostlike(const struct dx *x, unsigned gi, pid_t pid, bool *ret_phan
         return (*ret_phantom = phantom_owner(x, gi, pid));
 }
 
-/* ---- findings ---- */
+/* ---- findings: facts per GPU here; grouped by job and put in words in describe.c ---- */
 
-static gr_finding *add_finding(struct dx *x, gr_finding_kind kind, int gpu, bool leftover)
+gr_finding *dx_add_finding(struct dx *x, gr_finding_kind kind, int gpu, bool leftover)
 {
         gr_diagnosis *d = x->d;
         if (d->n_findings == x->cap_findings) {
@@ -267,10 +267,15 @@ static gr_finding *add_finding(struct dx *x, gr_finding_kind kind, int gpu, bool
         f->leftover = leftover;
         f->memory = GR_UNKNOWN_U64;
         f->confidence = GR_SURE;
+        if (gpu >= 0) {
+                f->n_gpus = 1;
+                if (gpu < GR_FINDING_GPUS_MAX)
+                        f->gpus = 1ULL << gpu;
+        }
         return f;
 }
 
-static void add_pid(gr_finding *f, pid_t pid)
+void dx_add_pid(gr_finding *f, pid_t pid)
 {
         for (unsigned i = 0; i < f->n_pids; i++)
                 if (f->pids[i] == pid)
@@ -279,43 +284,18 @@ static void add_pid(gr_finding *f, pid_t pid)
                 f->pids[f->n_pids++] = pid;
 }
 
-/* "555 556 557", or with sep "," "555,556,557" */
-static const char *pid_list_sep(const gr_finding *f, const char *sep, char *buf, size_t size)
-{
-        size_t o = 0;
-        buf[0] = '\0';
-        for (unsigned i = 0; i < f->n_pids && o < size; i++)
-                o += (size_t)snprintf(buf + o, size - o, "%s%d", i ? sep : "", (int)f->pids[i]);
-        return buf;
-}
-
-static const char *pid_list(const gr_finding *f, char *buf, size_t size)
-{
-        return pid_list_sep(f, " ", buf, size);
-}
-
-/* the next step for leftovers: reap kills exactly them, waits for this GPU's memory, verifies */
-static void reap_step(gr_finding *f, unsigned gpu_index)
-{
-        char pids[200];
-        snprintf(f->next_step, sizeof(f->next_step), "gpureap reap --gpu %u --pid %s", gpu_index,
-                 pid_list_sep(f, ",", pids, sizeof(pids)));
-}
+#define add_finding dx_add_finding
+#define add_pid dx_add_pid
 
 static gr_holder_verdict *verdict_of(gr_diagnosis *d, pid_t pid)
 {
         return (gr_holder_verdict *)gr_diagnosis_holder(d, pid);
 }
 
-static void describe_cmd(const struct dx *x, pid_t pid, char *buf, size_t size)
+void dx_describe_cmd(const struct dx *x, pid_t pid, char *buf, size_t size)
 {
         const gr_process *p = dx_find(x, pid);
         snprintf(buf, size, "%d (%s)", (int)pid, p ? p->comm : "gone");
-}
-
-static const char *plural(unsigned n, const char *one, const char *many)
-{
-        return n == 1 ? one : many;
 }
 
 /* Does the holder have this GPU's device file open? */
@@ -494,76 +474,32 @@ static void attribute_ghosts(struct dx *x, unsigned gi)
         }
 }
 
-static void finding_reason(const struct dx *x, gr_finding *f)
-{
-        const gr_holder_verdict *v = f->n_pids ? gr_diagnosis_holder(x->d, f->pids[0]) : NULL;
-        if (v && v->reason[0])
-                gr_strlcpy(f->reason, v->reason, sizeof(f->reason));
-}
-
 static int ghost_findings(struct dx *x, const struct gpu_view *gv, bool *dirty, bool *stale)
 {
         const gr_gpu *g = &x->s->gpu->gpus[gv->gi];
-        char mem[32], pids[160];
         for (unsigned i = 0; i < g->n_procs; i++) {
                 const gr_gpu_proc *o = &g->procs[i];
                 pid_t ghost = (pid_t)o->pid;
-                gr_owner_state st = owner_state_x(x, gv->gi, ghost);
                 bool phantom;
                 if (!ghostlike(x, gv->gi, ghost, &phantom) || (phantom && gv->n_hidden == 0))
                         continue;
-                const char *what = phantom ? "alive but holds no file of this GPU (its PID may be another process's now, or an MPS client)"
-                                   : st == GR_OWNER_ZOMBIE ? "a zombie" : "gone";
-                gr_format_bytes(o->used_bytes, mem, sizeof(mem));
-                if (gv->n_hidden == 0) {
-                        gr_finding *f = add_finding(x, GR_FIND_TEARDOWN, (int)gv->gi, true);
-                        if (!f)
-                                return -ENOMEM;
-                        f->related = ghost;
-                        f->memory = o->used_bytes;
-                        f->confidence = x->partial_view ? GR_UNSURE : GR_SURE;
-                        snprintf(f->explanation, sizeof(f->explanation),
-                                 "GPU %u: the driver still lists PID %d with %s, but that process is %s and nothing %sholds the GPU: its memory is being torn down, or kept by the driver",
-                                 g->index, (int)ghost, mem, what, x->partial_view ? "that gpureap could inspect " : "");
-                        if (x->partial_view) {
-                                snprintf(f->reason, sizeof(f->reason), "%s", x->d->view);
-                                snprintf(f->next_step, sizeof(f->next_step), "sudo gpureap status --gpu %u", g->index);
-                                snprintf(f->advice, sizeof(f->advice),
-                                         "run it as root first: a process gpureap could not inspect may hold the memory");
-                        } else {
-                                snprintf(f->next_step, sizeof(f->next_step), "gpureap wait --gpu %u --timeout 30s", g->index);
-                                snprintf(f->advice, sizeof(f->advice),
-                                         "teardown usually ends within seconds; if the memory stays, the GPU needs a reset (gpureap reset --gpu %u) or a reboot",
-                                         g->index);
-                        }
-                        *stale = true;
-                        continue;
-                }
-                gr_finding *f = add_finding(x, GR_FIND_GHOST, (int)gv->gi, true);
+                bool torn_down = gv->n_hidden == 0;
+                gr_finding *f = add_finding(x, torn_down ? GR_FIND_TEARDOWN : GR_FIND_GHOST, (int)gv->gi, true);
                 if (!f)
                         return -ENOMEM;
                 f->related = ghost;
                 f->memory = o->used_bytes;
+                if (torn_down) {
+                        f->confidence = x->partial_view ? GR_UNSURE : GR_SURE;
+                        *stale = true;
+                        continue;
+                }
                 pid_t out[64];
                 unsigned n = ghost_holders(x, gv, ghost, out, &f->confidence);
                 if (phantom && f->confidence == GR_SURE)
                         f->confidence = GR_LIKELY;
                 for (unsigned k = 0; k < n; k++)
                         add_pid(f, out[k]);
-                pid_list(f, pids, sizeof(pids));
-                const char *how = f->confidence == GR_SURE ? "" :
-                                  f->confidence == GR_LIKELY ? " (likely, by lineage)" :
-                                  " (unsure: several ghosts share these holders)";
-                snprintf(f->explanation, sizeof(f->explanation),
-                         "GPU %u: the driver lists PID %d with %s but it is %s; the memory is kept by %s %s%s, %s that inherited its GPU files and that nvidia-smi cannot name",
-                         g->index, (int)ghost, mem, what, plural(f->n_pids, "process", "processes"), pids, how,
-                         plural(f->n_pids, "a child", "children"));
-                finding_reason(x, f);
-                reap_step(f, g->index);
-                if (f->confidence != GR_SURE)
-                        snprintf(f->advice, sizeof(f->advice), "%s",
-                                 f->confidence == GR_LIKELY ? "a plain 'gpureap reap' kills only sure leftovers: name them with --pid, or add --likely"
-                                                            : "check each with 'gpureap status --why' before naming it with --pid");
                 *dirty = true;
         }
         return 0;
@@ -594,22 +530,18 @@ static bool in_lineage_finding(const struct dx *x, const struct gpu_view *gv, co
                gv->n_ghosts > 0;
 }
 
-/* Leftovers (orphan) or unsure holders (suspect) of this GPU, one finding per launcher */
+/* Leftovers (orphan) or unsure holders (suspect) of this GPU, one finding per job */
 static int lineage_findings(struct dx *x, const struct gpu_view *gv, gr_judgement which, bool *flag)
 {
-        const gr_gpu *g = &x->s->gpu->gpus[gv->gi];
         gr_diagnosis *d = x->d;
         size_t n = 0;
         for (size_t i = 0; i < d->n_holders; i++)
                 if (in_lineage_finding(x, gv, &d->holders[i], which))
                         x->scratch[n++] = &d->holders[i];
-        char mem[32], pids[160], job[96], who[96];
-        for (size_t i = 0; i < n;) {
+        for (size_t i = 0; i < n; i++) {
                 const gr_holder_verdict *first = x->scratch[i];
-                if (!first) {
-                        i++;
+                if (!first)
                         continue;
-                }
                 bool leftover = which == GR_JUDGE_LEFTOVER;
                 gr_finding *f = add_finding(x, leftover ? GR_FIND_ORPHAN : GR_FIND_SUSPECT, (int)gv->gi, leftover);
                 if (!f)
@@ -618,7 +550,7 @@ static int lineage_findings(struct dx *x, const struct gpu_view *gv, gr_judgemen
                 f->confidence = leftover ? GR_SURE : GR_UNSURE;
                 for (size_t k = i; k < n; k++) {
                         const gr_holder_verdict *v = x->scratch[k];
-                        if (!v || !job_equal(&v->job, &first->job))
+                        if (!v || !gr_job_equal(&v->job, &first->job))
                                 continue;
                         add_pid(f, v->pid);
                         if (leftover && v->confidence > f->confidence)
@@ -628,48 +560,10 @@ static int lineage_findings(struct dx *x, const struct gpu_view *gv, gr_judgemen
                                 total += o->used_bytes;
                         x->scratch[k] = NULL;
                 }
+                f->job = first->job;
                 f->related = first->launcher;
                 f->memory = total;
-                gr_format_bytes(total, mem, sizeof(mem));
-                pid_list(f, pids, sizeof(pids));
-                gr_job_text(&first->job, job, sizeof(job));
-                finding_reason(x, f);
-                reap_step(f, g->index);
-                if (leftover && first->job.kind == GR_JOB_RUN) {
-                        snprintf(f->explanation, sizeof(f->explanation),
-                                 "GPU %u: %u %s holding %s %s left by 'gpureap run' (PID %d), which was killed before it could end %s",
-                                 g->index, f->n_pids, plural(f->n_pids, "process", "processes"), mem,
-                                 plural(f->n_pids, "was", "were"), (int)first->job.pid, plural(f->n_pids, "it", "them"));
-                } else if (leftover) {
-                        snprintf(f->explanation, sizeof(f->explanation),
-                                 "GPU %u: %u %s of %s holding %s: leftovers (%s), nothing will use %s again",
-                                 g->index, f->n_pids, plural(f->n_pids, "process", "processes"), job, mem, pids,
-                                 plural(f->n_pids, "it", "them"));
-                }
-                if (leftover) {
-                        if (f->confidence != GR_SURE)
-                                snprintf(f->advice, sizeof(f->advice),
-                                         "likely, not sure: a plain 'gpureap reap' spares them; name them with --pid, or add --likely");
-                } else {
-                        describe_cmd(x, first->pid, who, sizeof(who));
-                        if (unexplained(x, gv, first)) {
-                                gr_format_bytes(d->gpus[gv->gi].unaccounted, mem, sizeof(mem));
-                                snprintf(f->explanation, sizeof(f->explanation),
-                                         "GPU %u: %s holds the GPU like a CUDA process but the driver does not list it; %s used is accounted for by no listed process",
-                                         g->index, who, mem);
-                        } else {
-                                snprintf(f->explanation, sizeof(f->explanation),
-                                         "GPU %u: %s%s of %s%s%s: cannot tell a live job from a leftover", g->index,
-                                         who, f->n_pids > 1 ? " and others" : "", job, total ? ", holding " : "",
-                                         total ? mem : "");
-                        }
-                        snprintf(f->advice, sizeof(f->advice),
-                                 "spared unless named: if it is a leftover, gpureap reap --gpu %u --pid %s%s", g->index,
-                                 pid_list_sep(f, ",", pids, sizeof(pids)),
-                                 x->hidden || x->partial_view ? "; as root gpureap sees what this view cannot" : "");
-                        snprintf(f->next_step, sizeof(f->next_step), "%sgpureap status --why --gpu %u",
-                                 (x->hidden || x->partial_view) && x->s->uid != 0 ? "sudo " : "", g->index);
-                }
+                f->unlisted = !leftover && unexplained(x, gv, first);
                 *flag = true;
         }
         return 0;
@@ -678,7 +572,6 @@ static int lineage_findings(struct dx *x, const struct gpu_view *gv, gr_judgemen
 static int zombie_findings(struct dx *x, unsigned gi)
 {
         const gr_gpu *g = &x->s->gpu->gpus[gi];
-        char who[96];
         for (unsigned i = 0; i < g->n_procs; i++) {
                 const gr_process *z = dx_find(x, (pid_t)g->procs[i].pid);
                 if (!z || dx_alive(z) || owner_state_x(x, gi, z->pid) != GR_OWNER_ZOMBIE)
@@ -688,77 +581,81 @@ static int zombie_findings(struct dx *x, unsigned gi)
                         return -ENOMEM;
                 add_pid(f, z->pid);
                 f->related = z->ppid;
-                describe_cmd(x, z->ppid, who, sizeof(who));
-                snprintf(f->explanation, sizeof(f->explanation),
-                         "GPU %u: PID %d is a zombie: it has already released everything it held; its parent %s has not reaped it",
-                         g->index, (int)z->pid, who);
-                snprintf(f->advice, sizeof(f->advice),
-                         "nothing to kill: the zombie goes when PID %d waits for it or exits", (int)z->ppid);
         }
         return 0;
 }
 
-static int busy_finding(struct dx *x, const struct gpu_view *gv, bool *busy)
+/* The job of a process the driver lists that has no verdict (its files could not be read) */
+static gr_job job_of(const struct dx *x, pid_t pid)
+{
+        const gr_holder_verdict *v = gr_diagnosis_holder(x->d, pid);
+        if (v)
+                return v->job;
+        const gr_process *p = dx_find(x, pid);
+        gr_job j = { .kind = p && p->pgrp > 0 ? GR_JOB_GROUP : GR_JOB_PROCESS, .pid = p && p->pgrp > 0 ? p->pgrp : pid };
+        return j;
+}
+
+/* Live owners, and live CUDA-like holders of theirs that keep nothing unexplained (a live
+ * job's forked children), one finding per job */
+static int busy_findings(struct dx *x, const struct gpu_view *gv, bool *busy)
 {
         unsigned gi = gv->gi;
         const gr_gpu *g = &x->s->gpu->gpus[gi];
-        gr_finding *f = NULL;
-        uint64_t total = 0;
-        unsigned n_listed = 0;
-        char mem[32], pids[160], who[96];
-        for (unsigned i = 0; i < g->n_procs; i++) {
+        pid_t in[GR_GPU_PROCS_MAX + 64];
+        unsigned n = 0;
+        for (unsigned i = 0; i < g->n_procs && n < GR_ELEMENTSOF(in); i++) {
                 const gr_gpu_proc *o = &g->procs[i];
                 const gr_holder_verdict *v = gr_diagnosis_holder(x->d, (pid_t)o->pid);
                 if (owner_state_x(x, gi, (pid_t)o->pid) != GR_OWNER_ALIVE)
                         continue;
                 if (v && v->judgement != GR_JUDGE_LIVE)
                         continue; /* in an orphan or suspect finding */
-                if (!f && !(f = add_finding(x, GR_FIND_BUSY, (int)gi, false)))
-                        return -ENOMEM;
-                add_pid(f, (pid_t)o->pid);
-                n_listed++;
-                if (o->used_bytes != GR_UNKNOWN_U64)
-                        total += o->used_bytes;
+                in[n++] = (pid_t)o->pid;
         }
-        /* live CUDA-like holders the driver does not list and that keep nothing unexplained
-         * (a live job's forked children): part of the job */
-        for (size_t i = 0; i < x->d->n_holders; i++) {
+        for (size_t i = 0; i < x->d->n_holders && n < GR_ELEMENTSOF(in); i++) {
                 const gr_holder_verdict *v = &x->d->holders[i];
                 if (v->role != GR_ROLE_HIDDEN_HOLDER || v->judgement != GR_JUDGE_LIVE || v->ghost ||
                     !holds_minor(v, g->minor) || unexplained(x, gv, v))
                         continue;
-                if (!f && !(f = add_finding(x, GR_FIND_BUSY, (int)gi, false)))
-                        return -ENOMEM;
-                add_pid(f, v->pid);
+                in[n++] = v->pid;
         }
-        if (!f)
+        if (n == 0)
                 return 0;
-        f->memory = total;
-        f->confidence = GR_SURE;
-        bool uninspected = false;
-        for (unsigned i = 0; i < f->n_pids; i++) {
-                const gr_holder_verdict *v = gr_diagnosis_holder(x->d, f->pids[i]);
-                if (v && v->confidence > f->confidence)
-                        f->confidence = v->confidence;
-                uninspected |= !v; /* listed and alive, but its files could not be read */
+        gr_job *jobs = malloc(n * sizeof(*jobs));
+        if (!jobs)
+                return -ENOMEM;
+        for (unsigned i = 0; i < n; i++)
+                jobs[i] = job_of(x, in[i]);
+        for (unsigned i = 0; i < n; i++) {
+                if (!in[i])
+                        continue;
+                gr_finding *f = add_finding(x, GR_FIND_BUSY, (int)gi, false);
+                if (!f) {
+                        free(jobs);
+                        return -ENOMEM;
+                }
+                f->job = jobs[i];
+                f->memory = 0;
+                bool uninspected = false;
+                for (unsigned k = i; k < n; k++) {
+                        if (!in[k] || !gr_job_equal(&jobs[k], &jobs[i]))
+                                continue;
+                        const gr_holder_verdict *v = gr_diagnosis_holder(x->d, in[k]);
+                        const gr_gpu_proc *o = dx_listed(x, gi, in[k]);
+                        add_pid(f, in[k]);
+                        if (o && o->used_bytes != GR_UNKNOWN_U64)
+                                f->memory += o->used_bytes;
+                        if (v && v->confidence > f->confidence)
+                                f->confidence = v->confidence;
+                        uninspected |= !v; /* listed and alive, but its files could not be read */
+                        in[k] = 0;
+                }
+                if (uninspected && x->partial_view)
+                        f->confidence = GR_UNSURE;
+                *busy = true;
         }
-        if (uninspected && x->partial_view) {
-                f->confidence = GR_UNSURE;
-                snprintf(f->reason, sizeof(f->reason), "%s: a process the driver lists could not be judged", x->d->view);
-                snprintf(f->next_step, sizeof(f->next_step), "sudo gpureap status --why --gpu %u", g->index);
-        }
-        gr_format_bytes(total, mem, sizeof(mem));
-        describe_cmd(x, f->pids[0], who, sizeof(who));
-        if (n_listed > 0)
-                snprintf(f->explanation, sizeof(f->explanation), "GPU %u: in use by %s%s with %s: a live job",
-                         g->index, who, f->n_pids > 1 ? " and others" : "", mem);
-        else
-                snprintf(f->explanation, sizeof(f->explanation), "GPU %u: held by %s%s, a live job (no memory of its own)",
-                         g->index, who, f->n_pids > 1 ? " and others" : "");
-        finding_reason(x, f);
-        snprintf(f->advice, sizeof(f->advice), "none if this is expected; to stop it: gpureap reap --gpu %u --pid %s",
-                 g->index, pid_list_sep(f, ",", pids, sizeof(pids)));
-        *busy = true;
+        free(jobs);
         return 0;
 }
 
@@ -778,21 +675,8 @@ static int unmapped_finding(struct dx *x, unsigned gi, bool *busy)
         }
         if (!f)
                 return 0;
-        char mem[32], pids[160];
         f->memory = total;
         f->confidence = GR_UNSURE;
-        gr_format_bytes(total, mem, sizeof(mem));
-        snprintf(f->explanation, sizeof(f->explanation),
-                 "GPU %u: the driver lists PID %s with %s, which this view cannot see: they may be alive",
-                 g->index, pid_list(f, pids, sizeof(pids)), mem);
-        snprintf(f->reason, sizeof(f->reason), "%s", x->d->view);
-        if (x->foreign_pids) {
-                snprintf(f->advice, sizeof(f->advice),
-                         "gpureap runs in a container's PID namespace, where the driver's (host) PIDs name nothing: run it on the host, or in a container with the host's PID namespace (docker --pid=host, hostPID: true)");
-        } else {
-                snprintf(f->next_step, sizeof(f->next_step), "sudo gpureap status --gpu %u", g->index);
-                snprintf(f->advice, sizeof(f->advice), "run it as root: this /proc hides other users' processes");
-        }
         *busy = true;
         return 0;
 }
@@ -800,36 +684,21 @@ static int unmapped_finding(struct dx *x, unsigned gi, bool *busy)
 static int state_findings(struct dx *x, unsigned gi)
 {
         const gr_gpu *g = &x->s->gpu->gpus[gi];
-        char who[96];
         for (size_t i = 0; i < x->d->n_holders; i++) {
                 const gr_holder_verdict *v = &x->d->holders[i];
-                const gr_process *p = v->process;
                 if (!holds_minor(v, g->minor))
                         continue;
-                if (v->conditions & GR_COND_STOPPED) {
-                        gr_finding *f = add_finding(x, GR_FIND_STOPPED, (int)gi, false);
+                static const struct { unsigned cond; gr_finding_kind kind; } st[] = {
+                        { GR_COND_STOPPED, GR_FIND_STOPPED },
+                        { GR_COND_UNINTERRUPTIBLE, GR_FIND_UNINTERRUPTIBLE },
+                };
+                for (size_t k = 0; k < GR_ELEMENTSOF(st); k++) {
+                        if (!(v->conditions & st[k].cond))
+                                continue;
+                        gr_finding *f = add_finding(x, st[k].kind, (int)gi, false);
                         if (!f)
                                 return -ENOMEM;
-                        add_pid(f, p->pid);
-                        describe_cmd(x, p->pid, who, sizeof(who));
-                        snprintf(f->explanation, sizeof(f->explanation),
-                                 "GPU %u: %s is stopped (state T): it acts on SIGTERM only once it gets SIGCONT (reap sends both)",
-                                 g->index, who);
-                        snprintf(f->next_step, sizeof(f->next_step), "kill -CONT %d", (int)p->pid);
-                        snprintf(f->advice, sizeof(f->advice), "to resume it: kill -CONT %d", (int)p->pid);
-                }
-                if (v->conditions & GR_COND_UNINTERRUPTIBLE) {
-                        gr_finding *f = add_finding(x, GR_FIND_UNINTERRUPTIBLE, (int)gi, false);
-                        if (!f)
-                                return -ENOMEM;
-                        add_pid(f, p->pid);
-                        describe_cmd(x, p->pid, who, sizeof(who));
-                        snprintf(f->explanation, sizeof(f->explanation),
-                                 "GPU %u: %s is in state D (waiting in the kernel or the driver): usually brief; a signal takes effect when the call returns",
-                                 g->index, who);
-                        snprintf(f->next_step, sizeof(f->next_step), "cat /proc/%d/stack", (int)p->pid);
-                        snprintf(f->advice, sizeof(f->advice),
-                                 "if it stays in D after a SIGKILL, only a reboot ends it (a GPU reset needs the GPU free)");
+                        add_pid(f, v->pid);
                 }
         }
         return 0;
@@ -839,42 +708,21 @@ static int monitor_finding(struct dx *x, const struct gpu_view *gv)
 {
         if (gv->n_monitors == 0)
                 return 0;
-        const gr_gpu *g = &x->s->gpu->gpus[gv->gi];
         gr_finding *f = add_finding(x, GR_FIND_MONITOR, (int)gv->gi, false);
         if (!f)
                 return -ENOMEM;
-        char pids[160];
         for (unsigned k = 0; k < gv->n_monitors; k++)
                 add_pid(f, gv->monitors[k]);
-        snprintf(f->explanation, sizeof(f->explanation),
-                 "GPU %u: %s %s only the driver's management interface (NVML: nvidia-smi, DCGM, exporters): no GPU memory, not a leftover",
-                 g->index, pid_list(f, pids, sizeof(pids)), plural(gv->n_monitors, "uses", "use"));
         return 0;
 }
 
 static int stale_finding(struct dx *x, const struct gpu_view *gv, bool *stale)
 {
-        const gr_gpu *g = &x->s->gpu->gpus[gv->gi];
         gr_finding *f = add_finding(x, GR_FIND_STALE, (int)gv->gi, true);
         if (!f)
                 return -ENOMEM;
-        char mem[32];
         f->memory = x->d->gpus[gv->gi].unaccounted;
         f->confidence = x->partial_view ? GR_UNSURE : GR_SURE;
-        gr_format_bytes(f->memory, mem, sizeof(mem));
-        snprintf(f->explanation, sizeof(f->explanation),
-                 "GPU %u: %s used and no process %sholds the GPU: memory still being torn down after a process ended, or kept by the driver",
-                 g->index, mem, x->partial_view ? "that gpureap could inspect " : "");
-        if (x->partial_view) {
-                snprintf(f->reason, sizeof(f->reason), "%s", x->d->view);
-                snprintf(f->next_step, sizeof(f->next_step), "sudo gpureap status --gpu %u", g->index);
-                snprintf(f->advice, sizeof(f->advice),
-                         "run it as root first: a process gpureap could not inspect may hold the memory");
-        } else {
-                snprintf(f->next_step, sizeof(f->next_step), "gpureap wait --gpu %u --timeout 30s", g->index);
-                snprintf(f->advice, sizeof(f->advice),
-                         "if it stays, the GPU needs a reset (gpureap reset --gpu %u) or a reboot", g->index);
-        }
         *stale = true;
         return 0;
 }
@@ -908,7 +756,7 @@ static int judge_gpu(struct dx *x, unsigned gi)
         if (r == 0)
                 r = zombie_findings(x, gi);
         if (r == 0)
-                r = busy_finding(x, &view, &busy);
+                r = busy_findings(x, &view, &busy);
         if (r == 0)
                 r = unmapped_finding(x, gi, &busy);
         if (r == 0)
@@ -943,7 +791,7 @@ static int judge_foreign(struct dx *x)
                         return -ENOMEM;
                 add_pid(f, p->pid);
                 char where[240] = "", who[96], id[80];
-                describe_cmd(x, p->pid, who, sizeof(who));
+                dx_describe_cmd(x, p->pid, who, sizeof(who));
                 size_t o = 0;
                 if (p->n_nspid > 1)
                         o += (size_t)snprintf(where + o, sizeof(where) - o,
@@ -1028,8 +876,11 @@ int gr_diagnose(const gr_snapshot *s, uid_t uid, gr_diagnosis **ret)
                 else
                         r = judge_gpu(&x, i);
         }
-        if (r == 0)
+        if (r == 0) {
+                dx_merge_findings(&x);
+                dx_describe_findings(&x);
                 r = judge_foreign(&x);
+        }
         free(x.owners);
         free(x.scratch);
         free(x.slots);

@@ -19,7 +19,7 @@ jqok ".processes[] | select(.pid == $w) | .verdict | .judgement == \"live\" and 
 jqok ".processes | map(.pid) | index($l) != null" "the launcher is recorded for replay"
 
 gr status
-has out "^GPU 0  BUSY  " "badge BUSY"
+has out "^0 +BUSY +1.0/140.4 GiB +process group $l \\(gpuhold\\), live: its parent $l \\(gpuhold\\) is alive$" "one line: badge BUSY, memory, the job and why it is live"
 has out "launcher: process group $l \\(gpuhold, alive\\)" "holders grouped under the launcher"
 has out "^  busy  GPU 0: in use by $w \\(gpuhold\\)" "finding in the report"
 
@@ -28,6 +28,15 @@ script -qec "$GPUREAP status" /dev/null >"$T/out" 2>&1 || true
 has out $'\033\\[1;33mBUSY' "badge coloured on a terminal"
 NO_COLOR=1 script -qec "$GPUREAP status" /dev/null >"$T/out" 2>&1 || true
 hasnt out $'\033' "NO_COLOR turns colour off"
+script -qec "$GPUREAP status --color=never" /dev/null >"$T/out" 2>&1 || true
+hasnt out $'\033' "--color=never: none on a terminal"
+gr status --color=always
+has out $'\033\\[1;33mBUSY' "--color=always: coloured on a pipe"
+NO_COLOR=1 gr status --color=always
+has out $'\033\\[1;33mBUSY' "--color=always wins over NO_COLOR"
+gr status --color=sometimes
+expect_rc 2 "--color with another word"
+has err "invalid --color 'sometimes'" "names it"
 
 # a recorded snapshot gives the same verdict when replayed
 gr status --json

@@ -19,9 +19,11 @@ kill -KILL "$l"; wait "$l" 2>/dev/null || true
 gr status --json
 expect_rc 1 "leftovers"
 jqok '[.gpus[].state] == ["dirty", "dirty"]' "both GPUs dirty"
-jqok '[.findings[] | select(.kind == "orphan")] | length == 2' "one orphan finding per GPU"
+jqok '[.findings[] | select(.kind == "orphan")] | length == 1' "one orphan finding for the dead launcher's job"
+jqok '.findings[] | select(.kind == "orphan") | .gpus == [0, 1] and .gpu == null and .job == "process group '"$l"'"' "it names both GPUs and the job"
 jqok "[.findings[] | select(.kind == \"orphan\") | .pids[]] | sort == ([$(echo $ws | tr ' ' ',')] | sort)" "all four workers, the double-forked one too"
-jqok "[.findings[] | select(.kind == \"orphan\")] | all(.related_pid == $l and .memory == 2000*1048576 and .leftover)" "named after the dead launcher, 2000 MiB each"
+jqok "[.findings[] | select(.kind == \"orphan\")] | all(.related_pid == $l and .memory == 4000*1048576 and .leftover)" "named after the dead launcher, 2000 MiB on each GPU"
+jqok ".findings[] | select(.kind == \"orphan\") | .next_step == \"gpureap reap --gpu 0,1 --pid $(echo $ws | tr ' ' ',')\"" "one next step reaps all four on both GPUs"
 jqok "[.processes[] | select(.verdict.role == \"owner\") | .verdict] | all(.launcher == $l and (.launcher_alive | not) and .judgement == \"leftover\" and .confidence == \"likely\")" "each worker: a likely leftover of launcher $l (forked workers carry no worker marker)"
 jqok "[.processes[] | select(.verdict) | .net.listen_ports] | all(. == [$port])" "every worker still listens on :$port"
 jqok "[.processes[] | select(.verdict) | .verdict.evidence[] | select(.key == \"listening\") | .value] | all(test(\"inherited\"))" "the launcher's socket, inherited, says nothing about a server"
@@ -29,7 +31,8 @@ jqok "[.processes[] | select(.verdict) | .verdict.conditions | index(\"listening
 gr status
 has out "launcher: process group $l \\(gone\\)" "grouped under the dead launcher"
 has out "listening :$port" "the table shows the port"
-has out "orphan  GPU 0: 2 processes of process group $l" "orphan finding for GPU 0"
+has out "orphan  GPUs 0,1: 4 processes of process group $l" "one orphan finding, naming its GPUs"
+has out "^[01] +DIRTY .* 4 leftovers of process group $l \\[likely\\]: its launcher" "each GPU's line names the leftovers"
 has out "why: its launcher, the leader of process group $l, is gone \\[likely\\]" "the reason under the finding"
 
 # the next steps, pasted

@@ -21,7 +21,7 @@ export GPUREAP_NVML_LIBRARY=$FAKE_NVML
 export GPUREAP_FAKE_NVML_SCENARIO=$T/scenario
 export GPUREAP_STATE_DIR=$T/state # the last reap's result: never in the machine's /run
 export GPUREAP_SERVE_SOCKET=$T/serve.sock # a test's own serve, if it starts one: never the machine's
-unset GPUREAP_PROC_ROOT GPUREAP_NVML_TIMEOUT
+unset GPUREAP_PROC_ROOT GPUREAP_NVML_TIMEOUT COLUMNS # a width only where a test sets one
 CHECKS=0
 LAUNCHED=""
 

@@ -53,8 +53,8 @@ jqok ".processes[] | select(.pid == $j1w) | .in_scope == \"in\" and .placement.s
 jqok ".processes[] | select(.pid == $esc) | .in_scope == \"escaped\" and .placement.slurm_job == \"4242\"" "the escapee is the job's, by its environment"
 jqok ".processes[] | select(.pid == $j2w) | .in_scope == \"out\"" "job 4343's worker is not"
 gr status
-has out "^      $j1w .* job 4242$" "the table names the job"
-has out "^      $esc .* job 4242 \\(escaped its cgroup\\)$" "and the escapee"
+has out "^    $j1w .* job 4242$" "the table names the job"
+has out "^    $esc .* job 4242 \\(escaped its cgroup\\)$" "and the escapee"
 gr status --json --container 0123456789ab
 jqok '.gpus | map(.index) == [2]' "--container: the container's GPU"
 jqok ".processes[] | select(.pid == $(pid_of ct)) | .placement.container == \"0123456789ab\"" "placement: container"

@@ -24,7 +24,12 @@ expect_rc 0 "a file named nvidia0 outside the device directory holds nothing"
 
 gr status
 expect_rc 0 "table on a clean GPU"
-has out '^GPU 0  CLEAN  NVIDIA H200  00000000:19:00.0' "table names the GPU, badge CLEAN"
-has out 'context owners \(NVML\): none' "table: no owners"
-has out 'holders \(open .*/nvidia0\): none' "table: no holders"
+has out '^gpureap .*  1 GPU \(NVIDIA H200\)$' "the title names the model"
+has out '^0 +CLEAN +0 B/140.4 GiB +-$' "one line for the GPU: badge CLEAN, memory, nobody on it"
+[ "$(wc -l <"$T/out")" -eq 4 ] || fail "a clean GPU takes more than its line: $(cat "$T/out")"
+ok "nothing but that line for a clean GPU"
+gr status --why
+has out '^GPU 0  CLEAN  NVIDIA H200  00000000:19:00.0' "--why: the GPU's details, badge CLEAN"
+has out 'context owners \(NVML\): none' "--why: no owners"
+has out 'holders \(open .*/nvidia0\): none' "--why: no holders"
 done_testing

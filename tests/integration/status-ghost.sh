@@ -20,7 +20,7 @@ jqok '.gpus[0].memory.used == 2048*1048576' "the memory is still used"
 
 gr status
 has out "^    $owner +compute +2.0 GiB +not found" "table: owner not found"
-has out "^      $child " "table: holder row"
+has out "^    $child " "table: holder row"
 
 # negative control: kill the hidden holder and the ghost and its memory go away
 kill -KILL "$child"

@@ -27,8 +27,9 @@ kill -KILL "$many"; wait_state "$many" gone
 
 gr status
 expect_rc 1 "table"
-has out "^    $owner +compute +1.0 GiB +alive" "table lists the owner"
-has out "^      $owner +$$ " "table lists the holder with its parent"
+has out "^    $owner +$$ .* 1.0 GiB .*owner, live" "table lists the holder with its parent and its memory"
+gr status --why
+has out "^    $owner +compute +1.0 GiB +alive" "--why: the GPU's owners"
 
 # negative control: once the owner is gone the GPU is clean again
 kill -KILL "$owner"; wait "$owner" 2>/dev/null || true

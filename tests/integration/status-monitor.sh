@@ -20,5 +20,5 @@ jqok ".processes[] | select(.pid == $ctl) | .devices | .gpus == [] and .ctl == 1
 jqok ".gpus[0].holders | map(.pid) | index($ctl) == null" "it holds no GPU"
 gr status
 has out "other holders of .*/nvidia\\* files" "table: section for other holders"
-has out "^      $ctl " "table: control-only holder row"
+has out "^    $ctl " "table: control-only holder row"
 done_testing

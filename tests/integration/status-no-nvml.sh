@@ -14,7 +14,7 @@ jqok "[.processes[] | select(.devices != null) | .pid] == [$h]" "the /proc part 
 
 GPUREAP_NVML_LIBRARY=$T/no-such-libnvidia-ml.so.1 gr status
 expect_rc 3 "table without NVML"
-has out "^      $h " "table lists the holder without NVML"
+has out "^    $h " "table lists the holder without NVML"
 
 # a library that is not NVML at all
 GPUREAP_NVML_LIBRARY=$(ldd "$GPUHOLD" | awk '/libc.so/ {print $3}') gr status

@@ -19,5 +19,5 @@ jqok ".processes[] | select(.pid == $owner) | .nspid == [$owner, 2]" "NSpid: hos
 jqok ".processes[] | select(.pid == $owner) | .ppid == $nsinit" "its parent is the namespace's init"
 jqok ".gpus[0].holders == [{pid: $owner, fds: 3}]" "the holder is found by its host PID"
 gr status
-has out "^      $owner .* 2 +owner.*gpuhold pidfile" "table shows the namespace PID"
+has out "^    $owner .* 2 +owner.*gpuhold pidfile" "table shows the namespace PID"
 done_testing

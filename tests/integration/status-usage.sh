@@ -8,6 +8,18 @@ has out "exit codes" "help lists exit codes"
 gr status --help
 expect_rc 0 "status --help"
 has out "--nvml-timeout" "status help lists options"
+has out "--wide" "status help lists --wide" && has out "--color=WHEN" "and --color"
+
+# the bash completion offers the options of status, and the values of --color
+ROOT=$(cd "$(dirname "$TESTLIB")/../.." && pwd)
+complete_words() { # the words completed for the command line "$@" (the last one being typed)
+        bash -c '. "$1"; shift; COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1)); _gpureap; printf "%s\n" "${COMPREPLY[@]}"' \
+                _ "$ROOT/completions/gpureap.bash" "$@"
+}
+complete_words gpureap status --w >"$T/out"
+has out "^--wide$" "bash completion: --wide"
+complete_words gpureap status --color = a >"$T/out"
+has out "^auto$" "bash completion: --color=auto" && has out "^always$" "and --color=always"
 gr --version
 has out "^gpureap [0-9]+\\.[0-9]+\\.[0-9]+$" "--version"
 

@@ -1142,6 +1142,136 @@ static void recorded_h200_with_lineage(void **state)
         recording = "h200-2026-12-02";
 }
 
+/* A tensor-parallel job: 8 ranks of one launcher, rank i on GPU i */
+static gr_snapshot *tp8_snapshot(bool launcher_alive)
+{
+        gr_snapshot *s = snap_new(8);
+        base_tree(s);
+        if (launcher_alive)
+                proc(s, 80, 10, 80, 10, 'S', "torchrun");
+        for (pid_t w = 81; w <= 88; w++) {
+                gr_process *p = proc(s, w, launcher_alive ? 80 : 1, 80, 10, 'S', "python3");
+                hold_cuda(p, (unsigned)(w - 81));
+                owner(s, (unsigned)(w - 81), w, 70 * GIB);
+        }
+        return s;
+}
+
+static void a_job_across_gpus_is_one_finding(void **state)
+{
+        /* its launcher gone: one orphan finding for the 8 ranks, naming the 8 GPUs */
+        gr_snapshot *s = tp8_snapshot(false);
+        gr_diagnosis *d = diagnose(s);
+        for (unsigned i = 0; i < 8; i++)
+                assert_int_equal(d->gpus[i].state, GR_GPU_DIRTY);
+        assert_int_equal(d->n_findings, 1);
+        const gr_finding *f = finding(d, GR_FIND_ORPHAN);
+        assert_int_equal(f->n_gpus, 8);
+        assert_int_equal(f->gpus, 0xff);
+        assert_int_equal(f->gpu, 0);
+        assert_int_equal(f->n_pids, 8);
+        assert_int_equal(f->memory, 8 * 70 * GIB);
+        assert_int_equal(f->job.kind, GR_JOB_GROUP);
+        assert_int_equal(f->job.pid, 80);
+        for (unsigned i = 0; i < 8; i++) {
+                assert_true(gr_finding_on_gpu(f, i));
+                assert_int_equal(gr_finding_memory_on(f, i), 70 * GIB); /* each GPU's part */
+                assert_int_equal(gr_finding_pids_on(d, f, &s->gpu->gpus[i]), 1);
+        }
+        assert_false(gr_finding_on_gpu(f, 8));
+        assert_string_equal(f->next_step, "gpureap reap --gpu 0,1,2,3,4,5,6,7 --pid 81,82,83,84,85,86,87,88");
+        assert_non_null(strstr(f->explanation, "GPUs 0-7: 8 processes of process group 80 holding 560.0 GiB"));
+        gr_diagnosis_free(d);
+        gr_snapshot_free(s);
+
+        /* its launcher alive: one busy finding, the same GPUs */
+        s = tp8_snapshot(true);
+        d = diagnose(s);
+        for (unsigned i = 0; i < 8; i++)
+                assert_int_equal(d->gpus[i].state, GR_GPU_BUSY);
+        assert_int_equal(d->n_findings, 1);
+        f = finding(d, GR_FIND_BUSY);
+        assert_int_equal(f->gpus, 0xff);
+        assert_int_equal(f->n_pids, 8);
+        assert_string_equal(f->advice, "none if this is expected; to stop it: gpureap reap --gpu 0,1,2,3,4,5,6,7 --pid 81,82,83,84,85,86,87,88");
+        gr_diagnosis_free(d);
+        gr_snapshot_free(s);
+
+        /* negative control: two jobs on one GPU are two findings, each about its own GPUs */
+        s = snap_new(2);
+        base_tree(s);
+        proc(s, 80, 10, 80, 10, 'S', "launcher");
+        proc(s, 90, 10, 90, 10, 'S', "launcher");
+        gr_process *a = proc(s, 81, 80, 80, 10, 'S', "python3");
+        gr_process *b = proc(s, 91, 90, 90, 10, 'S', "python3");
+        gr_process *c = proc(s, 92, 90, 90, 10, 'S', "python3");
+        hold_cuda(a, 0);
+        hold_cuda(b, 0);
+        hold_cuda(c, 1);
+        owner(s, 0, 81, GIB);
+        owner(s, 0, 91, GIB);
+        owner(s, 1, 92, GIB);
+        d = diagnose(s);
+        assert_int_equal(count(d, GR_FIND_BUSY), 2);
+        for (size_t i = 0; i < d->n_findings; i++) {
+                const gr_finding *x = &d->findings[i];
+                assert_int_equal(x->gpus, x->job.pid == 80 ? 0x1 : 0x3);
+                assert_int_equal(x->n_pids, x->job.pid == 80 ? 1 : 2);
+        }
+        gr_diagnosis_free(d);
+        gr_snapshot_free(s);
+}
+
+static void a_ghost_on_two_gpus_is_one_finding(void **state)
+{
+        /* PID 70 had contexts on GPUs 0 and 1; its forked child holds both files */
+        gr_snapshot *s = snap_new(2);
+        base_tree(s);
+        gr_process *c = proc(s, 71, 1, 70, 10, 'S', "python3");
+        hold_cuda(c, 0);
+        c->hold->n_gpus = 2;
+        c->hold->gpus[1] = c->hold->gpus[0];
+        c->hold->gpus[1].minor = 1;
+        owner(s, 0, 70, 2 * GIB);
+        owner(s, 1, 70, 3 * GIB);
+        gr_diagnosis *d = diagnose(s);
+        assert_int_equal(d->gpus[0].state, GR_GPU_DIRTY);
+        assert_int_equal(d->gpus[1].state, GR_GPU_DIRTY);
+        assert_int_equal(count(d, GR_FIND_GHOST), 1);
+        const gr_finding *f = finding(d, GR_FIND_GHOST);
+        assert_int_equal(f->gpus, 0x3);
+        assert_int_equal(f->related, 70);
+        assert_int_equal(f->memory, 5 * GIB);
+        assert_int_equal(gr_finding_memory_on(f, 1), 3 * GIB);
+        assert_int_equal(f->confidence, GR_SURE);
+        assert_string_equal(f->next_step, "gpureap reap --gpu 0,1 --pid 71");
+        assert_true(strncmp(f->explanation, "GPUs 0,1: the driver lists PID 70 with 5.0 GiB", 46) == 0);
+        gr_diagnosis_free(d);
+        gr_snapshot_free(s);
+}
+
+static void gpu_lists_in_words(void **state)
+{
+        gr_snapshot *s = snap_new(8);
+        gr_finding f = { .gpu = 0 };
+        char buf[64], arg[64];
+        static const struct { uint64_t mask; const char *text, *arg; } cases[] = {
+                { 0x08, "GPU 3", "3" },
+                { 0x03, "GPUs 0,1", "0,1" },
+                { 0x07, "GPUs 0-2", "0,1,2" },
+                { 0x25, "GPUs 0,2,5", "0,2,5" },
+                { 0x4f, "GPUs 0-3,6", "0,1,2,3,6" },
+                { 0xff, "GPUs 0-7", "0,1,2,3,4,5,6,7" },
+        };
+        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+                f.gpus = cases[i].mask;
+                assert_string_equal(gr_finding_gpus_text(s, &f, buf, sizeof(buf)), cases[i].text);
+                assert_string_equal(gr_finding_gpus_arg(s, &f, arg, sizeof(arg)), cases[i].arg);
+        }
+        gr_snapshot_free(s);
+}
+
+
 int main(void)
 {
         const char *f = getenv("FIXTURES");
@@ -1177,6 +1307,9 @@ int main(void)
                 cmocka_unit_test(recorded_h200_ghost),
                 cmocka_unit_test(recorded_h200_orphans),
                 cmocka_unit_test(recorded_h200_with_lineage),
+                cmocka_unit_test(a_job_across_gpus_is_one_finding),
+                cmocka_unit_test(a_ghost_on_two_gpus_is_one_finding),
+                cmocka_unit_test(gpu_lists_in_words),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
