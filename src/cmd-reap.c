@@ -42,7 +42,9 @@ static void reap_usage(FILE *f)
                 SCOPE_USAGE
                 "  --ended          the scope is over (a job's epilog): every holder of it is a target\n"
                 "  --grace DUR      between SIGTERM and SIGKILL (default 5s)\n"
-                "  --timeout DUR    bounds the whole command: signals, drain, verification (default 30s)\n"
+                "  --timeout DUR    bounds the signals, the drain and the verification (default 30s);\n"
+                "                   the /proc scan before them is never cut short (a partial one could\n"
+                "                   call a held GPU clean): on a crowded host it adds its own time\n"
                 "\n"
                 "exit codes: 0 the GPUs the targets held (or --gpu) are verified free of leftovers\n"
                 "and every target ended, 1 something is left (printed), 2 usage error or no consent,\n"
@@ -264,6 +266,10 @@ static int parse_args(struct reap *r, int argc, char **argv)
         }
         if (r->po.scope_ended && r->scope.kind == GR_SCOPE_NONE) {
                 error_msg("--ended needs the scope that ended: --job, --cgroup, --container or --pod");
+                return -1;
+        }
+        if (r->po.scope_ended && r->scope.kind == GR_SCOPE_CGROUP && strcmp(r->scope.id, "/") == 0) {
+                error_msg("--cgroup / --ended would make every holder of the machine a target: name the cgroup that ended");
                 return -1;
         }
         return 0;
@@ -643,6 +649,8 @@ int cmd_reap(int argc, char **argv)
         r.po.scope = r.scope.kind != GR_SCOPE_NONE ? &r.scope : NULL;
         r.po.pids = r.pids;
         r.po.n_pids = r.n_pids;
+        if (!r.dry && signalling_env_ok("reap") < 0)
+                return EXIT_USAGE;
         if (self_plan_options(&r.po) < 0) {
                 error_msg("out of memory");
                 return EXIT_DRIVER;
@@ -670,12 +678,20 @@ int cmd_reap(int argc, char **argv)
                 error_msg("cannot take a snapshot: %s", strerror(-q));
                 goto out;
         }
+        /* a driver that cannot be read: the processes named with --pid (a job's epilog names
+         * the ended job's holders from /proc) are still ended, each verified as ever; their GPUs
+         * cannot be verified, and the exit status says so */
+        bool blind = false;
         if (s->gpu->status != GR_GPU_OK) {
                 error_msg("%s", s->gpu->error);
-                goto out;
+                if (r.n_pids == 0 || r.sel.list)
+                        goto out;
+                blind = true;
+                if (!r.json)
+                        printf("the driver cannot be read: ending the named processes anyway; their GPUs cannot be verified\n");
         }
         char bad[128];
-        if (gpu_selection_unmatched(&r.sel, s->gpu, bad, sizeof(bad))) {
+        if (!blind && gpu_selection_unmatched(&r.sel, s->gpu, bad, sizeof(bad))) {
                 gpu_selection_error(&r.sel, s->gpu);
                 code = EXIT_USAGE;
                 goto out;
@@ -760,9 +776,16 @@ int cmd_reap(int argc, char **argv)
         uint64_t targets[GR_GPUS_MAX];
         drain_targets(s, plan, targets);
         uint64_t arm_by = gr_now_ms() + (r.so.gpu.timeout_ms ? r.so.gpu.timeout_ms : 5000);
-        bool watching = drain && n > 0 && gr_drain_arm(drain, targets, GR_GPUS_MAX, arm_by < r.deadline ? arm_by : r.deadline);
+        bool watching = !blind && drain && n > 0 && gr_drain_arm(drain, targets, GR_GPUS_MAX, arm_by < r.deadline ? arm_by : r.deadline);
         uint64_t t_sig = gr_now_us();
         bool all_ended = n == 0 || run_plan(&r, s, plan);
+        if (blind) {
+                code = EXIT_DRIVER;
+                if (!r.json)
+                        printf("%s; the GPUs were not verified (the driver cannot be read)\n",
+                               all_ended ? "every named process ended" : "not every named process ended");
+                goto out;
+        }
         /* the drain: until the driver has the memory back, seen by the watcher within 0.2 ms */
         uint64_t drained_at = 0;
         bool drained = watching && gr_drain_wait(drain, r.deadline, &drained_at);

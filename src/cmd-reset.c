@@ -134,6 +134,11 @@ int cmd_reset(int argc, char **argv)
                 error_msg("reset needs exactly one GPU: --gpu N");
                 return EXIT_USAGE;
         }
+        const char *smi = getenv("GPUREAP_NVIDIA_SMI");
+        if (smi && *smi && env_path_trusted("GPUREAP_NVIDIA_SMI", smi) < 0)
+                return EXIT_USAGE;
+        if (stop_monitors && signalling_env_ok("reset --stop-monitors") < 0)
+                return EXIT_USAGE;
         gr_snapshot *s = NULL;
         gr_diagnosis *d = NULL;
         gr_plan *plan = NULL;
@@ -255,7 +260,6 @@ int cmd_reset(int argc, char **argv)
                         goto out;
                 }
         }
-        const char *smi = getenv("GPUREAP_NVIDIA_SMI");
         if (!smi || !*smi)
                 smi = "nvidia-smi";
         char out[4096];

@@ -510,6 +510,8 @@ int cmd_run(int argc, char **argv)
          * the last line in a diagnosis */
         bool pipe_output = want_ready || r.stall_timeout;
 
+        if (signalling_env_ok("run") < 0)
+                return EXIT_USAGE;
         audit_open("run");
         prctl(PR_SET_CHILD_SUBREAPER, 1);
         /* gpureap must outlive its own output: a reader that exits (| head) or a closed pipe
@@ -517,9 +519,15 @@ int cmd_run(int argc, char **argv)
         signal(SIGPIPE, SIG_IGN);
         sigset_t mask, old;
         sigemptyset(&mask);
-        int sigs[] = { SIGCHLD, SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2 };
+        /* every signal that would end gpureap by default is taken: INT, TERM, HUP and QUIT end
+         * the tree; the others (USR1, USR2, ALRM, PROF, XCPU, PWR, real-time...) are passed on.
+         * A tree that signals its supervisor must not orphan itself */
+        int sigs[] = { SIGCHLD, SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGALRM, SIGVTALRM,
+                       SIGPROF, SIGXCPU, SIGXFSZ, SIGPWR, SIGSTKFLT, SIGIO, SIGSYS, SIGTRAP, SIGWINCH };
         for (size_t i = 0; i < GR_ELEMENTSOF(sigs); i++)
                 sigaddset(&mask, sigs[i]);
+        for (int sig = SIGRTMIN; sig <= SIGRTMAX; sig++)
+                sigaddset(&mask, sig);
         sigprocmask(SIG_BLOCK, &mask, &old);
         r.sigfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
 
@@ -633,7 +641,8 @@ int cmd_run(int argc, char **argv)
                                 reap_children(&r, &child_status, &child_done);
                         } else {
                                 kill(r.child, sig); /* pass it on */
-                                if (sig != SIGUSR1 && sig != SIGUSR2 && !got_signal) {
+                                bool ends = sig == SIGINT || sig == SIGTERM || sig == SIGHUP || sig == SIGQUIT;
+                                if (ends && !got_signal) {
                                         got_signal = sig;
                                         why = "gpureap was signalled";
                                 }

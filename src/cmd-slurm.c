@@ -51,7 +51,27 @@ struct slurm {
         const char *job, *gpus_opt, *scontrol, *node;
         char gpus[1024];          /* "nvidia0,nvidia1" */
         uint64_t timeout, grace;
+        uint64_t deadline;        /* the whole command's */
+        const char *uid;          /* SLURM_JOB_UID, when it is a number: only its processes */
+        char blind_pids[4096];    /* the driver could not be read: the job's holders by /proc */
 };
+
+/* How long the driver gets per look: its usual deadline, but never more than a third of what
+ * is left, so that a hung driver cannot take the epilog past its own --timeout */
+static uint64_t nvml_budget(const struct slurm *sl)
+{
+        uint64_t t = 5000;
+        nvml_timeout_from_env(&t);
+        uint64_t now = gr_now_ms(), left = sl->deadline > now ? sl->deadline - now : 0;
+        uint64_t third = left / 3 > 200 ? left / 3 : 200;
+        return t < third ? t : third;
+}
+
+static bool job_uid_ok(const struct slurm *sl, const gr_process *p)
+{
+        uint64_t u;
+        return !sl->uid || (p->has_uid && gr_parse_u64(sl->uid, &u) == 0 && u == p->uid);
+}
 
 /* SLURM_JOB_GPUS (GRES indices) into a --gpu list of device files */
 static int job_gpus(struct slurm *sl)
@@ -155,7 +175,7 @@ static void drain_node(const struct slurm *sl, const char *why, uint64_t deadlin
 static bool gpus_ok(struct slurm *sl, const gr_scope *scope, struct summary *m)
 {
         gr_snapshot_options so = { 0 };
-        nvml_timeout_from_env(&so.gpu.timeout_ms);
+        so.gpu.timeout_ms = nvml_budget(sl);
         gr_snapshot *s = NULL;
         gr_diagnosis *d = NULL;
         int r = gr_snapshot_take(&so, &s);
@@ -197,14 +217,36 @@ static bool gpus_ok(struct slurm *sl, const gr_scope *scope, struct summary *m)
         return m->level < SUMMARY_CRITICAL;
 }
 
-/* Without SLURM_JOB_GPUS: the GPUs the job's processes hold now, before they are reaped */
+/* Whether the driver can be read; without SLURM_JOB_GPUS, the GPUs the job's processes hold
+ * now, before they are reaped */
 static void gpus_of_scope(struct slurm *sl, const gr_scope *scope)
 {
         gr_snapshot_options so = { 0 };
-        nvml_timeout_from_env(&so.gpu.timeout_ms);
+        so.gpu.timeout_ms = nvml_budget(sl);
         gr_snapshot *s = NULL;
         if (gr_snapshot_take(&so, &s) < 0)
                 return;
+        if (s->gpu->status != GR_GPU_OK) {
+                /* no GPU list from the driver: the job's processes that hold any NVIDIA device
+                 * file are still ended (by PID, each verified), and the verdict says the GPUs
+                 * could not be read */
+                size_t o = 0;
+                for (size_t k = 0; s->procs && k < s->procs->n; k++) {
+                        gr_process *p = &s->procs->procs[k];
+                        if (!p->hold || gr_scope_contains(scope, p) == GR_SCOPE_OUT || !job_uid_ok(sl, p))
+                                continue;
+                        int n = snprintf(sl->blind_pids + o, sizeof(sl->blind_pids) - o, "%s%d", o ? "," : "", (int)p->pid);
+                        if (n < 0 || (size_t)n >= sizeof(sl->blind_pids) - o)
+                                break;
+                        o += (size_t)n;
+                }
+                gr_snapshot_free(s);
+                return;
+        }
+        if (sl->gpus[0]) { /* given by Slurm */
+                gr_snapshot_free(s);
+                return;
+        }
         size_t o = 0;
         for (unsigned i = 0; i < s->gpu->n_gpus; i++) {
                 const gr_gpu *g = &s->gpu->gpus[i];
@@ -226,7 +268,7 @@ static int run_epilog(struct slurm *sl, uint64_t deadline)
         uint64_t left = deadline > gr_now_ms() ? deadline - gr_now_ms() : 0;
         snprintf(timeout, sizeof(timeout), "%llums", (unsigned long long)(left > 1000 ? left - 500 : left));
         snprintf(grace, sizeof(grace), "%llums", (unsigned long long)sl->grace);
-        char *argv[16];
+        char *argv[24];
         int argc = 0;
         argv[argc++] = (char *)"reap";
         argv[argc++] = (char *)"--yes";
@@ -234,10 +276,38 @@ static int run_epilog(struct slurm *sl, uint64_t deadline)
         argv[argc++] = (char *)sl->job;
         argv[argc++] = (char *)"--ended";
         argv[argc++] = (char *)"--all-users"; /* the job's processes are its user's; we are root */
+        if (sl->uid) { /* and nobody else's: a root daemon or another user's process that carries
+                        * the job's id in its environment is spared */
+                argv[argc++] = (char *)"--user";
+                argv[argc++] = (char *)sl->uid;
+        }
         argv[argc++] = (char *)"--timeout";
         argv[argc++] = timeout;
         argv[argc++] = (char *)"--grace";
         argv[argc++] = grace;
+        char nvml[32];
+        snprintf(nvml, sizeof(nvml), "%llums", (unsigned long long)nvml_budget(sl));
+        argv[argc++] = (char *)"--nvml-timeout";
+        argv[argc++] = nvml;
+        if (sl->blind_pids[0]) {
+                /* the driver could not be read: its holders by PID (--pid: no --ended, no --gpu) */
+                argc -= 0;
+                int k = 0;
+                char *keep[24];
+                for (int i = 0; i < argc; i++) {
+                        if (strcmp(argv[i], "--job") == 0) {
+                                i++; /* and its value */
+                                continue;
+                        }
+                        if (strcmp(argv[i], "--ended") == 0)
+                                continue;
+                        keep[k++] = argv[i];
+                }
+                keep[k++] = (char *)"--pid";
+                keep[k++] = sl->blind_pids;
+                keep[k] = NULL;
+                return cmd_reap(k, keep);
+        }
         if (sl->gpus[0]) {
                 argv[argc++] = (char *)"--gpu";
                 argv[argc++] = sl->gpus;
@@ -293,7 +363,11 @@ static int cmd_slurm(int argc, char **argv, bool epilog)
         if (no_stray_arguments(argc, argv, sl.cmd) < 0)
                 return EXIT_USAGE;
         uint64_t deadline = gr_now_ms() + sl.timeout;
+        sl.deadline = deadline;
         sl.job = getenv("SLURM_JOB_ID");
+        const char *ju = getenv("SLURM_JOB_UID");
+        uint64_t juv;
+        sl.uid = ju && gr_parse_u64(ju, &juv) == 0 && juv <= UINT32_MAX ? ju : NULL;
         gr_scope scope;
         if (!sl.job || gr_scope_parse(GR_SCOPE_SLURM_JOB, sl.job, &scope) < 0) {
                 error_msg("no valid SLURM_JOB_ID in the environment: run me as Slurm's %s", epilog ? "Epilog" : "Prolog");
@@ -307,9 +381,11 @@ static int cmd_slurm(int argc, char **argv, bool epilog)
         const char *uid = getenv("SLURM_JOB_UID");
         audit_log(LOG_INFO, "job %s (uid %s): GPUs %s", sl.job, uid ? uid : "?", sl.gpus[0] ? sl.gpus : "(those it holds)");
         if (epilog) {
-                if (!sl.gpus[0])
-                        gpus_of_scope(&sl, &scope);
-                if (!sl.gpus[0]) {
+                /* the driver's state and, without SLURM_JOB_GPUS, the GPUs the job holds */
+                gpus_of_scope(&sl, &scope);
+                if (sl.blind_pids[0])
+                        sl.gpus[0] = '\0'; /* the driver cannot say which GPU is which */
+                if (!sl.gpus[0] && !sl.blind_pids[0]) {
                         audit_log(LOG_INFO, "job %s: no GPU, nothing of it holds one", sl.job);
                         return EXIT_CLEAN;
                 }

@@ -80,14 +80,17 @@ int procev_read(int fd, procev_exit_fn on_exit, void *userdata, bool *ret_lost)
                             cn->len < offsetof(struct proc_event, event_data) ||
                             h->nlmsg_len < NLMSG_LENGTH(sizeof(struct cn_msg) + cn->len))
                                 continue;
-                        const struct proc_event *ev = (const struct proc_event *)cn->data;
-                        if (ev->what != PROC_EVENT_EXIT ||
-                            cn->len < offsetof(struct proc_event, event_data) + sizeof(ev->event_data.exit))
+                        /* the event follows a 20-byte header: copied out, to read it aligned */
+                        struct proc_event ev;
+                        memset(&ev, 0, sizeof(ev));
+                        memcpy(&ev, cn->data, cn->len < sizeof(ev) ? cn->len : sizeof(ev));
+                        if (ev.what != PROC_EVENT_EXIT ||
+                            cn->len < offsetof(struct proc_event, event_data) + sizeof(ev.event_data.exit))
                                 continue;
                         /* the process ends when its thread group leader does */
-                        if (ev->event_data.exit.process_pid != ev->event_data.exit.process_tgid)
+                        if (ev.event_data.exit.process_pid != ev.event_data.exit.process_tgid)
                                 continue;
-                        on_exit((pid_t)ev->event_data.exit.process_tgid, (int)ev->event_data.exit.exit_code, userdata);
+                        on_exit((pid_t)ev.event_data.exit.process_tgid, (int)ev.event_data.exit.exit_code, userdata);
                         n_exits++;
                 }
         }

@@ -5,7 +5,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "gpureap/act.h"
@@ -50,4 +52,38 @@ void self_plan_options_release(gr_plan_options *po)
         free((pid_t *)po->ancestors);
         po->ancestors = NULL;
         po->n_ancestors = 0;
+}
+
+/* A program or directory named by the environment that root is about to trust: an absolute
+ * path, owned by root, that nobody else can write. As another user, anything goes: it can only
+ * hurt itself. */
+int env_path_trusted(const char *var, const char *path)
+{
+        if (geteuid() != 0)
+                return 0;
+        struct stat st;
+        if (path[0] != '/' || stat(path, &st) < 0 || st.st_uid != 0 || (st.st_mode & (S_IWGRP | S_IWOTH))) {
+                error_msg("refusing %s '%s' as root: give an absolute path owned by root that others cannot write",
+                          var, path);
+                return -1;
+        }
+        return 0;
+}
+
+/* Before signalling: the processes gpureap judges must be this machine's, as its own /proc
+ * shows them. GPUREAP_PROC_ROOT names another tree (a recording, a container's bind mount of a
+ * host's /proc) whose PIDs are not ours to signal; GPUREAP_DEV_DIR decides which processes hold
+ * a GPU, so as root it must be root's. -1 (the message printed) when it may not go on. */
+int signalling_env_ok(const char *cmd)
+{
+        const char *pr = getenv("GPUREAP_PROC_ROOT");
+        if (pr && *pr && strcmp(pr, "/proc") != 0 && strcmp(pr, "/proc/") != 0) {
+                error_msg("%s signals the processes of this machine: not with GPUREAP_PROC_ROOT='%s' (a recorded "
+                          "or foreign /proc; its PIDs are not this /proc's)", cmd, pr);
+                return -1;
+        }
+        const char *dev = getenv("GPUREAP_DEV_DIR");
+        if (dev && *dev && env_path_trusted("GPUREAP_DEV_DIR", dev) < 0)
+                return -1;
+        return 0;
 }

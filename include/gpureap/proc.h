@@ -73,6 +73,8 @@ bool gr_maps_line_is_nvidia(const char *line, size_t len, const char *devdir, si
 /* Container id (first 12 of its 64 hex digits) named by a cgroup path (docker, containerd,
  * CRI-O, podman), and the Slurm job id ("job_42"); -ENOENT when the path names none. */
 int gr_cgroup_container_id(const char *cgroup, char *ret, size_t size);
+/* All 64 digits (size at least 65): what a --container id is matched against */
+int gr_cgroup_container_full_id(const char *cgroup, char *ret, size_t size);
 int gr_cgroup_slurm_job(const char *cgroup, char *ret, size_t size);
 
 /* The PID in GPUREAP_RUN_PID=N among NUL-separated environment strings, or 0 */

@@ -309,6 +309,12 @@ static void judge_root(const struct dx *x, const gr_process *r, gr_evidence_list
                  * the environment from a worker (a server it started) does not lead one */
                 judge(j, GR_JUDGE_UNSURE, GR_UNSURE, "carries a worker's environment (%s) but listens on :%u",
                       f.mark_text, f.own_port);
+        } else if (f.mark == MARK_ENV && !f.session_self && (f.session_alive || (f.group_alive && !f.group_self))) {
+                /* it inherited a worker's environment, and the session (or group) it runs in is
+                 * led by a live process: a helper that a running worker detached */
+                judge(j, GR_JUDGE_LIVE, GR_LIKELY, "carries a worker's environment (%s) and its %s leader %d (%s) is alive",
+                      f.mark_text, f.session_alive ? "session's" : "process group's",
+                      (int)(f.session_alive ? r->session : r->pgrp), comm_of(x, f.session_alive ? r->session : r->pgrp));
         } else if (f.mark == MARK_ENV) {
                 judge(j, GR_JUDGE_LEFTOVER, GR_SURE, "a worker (%s) whose launcher is gone", f.mark_text);
         } else if (f.cg == GR_CG_RUN && !f.run_alive) {

@@ -279,7 +279,8 @@ static bool is_hex(char c)
         return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
 }
 
-int gr_cgroup_container_id(const char *cgroup, char *ret, size_t size)
+/* the 64 hex digits of the container a cgroup path names, or NULL */
+static const char *container_id_at(const char *cgroup)
 {
         /* the last component that is, or ends in, a container runtime's id (64 hex digits, the
          * sha256 that docker, containerd, CRI-O and podman give): ".../docker-<id>.scope",
@@ -303,10 +304,26 @@ int gr_cgroup_container_id(const char *cgroup, char *ret, size_t size)
                         break;
                 p = e + 1;
         }
-        if (!best || size < 13)
+        return best;
+}
+
+int gr_cgroup_container_id(const char *cgroup, char *ret, size_t size)
+{
+        const char *id = container_id_at(cgroup);
+        if (!id || size < 13)
                 return -ENOENT;
-        memcpy(ret, best, 12);
+        memcpy(ret, id, 12);
         ret[12] = '\0';
+        return 0;
+}
+
+int gr_cgroup_container_full_id(const char *cgroup, char *ret, size_t size)
+{
+        const char *id = container_id_at(cgroup);
+        if (!id || size < 65)
+                return -ENOENT;
+        memcpy(ret, id, 64);
+        ret[64] = '\0';
         return 0;
 }
 

@@ -33,7 +33,7 @@ int gr_scope_parse(gr_scope_kind kind, const char *value, gr_scope *ret)
                         n--; /* "/a/b/" and "/a/b" name the same cgroup */
                 break;
         case GR_SCOPE_CONTAINER:
-                if (n < 12)
+                if (n < 12 || n > 64)
                         return -EINVAL; /* a shorter prefix names too many containers */
                 for (size_t i = 0; i < n; i++)
                         if (!((value[i] >= '0' && value[i] <= '9') || (value[i] >= 'a' && value[i] <= 'f')))
@@ -70,8 +70,21 @@ gr_scope_match gr_scope_contains(const gr_scope *sc, const gr_process *p)
                         return GR_SCOPE_IN;
                 if (cg && gr_cgroup_slurm_job(cg, name, sizeof(name)) == 0 && strcmp(name, sc->id) == 0)
                         return GR_SCOPE_IN;
-                if (p->env_read && strcmp(p->env.slurm_job_id, sc->id) == 0)
-                        return GR_SCOPE_ESCAPED; /* out of the job's cgroup, its environment kept */
+                /* out of the job's cgroup, its environment kept: an escapee, unless its cgroup
+                 * says it is another job's or a service's (an environment inherited from an old
+                 * job, or set by hand, says less than where the process runs) */
+                if (p->env_read && strcmp(p->env.slurm_job_id, sc->id) == 0) {
+                        if (cg && gr_cgroup_slurm_job(cg, name, sizeof(name)) == 0)
+                                return GR_SCOPE_OUT;
+                        gr_cgroup_kind k = cg ? gr_cgroup_manager(cg, name, sizeof(name)) : GR_CG_NONE;
+                        /* slurmd's own service is where a job's processes run without job
+                         * cgroups (proctrack/linuxproc): escapees stay there */
+                        bool slurmd = k == GR_CG_SERVICE && (strncmp(name, "slurmd", 6) == 0 || strncmp(name, "slurmstepd", 10) == 0);
+                        if (!slurmd && (k == GR_CG_SLURM || k == GR_CG_SERVICE || k == GR_CG_POD ||
+                                        k == GR_CG_CONTAINER || k == GR_CG_RUN))
+                                return GR_SCOPE_OUT;
+                        return GR_SCOPE_ESCAPED;
+                }
                 return GR_SCOPE_OUT;
         case GR_SCOPE_CGROUP: {
                 size_t n = strlen(sc->id);
@@ -80,12 +93,11 @@ gr_scope_match gr_scope_contains(const gr_scope *sc, const gr_process *p)
                 return GR_SCOPE_OUT;
         }
         case GR_SCOPE_CONTAINER:
-                if (cg && gr_cgroup_container_id(cg, name, sizeof(name)) == 0) {
-                        /* the path gives 12 digits; an id given longer matches on them */
-                        size_t k = strlen(name) < strlen(sc->id) ? strlen(name) : strlen(sc->id);
-                        if (strncmp(name, sc->id, k) == 0)
-                                return GR_SCOPE_IN;
-                }
+                /* every digit given must match (12 at least): two containers that share the
+                 * first 12 are told apart by the id given whole */
+                if (cg && gr_cgroup_container_full_id(cg, name, sizeof(name)) == 0 &&
+                    strncmp(name, sc->id, strlen(sc->id)) == 0)
+                        return GR_SCOPE_IN;
                 return GR_SCOPE_OUT;
         case GR_SCOPE_POD:
                 if (cg && gr_cgroup_manager(cg, name, sizeof(name)) == GR_CG_POD && strcmp(name, sc->id) == 0)
