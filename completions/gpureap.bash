@@ -47,8 +47,8 @@ _gpureap()
         wait) opts="--gpu --free --timeout --job --cgroup --container --pod --nvml-timeout --help" ;;
         run) opts="--grace --max-time --ready-port --ready-log --ready-timeout --stall-timeout --drain-timeout --no-cgroup --quiet --help --" ;;
         reset) opts="--gpu --yes --stop-monitors --timeout --help" ;;
-        check) opts="--format --gpu --nvml-timeout --help" ;;
-        metrics) opts="--textfile --gpu --nvml-timeout --help" ;;
+        check) opts="--format --gpu --nvml-timeout --replay --help" ;;
+        metrics) opts="--textfile --gpu --nvml-timeout --replay --help" ;;
         serve) opts="--socket --group --interval --listen --nvml-timeout --help" ;;
         slurm-prolog | slurm-epilog) opts="--drain --gpus --timeout --grace --scontrol --node --help" ;;
         esac

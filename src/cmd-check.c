@@ -15,7 +15,7 @@
 static void check_usage(FILE *f)
 {
         fprintf(f,
-                "usage: gpureap check [--format nagios|npd] [--gpu SEL] [--nvml-timeout DUR]\n"
+                "usage: gpureap check [--format nagios|npd] [--gpu SEL] [--nvml-timeout DUR] [--replay FILE]\n"
                 "\n"
                 "One line for a health framework, and its exit code. Busy GPUs are fine; leftovers,\n"
                 "stale memory and a driver that does not answer are problems (docs/integrations.md).\n"
@@ -26,7 +26,8 @@ static void check_usage(FILE *f)
                 "  --format npd     a node-problem-detector custom plugin: 0 OK, 1 problem (critical),\n"
                 "                   2 unknown; the message fits in 80 characters\n"
                 "  --gpu SEL        only these GPUs\n"
-                "  --nvml-timeout   how long the driver gets (default 5s)\n");
+                "  --nvml-timeout   how long the driver gets (default 5s)\n"
+                "  --replay FILE    judge a snapshot recorded with 'gpureap status --json'\n");
 }
 
 /* a bad command line is the check's own failure: UNKNOWN for Nagios, "other" (unknown) for
@@ -41,18 +42,23 @@ int cmd_check(int argc, char **argv)
                 { "format", required_argument, NULL, 'f' },
                 { "gpu", required_argument, NULL, 'g' },
                 { "nvml-timeout", required_argument, NULL, 't' },
+                { "replay", required_argument, NULL, 'r' },
                 { "help", no_argument, NULL, 'h' },
                 { NULL, 0, NULL, 0 },
         };
         bool npd = false;
+        const char *replay = NULL;
         char gpus[1024] = "";
         gr_snapshot_options so = { 0 };
         if (nvml_timeout_from_env(&so.gpu.timeout_ms) < 0)
                 return CHECK_USAGE;
         optind = 1;
         int c;
-        while ((c = getopt_long(argc, argv, "+f:g:t:h", opts, NULL)) != -1) {
+        while ((c = getopt_long(argc, argv, "+f:g:t:r:h", opts, NULL)) != -1) {
                 switch (c) {
+                case 'r':
+                        replay = optarg;
+                        break;
                 case 'f':
                         if (strcmp(optarg, "npd") == 0)
                                 npd = true;
@@ -84,7 +90,17 @@ int cmd_check(int argc, char **argv)
         gr_snapshot *s = NULL;
         gr_diagnosis *d = NULL;
         unsigned n_sel = 0;
-        int r = gr_snapshot_take(&so, &s);
+        int r;
+        if (replay) {
+                char err[512];
+                if (snapshot_from_json(replay, &s, err, sizeof(err)) < 0) {
+                        error_msg("%s", err);
+                        return CHECK_USAGE;
+                }
+                r = 0;
+        } else {
+                r = gr_snapshot_take(&so, &s);
+        }
         if (r < 0) {
                 summary_say(&m, SUMMARY_UNKNOWN, "cannot take a snapshot: %s", strerror(-r));
         } else if (s->gpu->status == GR_GPU_NO_LIBRARY) {

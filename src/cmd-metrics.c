@@ -18,14 +18,15 @@
 static void metrics_usage(FILE *f)
 {
         fprintf(f,
-                "usage: gpureap metrics [--textfile FILE] [--gpu SEL] [--nvml-timeout DUR]\n"
+                "usage: gpureap metrics [--textfile FILE] [--gpu SEL] [--nvml-timeout DUR] [--replay FILE]\n"
                 "\n"
                 "The GPUs' memory, holders by role, leftovers by kind, per-process memory and the last\n"
                 "reap's result, in the Prometheus text format (docs/integrations.md).\n"
                 "\n"
                 "  --textfile FILE  write FILE atomically (for node_exporter --collector.textfile.directory)\n"
                 "  --gpu SEL        only these GPUs\n"
-                "  --nvml-timeout   how long the driver gets (default 5s)\n");
+                "  --nvml-timeout   how long the driver gets (default 5s)\n"
+                "  --replay FILE    the metrics of a snapshot recorded with 'gpureap status --json'\n");
 }
 
 /* A label value: backslash, double quote and newline escaped, other control bytes dropped */
@@ -235,7 +236,8 @@ void metrics_render(FILE *f, const gr_snapshot *s, const gr_diagnosis *d, const 
                         }
         }
         struct last_reap lr = { 0 };
-        read_last_reap(&lr);
+        if (!s->replayed)
+                read_last_reap(&lr); /* this machine's last reap says nothing about a recording */
         if (rep->status == GR_GPU_OK && d) {
                 uint64_t count[GR_GPUS_MAX][K_COUNT] = { { 0 } }, bytes[GR_GPUS_MAX][K_COUNT] = { { 0 } };
                 for (unsigned i = 0; i < rep->n_gpus && i < GR_GPUS_MAX; i++)
@@ -327,19 +329,21 @@ int cmd_metrics(int argc, char **argv)
                 { "textfile", required_argument, NULL, 'o' },
                 { "gpu", required_argument, NULL, 'g' },
                 { "nvml-timeout", required_argument, NULL, 't' },
+                { "replay", required_argument, NULL, 'r' },
                 { "help", no_argument, NULL, 'h' },
                 { NULL, 0, NULL, 0 },
         };
-        const char *textfile = NULL;
+        const char *textfile = NULL, *replay = NULL;
         char gpus[1024] = "";
         gr_snapshot_options so = { 0 };
         if (nvml_timeout_from_env(&so.gpu.timeout_ms) < 0)
                 return EXIT_USAGE;
         optind = 1;
         int c;
-        while ((c = getopt_long(argc, argv, "+o:g:t:h", opts, NULL)) != -1) {
+        while ((c = getopt_long(argc, argv, "+o:g:t:r:h", opts, NULL)) != -1) {
                 switch (c) {
                 case 'o': textfile = optarg; break;
+                case 'r': replay = optarg; break;
                 case 'g':
                         if (gpu_option_append(gpus, sizeof(gpus), optarg) < 0)
                                 return EXIT_USAGE;
@@ -365,8 +369,14 @@ int cmd_metrics(int argc, char **argv)
         struct gpu_selection sel = { .list = gpus[0] ? gpus : NULL };
         gr_snapshot *s = NULL;
         gr_diagnosis *d = NULL;
-        int r = gr_snapshot_take(&so, &s);
-        if (r < 0) {
+        int r;
+        if (replay) {
+                char err[512];
+                if (snapshot_from_json(replay, &s, err, sizeof(err)) < 0) {
+                        error_msg("%s", err);
+                        return EXIT_USAGE;
+                }
+        } else if ((r = gr_snapshot_take(&so, &s)) < 0) {
                 error_msg("cannot take a snapshot: %s", strerror(-r));
                 return EXIT_DRIVER;
         }
