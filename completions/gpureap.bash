@@ -25,6 +25,10 @@ _gpureap()
                 COMPREPLY=($(compgen -W "auto always never" -- "$cur"))
                 return
         fi
+        if [ "$cmd" = run ] && [ "$prev" = --json ]; then
+                COMPREPLY=($(compgen -f -- "$cur"))
+                return
+        fi
         case $prev in
         --replay | --textfile)
                 COMPREPLY=($(compgen -f -- "$cur"))
@@ -44,8 +48,8 @@ _gpureap()
         case $cmd in
         "" | status) opts="--json --why --wide --color --gpu --replay --direct --job --cgroup --container --pod --nvml-timeout --help" ;;
         reap) opts="--dry-run --direct --yes --json --gpu --pid --likely --all --tree --user --all-users --grace --timeout --job --cgroup --container --pod --ended --nvml-timeout --help" ;;
-        wait) opts="--gpu --free --timeout --job --cgroup --container --pod --nvml-timeout --help" ;;
-        run) opts="--grace --max-time --ready-port --ready-log --ready-timeout --stall-timeout --drain-timeout --no-cgroup --quiet --help --" ;;
+        wait) opts="--gpu --free --timeout --json --job --cgroup --container --pod --nvml-timeout --help" ;;
+        run) opts="--grace --max-time --ready-port --ready-log --ready-timeout --stall-timeout --drain-timeout --no-cgroup --quiet --json --help --" ;;
         reset) opts="--gpu --yes --stop-monitors --timeout --help" ;;
         check) opts="--format --gpu --nvml-timeout --replay --help" ;;
         metrics) opts="--textfile --gpu --nvml-timeout --replay --help" ;;

@@ -463,6 +463,7 @@ static void emit_json(struct reap *r, int code)
 {
         if (!r->json || !r->out)
                 return;
+        json_object_object_add(r->out, "elapsed_ms", json_object_new_int64((int64_t)(gr_now_ms() - r->t0)));
         json_object_object_add(r->out, "exit_code", json_object_new_int(code));
         puts(json_object_to_json_string_ext(r->out, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED |
                                                             JSON_C_TO_STRING_NOSLASHESCAPE));

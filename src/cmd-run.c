@@ -6,11 +6,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <json-c/json.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <regex.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <syslog.h>
@@ -28,6 +30,7 @@ enum {
         EXIT_NOT_READY = 121, /* --ready-port/--ready-log not seen within --ready-timeout */
         EXIT_STALLED = 122,   /* no output and no CPU progress for --stall-timeout */
         EXIT_MAX_TIME = 124,  /* --max-time, as timeout(1) */
+        EXIT_RUN_FAILED = 125, /* gpureap itself failed (pipes, fork), as timeout(1) and env(1) */
         EXIT_CANNOT_EXEC = 126,
         EXIT_NOT_FOUND = 127,
 };
@@ -52,9 +55,12 @@ static void run_usage(FILE *f)
                 "  --drain-timeout DUR  how long to wait for the GPU memory at the end (default 30s)\n"
                 "  --no-cgroup          do not create a cgroup (the subreaper alone finds the tree)\n"
                 "  --quiet              no summary line\n"
+                "  --json FILE          write the result as JSON to FILE at the end ('-': stdout, after\n"
+                "                       the command's output): how it ended, what was ended, the drain\n"
                 "\n"
                 "exit status: the command's (128+N when a signal N ended it; 143 when gpureap got TERM),\n"
-                "121 not ready, 122 stalled, 124 max time, 126 cannot execute, 127 not found, 2 usage\n");
+                "121 not ready, 122 stalled, 124 max time, 125 gpureap failed, 126 cannot execute,\n"
+                "127 not found, 2 usage\n");
 }
 
 struct run {
@@ -62,6 +68,7 @@ struct run {
         uint64_t grace, max_time, ready_timeout, stall_timeout, drain_timeout;
         int ready_port;
         bool ready_log_set, no_cgroup, quiet;
+        const char *json_path;
         regex_t ready_re;
         char cgroup[4096];
         pid_t child;
@@ -447,6 +454,76 @@ static bool gpus_back(const gr_snapshot *s, const gr_diagnosis *d, void *userdat
         return true;
 }
 
+/* --json FILE: how the run ended, what was ended, the drain; docs/json-schema.md */
+static void write_result(const struct run *r, int code, const char *ended, const char *run_error, int got_signal,
+                         const int *child_status, uint64_t end_ms, int drain_met, uint64_t drain_ms)
+{
+        json_object *o = json_object_new_object();
+        json_object_object_add(o, "schema_version", json_object_new_int(JSON_SCHEMA_VERSION));
+        json_object_object_add(o, "command", json_object_new_string("run"));
+        json_object *argv = json_object_new_array();
+        for (char **a = r->cmd; *a; a++) {
+                char *safe = strdup(*a);
+                if (!safe)
+                        continue;
+                gr_text_sanitize(safe); /* valid UTF-8, no control characters, as every string */
+                json_object_array_add(argv, json_object_new_string(safe));
+                free(safe);
+        }
+        json_object_object_add(o, "argv", argv);
+        json_object_object_add(o, "pid", r->child > 0 ? json_object_new_int(r->child) : NULL);
+        json_object_object_add(o, "elapsed_ms", json_object_new_int64(now_ms_since(r)));
+        json_object_object_add(o, "ended", json_object_new_string(ended ? ended : "gpureap_failed"));
+        bool exited = child_status && WIFEXITED(*child_status), signalled = child_status && WIFSIGNALED(*child_status);
+        json_object_object_add(o, "command_exit_status", exited ? json_object_new_int(WEXITSTATUS(*child_status)) : NULL);
+        json_object_object_add(o, "command_signal", signalled ? json_object_new_int(WTERMSIG(*child_status)) : NULL);
+        json_object_object_add(o, "gpureap_signal", got_signal ? json_object_new_int(got_signal) : NULL);
+        json_object_object_add(o, "gpureap_error", run_error ? json_object_new_string(run_error) : NULL);
+        json_object_object_add(o, "cgroup", r->cgroup[0] ? json_object_new_string(r->cgroup) : NULL);
+        json_object *lo = json_object_new_object();
+        json_object_object_add(lo, "ended", json_object_new_int64(r->killed_term));
+        json_object_object_add(lo, "needed_sigkill", json_object_new_int64(r->killed_kill));
+        json_object_object_add(lo, "orphans_reaped", json_object_new_int64(r->reaped_orphans));
+        json_object_object_add(lo, "teardown_ms", json_object_new_int64((int64_t)end_ms));
+        json_object_object_add(o, "leftovers", lo);
+        json_object *minors = json_object_new_array();
+        for (unsigned m = 0; m < 64; m++)
+                if (r->gpu_minors >> m & 1)
+                        json_object_array_add(minors, json_object_new_int(m));
+        json_object_object_add(o, "gpu_minors", minors);
+        json_object *dr = NULL;
+        if (r->gpu_minors) {
+                dr = json_object_new_object();
+                json_object_object_add(dr, "memory_back", drain_met < 0 ? NULL : json_object_new_boolean(drain_met));
+                json_object_object_add(dr, "elapsed_ms", drain_met < 0 ? NULL : json_object_new_int64((int64_t)drain_ms));
+                json_object_object_add(dr, "timeout_ms", json_object_new_int64((int64_t)r->drain_timeout));
+        }
+        json_object_object_add(o, "drain", dr);
+        json_object_object_add(o, "exit_code", json_object_new_int(code));
+        const char *text = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED |
+                                                                 JSON_C_TO_STRING_NOSLASHESCAPE);
+        if (strcmp(r->json_path, "-") == 0) {
+                puts(text);
+                fflush(stdout);
+        } else {
+                /* written whole, then renamed: a reader never sees half a result */
+                char tmp[4096];
+                int fd = -1;
+                if (snprintf(tmp, sizeof(tmp), "%s.%d.tmp", r->json_path, (int)getpid()) < (int)sizeof(tmp))
+                        fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
+                size_t len = strlen(text);
+                bool ok = fd >= 0 && write(fd, text, len) == (ssize_t)len && write(fd, "\n", 1) == 1 && fsync(fd) == 0;
+                if (fd >= 0 && close(fd) != 0)
+                        ok = false;
+                if (!ok || rename(tmp, r->json_path) < 0) {
+                        error_msg("cannot write '%s': %s", r->json_path, strerror(errno));
+                        if (fd >= 0)
+                                unlink(tmp);
+                }
+        }
+        json_object_put(o);
+}
+
 int cmd_run(int argc, char **argv)
 {
         static const struct option opts[] = {
@@ -459,14 +536,22 @@ int cmd_run(int argc, char **argv)
                 { "drain-timeout", required_argument, NULL, 'D' },
                 { "no-cgroup", no_argument, NULL, 'C' },
                 { "quiet", no_argument, NULL, 'q' },
+                { "json", required_argument, NULL, 'j' },
                 { "help", no_argument, NULL, 'h' },
                 { NULL, 0, NULL, 0 },
         };
         struct run r = { .grace = 5000, .drain_timeout = 30000, .out_fd = -1, .err_fd = -1, .sigfd = -1 };
         optind = 1;
         int c;
-        while ((c = getopt_long(argc, argv, "+G:M:p:l:R:S:D:Cqh", opts, NULL)) != -1) {
+        while ((c = getopt_long(argc, argv, "+G:M:p:l:R:S:D:Cqj:h", opts, NULL)) != -1) {
                 switch (c) {
+                case 'j':
+                        if (!optarg[0]) {
+                                error_msg("--json needs a file name ('-' for stdout)");
+                                return EXIT_USAGE;
+                        }
+                        r.json_path = optarg;
+                        break;
                 case 'G': if (parse_duration_option(optarg, &r.grace, true) < 0) return EXIT_USAGE; break;
                 case 'M': if (parse_duration_option(optarg, &r.max_time, false) < 0) return EXIT_USAGE; break;
                 case 'R': if (parse_duration_option(optarg, &r.ready_timeout, false) < 0) return EXIT_USAGE; break;
@@ -535,7 +620,7 @@ int cmd_run(int argc, char **argv)
         if ((pipe_output && (pipe2(outp, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0)) ||
             pipe2(execp, O_CLOEXEC) < 0) {
                 error_msg("cannot create pipes: %s", strerror(errno));
-                return EXIT_DRIVER;
+                return EXIT_RUN_FAILED;
         }
         r.start_ms = r.last_activity_ms = r.stall_check_ms = gr_now_ms();
         char gpid[32];
@@ -543,7 +628,7 @@ int cmd_run(int argc, char **argv)
         r.child = fork();
         if (r.child < 0) {
                 error_msg("cannot fork: %s", strerror(errno));
-                return EXIT_DRIVER;
+                return EXIT_RUN_FAILED;
         }
         if (r.child == 0) {
                 setsid();
@@ -575,16 +660,18 @@ int cmd_run(int argc, char **argv)
 
         int child_status = 0, code = -1, got_signal = 0;
         bool child_done = false;
-        const char *why = NULL;
+        const char *why = NULL, *ended = NULL;
         if (en == (ssize_t)sizeof(exec_errno)) {
                 error_msg("cannot run '%s': %s", r.cmd[0], strerror(exec_errno));
                 code = exec_errno == ENOENT ? EXIT_NOT_FOUND : EXIT_CANNOT_EXEC;
+                ended = exec_errno == ENOENT ? "not_found" : "cannot_execute";
         }
         uint64_t next_sample = r.start_ms + 50, next_port = r.start_ms;
         while (code < 0 && !child_done) {
                 uint64_t now = gr_now_ms();
                 if (r.max_time && now - r.start_ms >= r.max_time) {
                         why = "the maximum time passed";
+                        ended = "max_time";
                         code = EXIT_MAX_TIME;
                         break;
                 }
@@ -596,6 +683,7 @@ int cmd_run(int argc, char **argv)
                         if (!r.ready && now - r.start_ms >= r.ready_timeout) {
                                 diagnose_tree(&r, "not ready in time");
                                 why = "not ready in time";
+                                ended = "not_ready";
                                 code = EXIT_NOT_READY;
                                 break;
                         }
@@ -609,6 +697,7 @@ int cmd_run(int argc, char **argv)
                         if (now - r.last_activity_ms >= r.stall_timeout) {
                                 diagnose_tree(&r, "stalled: no output and no CPU time");
                                 why = "stalled";
+                                ended = "stalled";
                                 code = EXIT_STALLED;
                                 break;
                         }
@@ -661,18 +750,29 @@ int cmd_run(int argc, char **argv)
                 if (p[1].revents)
                         pump(&r, r.err_fd, STDERR_FILENO);
         }
+        uint64_t end_t0 = gr_now_ms();
         end_tree(&r, &child_status, &child_done);
+        uint64_t end_ms = gr_now_ms() - end_t0;
+        const char *run_error = NULL;
         if (code < 0) {
-                if (got_signal)
+                if (got_signal) {
                         code = 128 + got_signal;
-                else if (child_done)
+                        ended = "gpureap_signalled";
+                } else if (child_done) {
                         code = WIFEXITED(child_status) ? WEXITSTATUS(child_status) : 128 + WTERMSIG(child_status);
-                else
-                        code = EXIT_DRIVER;
+                        ended = WIFEXITED(child_status) ? "exit" : "signal";
+                } else {
+                        /* the loop ends only with the command done, a signal or a watchdog */
+                        code = EXIT_RUN_FAILED;
+                        ended = "gpureap_failed";
+                        run_error = "the command's end was not seen";
+                }
         }
 
         /* the GPUs the tree used: wait until the driver has their memory back */
         char gpu_note[256] = "";
+        int drain_met = -1; /* -1: nothing to wait for, or the driver could not be read */
+        uint64_t drain_ms = 0;
         if (r.gpu_minors) {
                 gr_snapshot_options so = { 0 };
                 nvml_timeout_from_env(&so.gpu.timeout_ms);
@@ -683,6 +783,8 @@ int cmd_run(int argc, char **argv)
                 bool met = false;
                 uint64_t t0 = gr_now_ms();
                 if (wait_until(&w, gpus_back, &dc, &s, &d, &met) == 0) {
+                        drain_met = met;
+                        drain_ms = gr_now_ms() - t0;
                         snprintf(gpu_note, sizeof(gpu_note), "; GPU memory %s in %llu ms",
                                  met ? "back" : "NOT back", (unsigned long long)(gr_now_ms() - t0));
                         if (!met) {
@@ -706,6 +808,9 @@ int cmd_run(int argc, char **argv)
                         r.killed_term == 1 ? "" : "es", r.killed_kill, r.reaped_orphans, gpu_note,
                         r.cgroup[0] || (!r.cgroup_tried && !r.no_cgroup) ? "" : "; no cgroup (subreaper only)");
         }
+        if (r.json_path)
+                write_result(&r, code, ended, run_error, got_signal, child_done ? &child_status : NULL, end_ms,
+                             drain_met, drain_ms);
         if (r.ready_log_set)
                 regfree(&r.ready_re);
         free(r.sampled);

@@ -1,5 +1,6 @@
 /* gpureap wait: block until the selected GPUs are clean, or have enough memory free */
 #include <getopt.h>
+#include <json-c/json.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -10,7 +11,7 @@
 static void wait_usage(FILE *f)
 {
         fprintf(f,
-                "usage: gpureap wait [--gpu SEL[,SEL...]] [--free SIZE|PERCENT%%] [--timeout DURATION]\n"
+                "usage: gpureap wait [--gpu SEL[,SEL...]] [--free SIZE|PERCENT%%] [--timeout DURATION] [--json]\n"
                 "\n"
                 "Wait until every selected GPU is clean (memory back at baseline, nothing holds it but\n"
                 "monitors), or with --free until each has that much memory free: the gate before a\n"
@@ -23,6 +24,8 @@ static void wait_usage(FILE *f)
                 "  --free SIZE        e.g. 40GiB, or 90%% of the GPU's total memory\n"
                 "  --timeout DUR      give up after this long (default 60s; 0: look once)\n"
                 "  --nvml-timeout DUR how long the driver gets for each call (default 5s)\n"
+                "  --json             the result as JSON on stdout: the condition, whether it held,\n"
+                "                     how long it took, the last look (docs/json-schema.md)\n"
                 "\n"
                 "exit codes: 0 the condition holds, 1 timeout (what still holds memory is printed),\n"
                 "2 usage error, 3 GPU or driver failure\n");
@@ -103,10 +106,12 @@ int cmd_wait(int argc, char **argv)
                 { "cgroup", required_argument, NULL, OPT_CGROUP },
                 { "container", required_argument, NULL, OPT_CONTAINER },
                 { "pod", required_argument, NULL, OPT_POD },
+                { "json", no_argument, NULL, 'j' },
                 { "help", no_argument, NULL, 'h' },
                 { NULL, 0, NULL, 0 },
         };
         struct wait_args a = { 0 };
+        bool json = false;
         char gpus[1024] = "";
         gr_snapshot_options so = { 0 };
         uint64_t timeout = 60000;
@@ -114,8 +119,11 @@ int cmd_wait(int argc, char **argv)
                 return EXIT_USAGE;
         optind = 1;
         int c;
-        while ((c = getopt_long(argc, argv, "+g:f:T:t:h", opts, NULL)) != -1) {
+        while ((c = getopt_long(argc, argv, "+g:f:T:t:jh", opts, NULL)) != -1) {
                 switch (c) {
+                case 'j':
+                        json = true;
+                        break;
                 case 'g':
                         if (gpu_option_append(gpus, sizeof(gpus), optarg) < 0)
                                 return EXIT_USAGE;
@@ -170,12 +178,14 @@ int cmd_wait(int argc, char **argv)
                 return EXIT_USAGE;
         a.sel.list = gpus[0] ? gpus : NULL;
         a.sel.scope = &a.scope;
-        bool tty = isatty(STDERR_FILENO);
+        bool tty = isatty(STDERR_FILENO) && !json;
         struct wait_spec w = { .so = &so, .timeout_ms = timeout, .progress = tty ? progress : NULL };
         gr_snapshot *s = NULL;
         gr_diagnosis *d = NULL;
         bool met = false;
+        uint64_t t0 = gr_now_ms();
         int r = wait_until(&w, cond, &a, &s, &d, &met);
+        uint64_t waited = gr_now_ms() - t0;
         if (tty)
                 fprintf(stderr, "\r\033[K");
         if (r < 0) {
@@ -198,8 +208,28 @@ int cmd_wait(int argc, char **argv)
                         unknown |= gpu_selected(&a.sel, &s->gpu->gpus[i]) && d->gpus[i].state == GR_GPU_UNKNOWN;
                 error_msg("timeout after %.1fs: %s", (double)timeout / 1000,
                           a.free_set ? "not enough memory free" : "not clean");
-                render_status_table(stderr, s, d, &a.sel, &(struct table_options){ .width = terminal_width(STDERR_FILENO) });
+                if (!json)
+                        render_status_table(stderr, s, d, &a.sel, &(struct table_options){ .width = terminal_width(STDERR_FILENO) });
                 code = unknown ? EXIT_DRIVER : EXIT_NOT_CLEAN;
+        }
+        if (json) {
+                json_object *o = json_object_new_object();
+                json_object_object_add(o, "schema_version", json_object_new_int(JSON_SCHEMA_VERSION));
+                json_object_object_add(o, "command", json_object_new_string("wait"));
+                json_object *cnd = json_object_new_object();
+                json_object_object_add(cnd, "kind", json_object_new_string(a.free_set ? "free" : "clean"));
+                json_object_object_add(cnd, "free_bytes", a.free_set && !a.free_percent ? json_object_new_int64((int64_t)a.free_bytes) : NULL);
+                json_object_object_add(cnd, "free_percent", a.free_percent ? json_object_new_int(a.free_percent) : NULL);
+                json_object_object_add(o, "condition", cnd);
+                json_object_object_add(o, "timeout_ms", json_object_new_int64((int64_t)timeout));
+                json_object_object_add(o, "met", json_object_new_boolean(code == EXIT_CLEAN));
+                json_object_object_add(o, "waited_ms", json_object_new_int64((int64_t)waited));
+                json_object_object_add(o, "exit_code", json_object_new_int(code));
+                /* the last look, as 'status --json' gives it: what still holds, when it did not hold */
+                json_object_object_add(o, "status", status_json(s, d, &a.sel));
+                puts(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED |
+                                                               JSON_C_TO_STRING_NOSLASHESCAPE));
+                json_object_put(o);
         }
         gr_diagnosis_free(d);
         gr_snapshot_free(s);

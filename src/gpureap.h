@@ -111,6 +111,8 @@ struct table_options {
 /* opt NULL: no colour, no limit */
 int render_status_table(FILE *f, const gr_snapshot *s, const gr_diagnosis *d,
                         const struct gpu_selection *sel, const struct table_options *opt);
+/* the status object (--json) of a snapshot, for a command's result to embed */
+struct json_object *status_json(const gr_snapshot *s, const gr_diagnosis *d, const struct gpu_selection *sel);
 int render_status_json(FILE *f, const gr_snapshot *s, const gr_diagnosis *d,
                        const struct gpu_selection *sel);
 /* A snapshot recorded with 'gpureap status --json' (schema 1 or 2), for --replay: a regular

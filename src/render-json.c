@@ -372,8 +372,7 @@ static json_object *finding_json(const gr_snapshot *s, const gr_diagnosis *d, co
         return o;
 }
 
-int render_status_json(FILE *f, const gr_snapshot *s, const gr_diagnosis *d,
-                       const struct gpu_selection *sel)
+struct json_object *status_json(const gr_snapshot *s, const gr_diagnosis *d, const struct gpu_selection *sel)
 {
         json_object *root = json_object_new_object();
         add(root, "schema_version", json_object_new_int(JSON_SCHEMA_VERSION));
@@ -454,7 +453,13 @@ int render_status_json(FILE *f, const gr_snapshot *s, const gr_diagnosis *d,
         add(root, "findings", d ? findings : NULL);
         if (!d)
                 json_object_put(findings);
+        return root;
+}
 
+int render_status_json(FILE *f, const gr_snapshot *s, const gr_diagnosis *d,
+                       const struct gpu_selection *sel)
+{
+        json_object *root = status_json(s, d, sel);
         fputs(json_object_to_json_string_ext(root, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED |
                                                            JSON_C_TO_STRING_NOSLASHESCAPE), f);
         fputc('\n', f);
