@@ -9,7 +9,8 @@ R=$(dirname "$TESTLIB")/../fixtures/h200-2026-12-03
 
 # every recording: the same judgement, confidence and role for each holder, the same findings
 n=0
-for f in "$R"/*.json "$R"/scenarios/*.status.json; do
+B=$(dirname "$TESTLIB")/../fixtures/h200-2026-12-03-b # the afternoon's, with the threaded NVML helper
+for f in "$R"/*.json "$R"/scenarios/*.status.json "$B"/*.json "$B"/scenarios/*.status.json; do
         gr status --replay "$f" --json
         [ "$RC" -le 1 ] || fail "replay of $f: exit $RC"
         cp "$T/out" "$T/replayed.json"
@@ -20,7 +21,7 @@ for f in "$R"/*.json "$R"/scenarios/*.status.json; do
         [ "$want" = "$got" ] || fail "$(basename "$f"): live said $want, the replay says $got"
         n=$((n + 1))
 done
-[ $n -ge 15 ] || fail "only $n recordings"
+[ $n -ge 36 ] || fail "only $n recordings"
 ok "$n recordings: the replay gives the verdicts gpureap gave live"
 
 pid_of_rec() { awk -v r="$2" '$1 == r {print $2}' "$R/scenarios/$1.pids"; }
