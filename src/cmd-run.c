@@ -51,6 +51,9 @@ static void run_usage(FILE *f)
                 "  --ready-log REGEX    ready once a line of its output matches (extended regex)\n"
                 "  --ready-timeout DUR  not ready by then: diagnose the tree, end it (exit 121;\n"
                 "                       default 10m with --ready-*)\n"
+                "  --ready-file FILE    create FILE once ready (removed at the end); readiness also\n"
+                "                       goes to systemd (READY=1 to $NOTIFY_SOCKET, Type=notify):\n"
+                "                       once started, or with --ready-* once that is seen\n"
                 "  --stall-timeout DUR  no output and no CPU time for that long: diagnose, end (122)\n"
                 "  --drain-timeout DUR  how long to wait for the GPU memory at the end (default 30s)\n"
                 "  --no-cgroup          do not create a cgroup (the subreaper alone finds the tree)\n"
@@ -69,6 +72,8 @@ struct run {
         int ready_port;
         bool ready_log_set, no_cgroup, quiet;
         const char *json_path;
+        const char *ready_file;
+        bool announced;
         regex_t ready_re;
         char cgroup[4096];
         pid_t child;
@@ -454,6 +459,34 @@ static bool gpus_back(const gr_snapshot *s, const gr_diagnosis *d, void *userdat
         return true;
 }
 
+/* Ready: told once, to systemd and to --ready-file (written whole, then renamed) */
+static void announce_ready(struct run *r)
+{
+        if (r->announced)
+                return;
+        r->announced = true;
+        char msg[320];
+        snprintf(msg, sizeof(msg), "READY=1\nMAINPID=%d\nSTATUS=running %.200s", (int)getpid(), r->cmd[0]);
+        sd_notify_send(msg);
+        if (!r->ready_file)
+                return;
+        char tmp[4096];
+        int fd = -1;
+        if (snprintf(tmp, sizeof(tmp), "%s.%d.tmp", r->ready_file, (int)getpid()) < (int)sizeof(tmp))
+                fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
+        char line[64];
+        int n = snprintf(line, sizeof(line), "ready %d %lld\n", (int)r->child, (long long)now_ms_since(r));
+        bool ok = fd >= 0 && write(fd, line, (size_t)n) == n;
+        if (fd >= 0 && close(fd) != 0)
+                ok = false;
+        if (!ok || rename(tmp, r->ready_file) < 0) {
+                error_msg("cannot write '%s': %s", r->ready_file, strerror(errno));
+                if (fd >= 0)
+                        unlink(tmp);
+                r->ready_file = NULL; /* nothing of ours to remove at the end */
+        }
+}
+
 /* --json FILE: how the run ended, what was ended, the drain; docs/json-schema.md */
 static void write_result(const struct run *r, int code, const char *ended, const char *run_error, int got_signal,
                          const int *child_status, uint64_t end_ms, int drain_met, uint64_t drain_ms)
@@ -537,14 +570,22 @@ int cmd_run(int argc, char **argv)
                 { "no-cgroup", no_argument, NULL, 'C' },
                 { "quiet", no_argument, NULL, 'q' },
                 { "json", required_argument, NULL, 'j' },
+                { "ready-file", required_argument, NULL, 'F' },
                 { "help", no_argument, NULL, 'h' },
                 { NULL, 0, NULL, 0 },
         };
         struct run r = { .grace = 5000, .drain_timeout = 30000, .out_fd = -1, .err_fd = -1, .sigfd = -1 };
         optind = 1;
         int c;
-        while ((c = getopt_long(argc, argv, "+G:M:p:l:R:S:D:Cqj:h", opts, NULL)) != -1) {
+        while ((c = getopt_long(argc, argv, "+G:M:p:l:R:S:D:Cqj:F:h", opts, NULL)) != -1) {
                 switch (c) {
+                case 'F':
+                        if (!optarg[0]) {
+                                error_msg("--ready-file needs a file name");
+                                return EXIT_USAGE;
+                        }
+                        r.ready_file = optarg;
+                        break;
                 case 'j':
                         if (!optarg[0]) {
                                 error_msg("--json needs a file name ('-' for stdout)");
@@ -633,6 +674,7 @@ int cmd_run(int argc, char **argv)
         if (r.child == 0) {
                 setsid();
                 setenv("GPUREAP_RUN_PID", gpid, 1); /* lets 'status' name a killed supervisor's tree */
+                unsetenv("NOTIFY_SOCKET");         /* gpureap run tells systemd, not the command */
                 for (size_t i = 0; i < GR_ELEMENTSOF(sigs); i++)
                         signal(sigs[i], SIG_DFL);
                 signal(SIGPIPE, SIG_DFL); /* an ignored disposition would survive the exec */
@@ -669,6 +711,8 @@ int cmd_run(int argc, char **argv)
         uint64_t next_sample = r.start_ms + 50, next_port = r.start_ms;
         while (code < 0 && !child_done) {
                 uint64_t now = gr_now_ms();
+                if (!want_ready || r.ready)
+                        announce_ready(&r);
                 if (r.max_time && now - r.start_ms >= r.max_time) {
                         why = "the maximum time passed";
                         ended = "max_time";
@@ -750,6 +794,8 @@ int cmd_run(int argc, char **argv)
                 if (p[1].revents)
                         pump(&r, r.err_fd, STDERR_FILENO);
         }
+        if (r.announced)
+                sd_notify_send("STOPPING=1\nSTATUS=ending the tree, waiting for the GPU memory");
         uint64_t end_t0 = gr_now_ms();
         end_tree(&r, &child_status, &child_done);
         uint64_t end_ms = gr_now_ms() - end_t0;
@@ -808,6 +854,8 @@ int cmd_run(int argc, char **argv)
                         r.killed_term == 1 ? "" : "es", r.killed_kill, r.reaped_orphans, gpu_note,
                         r.cgroup[0] || (!r.cgroup_tried && !r.no_cgroup) ? "" : "; no cgroup (subreaper only)");
         }
+        if (r.ready_file && r.announced)
+                unlink(r.ready_file); /* not ready any more */
         if (r.json_path)
                 write_result(&r, code, ended, run_error, got_signal, child_done ? &child_status : NULL, end_ms,
                              drain_met, drain_ms);

@@ -106,21 +106,7 @@ static pid_t stuck_helper(void)
 
 static void sd_notify_ready(void)
 {
-        /* systemd's notification protocol (sd_notify(3)): one datagram to $NOTIFY_SOCKET */
-        const char *path = getenv("NOTIFY_SOCKET");
-        if (!path || (path[0] != '/' && path[0] != '@') || strlen(path) >= sizeof(((struct sockaddr_un *)0)->sun_path))
-                return;
-        struct sockaddr_un sa = { .sun_family = AF_UNIX };
-        memcpy(sa.sun_path, path, strlen(path));
-        if (sa.sun_path[0] == '@')
-                sa.sun_path[0] = '\0';
-        int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-        if (fd < 0)
-                return;
-        static const char msg[] = "READY=1\nSTATUS=watching the GPUs";
-        sendto(fd, msg, sizeof(msg) - 1, MSG_NOSIGNAL, (struct sockaddr *)&sa,
-               (socklen_t)(offsetof(struct sockaddr_un, sun_path) + strlen(path)));
-        close(fd);
+        sd_notify_send("READY=1\nSTATUS=watching the GPUs");
 }
 
 static char *render_to_memory(void (*fn)(FILE *, const gr_snapshot *, const gr_diagnosis *), const gr_snapshot *s,

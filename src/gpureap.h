@@ -159,6 +159,8 @@ struct wait_spec {
 int wait_until(const struct wait_spec *w, wait_cond_fn cond, void *userdata, gr_snapshot **ret_s,
                gr_diagnosis **ret_d, bool *ret_met);
 
+void sd_notify_send(const char *msg); /* to $NOTIFY_SOCKET (systemd Type=notify), if set */
+
 /* options shared by the commands (src/cmd-status.c) */
 int parse_duration_option(const char *v, uint64_t *ret, bool zero_ok);
 int gpu_option_append(char *list, size_t size, const char *value); /* --gpu, repeatable */

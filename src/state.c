@@ -1,6 +1,10 @@
 /* The little gpureap keeps between runs: the last reap's result, for the metrics. One directory:
  * $GPUREAP_STATE_DIR, /run/gpureap for root, $XDG_RUNTIME_DIR/gpureap for a user. */
 #include <errno.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
@@ -51,4 +55,22 @@ int state_write(const char *name, const char *content)
         if (r < 0)
                 unlink(tmp);
         return r;
+}
+
+/* systemd's notification protocol (sd_notify(3)): one datagram to $NOTIFY_SOCKET, if set */
+void sd_notify_send(const char *msg)
+{
+        const char *path = getenv("NOTIFY_SOCKET");
+        if (!path || (path[0] != '/' && path[0] != '@') || strlen(path) >= sizeof(((struct sockaddr_un *)0)->sun_path))
+                return;
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        memcpy(sa.sun_path, path, strlen(path));
+        if (sa.sun_path[0] == '@')
+                sa.sun_path[0] = '\0';
+        int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+        if (fd < 0)
+                return;
+        sendto(fd, msg, strlen(msg), MSG_NOSIGNAL, (struct sockaddr *)&sa,
+               (socklen_t)(offsetof(struct sockaddr_un, sun_path) + strlen(path)));
+        close(fd);
 }
