@@ -13,6 +13,8 @@ pkgs=(
         python3                              # tests/scenarios: the launcher models and runner
         slurmctld slurmd slurm-client munge  # tests/slurm: a real single-node cluster
         libmicrohttpd-dev curl               # gpureap serve: HTTP /metrics, and its tests
+        libbpf-dev libelf-dev zlib1g-dev     # the kernel-side holder scan (BPF iterator):
+        clang bpftool                        #  its program built at compile time (-Dbpf=auto)
 )
 missing=()
 for p in "${pkgs[@]}"; do

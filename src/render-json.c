@@ -407,6 +407,9 @@ struct json_object *status_json(const gr_snapshot *s, const gr_diagnosis *d, con
         add(pr, "boot_time", s->procs && s->procs->boot_time ? json_object_new_int64((int64_t)s->procs->boot_time) : NULL);
         add(pr, "elapsed_ms", s->proc_elapsed_ms != GR_UNKNOWN_U64 ? json_object_new_int64((int64_t)s->proc_elapsed_ms) : NULL);
         add(pr, "slow", json_object_new_boolean(s->proc_slow));
+        /* which scan found the holders, and why not the kernel-side one */
+        add(pr, "scan", s->procs && s->procs->scan != GR_SCAN_UNKNOWN ? json_object_new_string(gr_scan_kind_name(s->procs->scan)) : NULL);
+        add(pr, "scan_fallback", s->procs && s->procs->scan_fallback[0] ? j_text(s->procs->scan_fallback) : NULL);
         add(root, "proc", pr);
 
         json_object *view = json_object_new_object();

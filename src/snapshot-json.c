@@ -418,6 +418,10 @@ int snapshot_from_json_buffer(const char *buf, size_t len, const char *path, gr_
                 t->n_unreadable = (unsigned)get_int(pr, "unreadable", 0);
                 t->boot_time = get_u64(pr, "boot_time") == GR_UNKNOWN_U64 ? 0 : get_u64(pr, "boot_time");
                 s->proc_elapsed_ms = get_u64(pr, "elapsed_ms");
+                char scan[8];
+                get_str(pr, "scan", scan, sizeof(scan));
+                t->scan = strcmp(scan, "bpf") == 0 ? GR_SCAN_BPF : strcmp(scan, "proc") == 0 ? GR_SCAN_PROC : GR_SCAN_UNKNOWN;
+                get_str(pr, "scan_fallback", t->scan_fallback, sizeof(t->scan_fallback));
                 json_object *slow = get(pr, "slow");
                 s->proc_slow = slow && json_object_get_type(slow) == json_type_boolean && json_object_get_boolean(slow);
                 r = load_gpus(root, rep);

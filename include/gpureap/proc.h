@@ -190,6 +190,16 @@ typedef struct gr_process {
         gr_seen *seen;           /* serve's memory of it (owned), NULL none */
 } gr_process;
 
+/* How the holders were found (docs/architecture.md, "The holder scan") */
+typedef enum gr_scan_kind {
+        GR_SCAN_UNKNOWN,         /* a recording that does not say */
+        GR_SCAN_PROC,            /* every process's /proc/PID/fd read */
+        GR_SCAN_BPF,             /* a BPF task-file iterator named the candidates, whose fd
+                                    directories alone were read */
+} gr_scan_kind;
+
+const char *gr_scan_kind_name(gr_scan_kind k);
+
 typedef struct gr_proc_table {
         gr_process *procs;       /* sorted by pid */
         size_t n, cap;
@@ -198,6 +208,8 @@ typedef struct gr_proc_table {
         unsigned n_unreadable;   /* fd directories we were not allowed to read */
         uint64_t boot_time;      /* seconds since the epoch, from stat's btime (0 unknown) */
         long clock_ticks;        /* sysconf(_SC_CLK_TCK) */
+        gr_scan_kind scan;
+        char scan_fallback[160]; /* why the /proc scan was used, "" when it was not or by choice */
 } gr_proc_table;
 
 typedef struct gr_proc_options {
@@ -211,6 +223,11 @@ typedef struct gr_proc_options {
 const char *gr_proc_root_default(void);
 const char *gr_dev_dir_default(void);
 
+/* The scan. Which processes hold device files is found by the BPF iterator where it can run
+ * ($GPUREAP_SCAN unset or auto: as root, on the running kernel's own /proc, with kernel BTF),
+ * else, and with GPUREAP_SCAN=proc, by reading every /proc/PID/fd; GPUREAP_SCAN=bpf tries the
+ * iterator without the privilege check. Either way every process's stat is read and the
+ * holders' details are the same; the table says which was used and why not the other. */
 int gr_proc_scan(const gr_proc_options *opts, gr_proc_table **ret);
 /* The one walk of the process table (the scan uses the same listing): cb gets every process's
  * parsed stat, in PID order; a process that vanishes is skipped; cb returns <0 to stop */

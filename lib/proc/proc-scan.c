@@ -6,11 +6,14 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
+#include <linux/capability.h>
 
 #include "gpureap/basic.h"
 #include "gpureap/proc.h"
 #include "netns.h"
+#include "proc-bpf.h"
 
 const char *gr_proc_root_default(void)
 {
@@ -350,6 +353,7 @@ static uint64_t read_boot_time(int rootfd)
         return v;
 }
 
+
 /* The scan proper. Reading every fd link of every process dominates (one readlinkat per fd,
  * and getdents of /proc/PID/fd is itself costly), so the PIDs are shared out among threads:
  * each takes the next chunk of the sorted PID list and fills that PID's slot. */
@@ -361,97 +365,176 @@ struct scan {
         size_t n_pids;
         gr_process *slots;       /* one per PID; pid == 0 marks a process that vanished */
         size_t next;             /* next chunk to take (atomic) */
-        unsigned vanished, unreadable, holders; /* atomic */
+        unsigned vanished, unreadable; /* atomic */
         int error;               /* atomic: first -ENOMEM */
         gr_netns_cache *netns;   /* each network namespace's sockets, read once */
+        int phase;               /* enum scan_phase */
+        size_t *cand_slots;      /* PHASE_CANDIDATES: the slots whose fds are read */
+        size_t n_cand_slots;
 };
 
 #define SCAN_CHUNK 8 /* small: the holders, which cost most, spread over the threads */
 
-/* 0 when the slot was filled, 1 when the process vanished, -ENOMEM */
-static int scan_one(struct scan *sc, pid_t pid, gr_process *p, unsigned *unreadable)
+static void fill_stat(gr_process *p, const gr_stat *st)
+{
+        p->pid = st->pid;
+        p->ppid = st->ppid;
+        p->pgrp = st->pgrp;
+        p->session = st->session;
+        p->state = st->state;
+        p->tty_nr = st->tty_nr;
+        p->tpgid = st->tpgid;
+        p->kthread = st->kthread;
+        p->start_time = st->start_time;
+        memcpy(p->comm, st->comm, sizeof(p->comm));
+}
+
+/* The fds of a process whose stat is in p and, when it holds a device file, its maps,
+ * sockets and details. 0, or -ENOMEM */
+static int scan_holding(struct scan *sc, int piddir, gr_process *p, unsigned *unreadable)
+{
+        gr_holding *h = NULL;
+        struct sock_list socks;
+        socks.n = 0;
+        socks.truncated = false;
+        int q = scan_fds(piddir, sc->devdir, sc->devdir_len, &h, &socks);
+        if (q == -EACCES || q == -EPERM)
+                (*unreadable)++;
+        else if (q == -ENOMEM)
+                return q;
+        if (!h)
+                return 0;
+        unsigned gpu_fds = 0;
+        for (unsigned i = 0; i < h->n_gpus; i++)
+                gpu_fds += h->gpus[i].n_fds;
+        /* the maps only where the fds leave the footprint in doubt (GR_CUDA_GPU_FDS_MIN) */
+        struct maps_count mc = { sc->devdir, sc->devdir_len, 0 };
+        if (gpu_fds < 10 && gr_read_lines_at(piddir, "maps", maps_line, &mc) == 0) {
+                h->n_maps = mc.n;
+                h->maps_read = true;
+        }
+        p->hold = h;
+        p->net = read_net(piddir, &socks, sc->netns);
+        q = p->net ? load_details_at(piddir, p) : -ENOMEM;
+        return q == -ENOMEM ? q : 0;
+}
+
+/* Its directory and its stat, which must name pid (and, with want_start, that start time) */
+static int open_and_stat(struct scan *sc, pid_t pid, gr_stat *st)
 {
         char name[16];
         snprintf(name, sizeof(name), "%d", (int)pid);
         int piddir = openat(sc->rootfd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
         if (piddir < 0)
-                return 1;
+                return -ESRCH;
         char buf[1024];
         size_t len;
-        gr_stat st;
         int q = gr_read_file_at(piddir, "stat", buf, sizeof(buf), &len);
-        if (q < 0 || gr_parse_stat(buf, len, &st) < 0 || st.pid != pid) {
+        if (q < 0 || gr_parse_stat(buf, len, st) < 0 || st->pid != pid) {
                 close(piddir);
+                return -ESRCH;
+        }
+        return piddir;
+}
+
+/* The /proc scan of one process: 0 when the slot was filled, 1 when the process vanished,
+ * -ENOMEM */
+static int scan_one(struct scan *sc, pid_t pid, gr_process *p, unsigned *unreadable)
+{
+        gr_stat st;
+        int piddir = open_and_stat(sc, pid, &st);
+        if (piddir < 0)
                 return 1;
-        }
-        gr_holding *h = NULL;
-        struct sock_list socks;
-        socks.n = 0;
-        socks.truncated = false;
-        q = scan_fds(piddir, sc->devdir, sc->devdir_len, &h, &socks);
-        if (q == -EACCES || q == -EPERM)
-                (*unreadable)++;
-        else if (q == -ENOMEM) {
-                close(piddir);
-                return q;
-        }
-        p->pid = st.pid;
-        p->ppid = st.ppid;
-        p->pgrp = st.pgrp;
-        p->session = st.session;
-        p->state = st.state;
-        p->tty_nr = st.tty_nr;
-        p->tpgid = st.tpgid;
-        p->kthread = st.kthread;
-        p->start_time = st.start_time;
-        memcpy(p->comm, st.comm, sizeof(p->comm));
-        if (h) {
-                unsigned gpu_fds = 0;
-                for (unsigned i = 0; i < h->n_gpus; i++)
-                        gpu_fds += h->gpus[i].n_fds;
-                /* the maps only where the fds leave the footprint in doubt (GR_CUDA_GPU_FDS_MIN) */
-                struct maps_count mc = { sc->devdir, sc->devdir_len, 0 };
-                if (gpu_fds < 10 && gr_read_lines_at(piddir, "maps", maps_line, &mc) == 0) {
-                        h->n_maps = mc.n;
-                        h->maps_read = true;
-                }
-                p->hold = h;
-                p->net = read_net(piddir, &socks, sc->netns);
-                q = p->net ? load_details_at(piddir, p) : -ENOMEM;
-                if (q == -ENOMEM) {
-                        close(piddir);
-                        return q;
-                }
-        }
+        fill_stat(p, &st);
+        int q = scan_holding(sc, piddir, p, unreadable);
         close(piddir);
+        return q;
+}
+
+/* With the BPF scan, first every process's stat alone (one open, of the real /proc: the
+ * iterator runs meanwhile), as scan_one reads it */
+static int scan_stat_only(struct scan *sc, pid_t pid, gr_process *p)
+{
+        char name[32], buf[1024];
+        snprintf(name, sizeof(name), "%d/stat", (int)pid);
+        int fd = openat(sc->rootfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+        if (fd < 0)
+                return errno == ENOMEM ? -ENOMEM : 1;
+        ssize_t n = read(fd, buf, sizeof(buf));
+        close(fd);
+        gr_stat st;
+        if (n <= 0 || (size_t)n == sizeof(buf) || gr_parse_stat(buf, (size_t)n, &st) < 0 || st.pid != pid)
+                return 1;
+        fill_stat(p, &st);
         return 0;
 }
+
+/* then the fds and the rest of the candidates the iterator named, each still the process
+ * whose stat was read (a PID reused meanwhile names another: it is left as read) */
+static int scan_candidate(struct scan *sc, gr_process *p, unsigned *unreadable)
+{
+        gr_stat st;
+        int piddir = open_and_stat(sc, p->pid, &st);
+        if (piddir < 0)
+                return 0; /* it ended since: as read, holding nothing */
+        int q = 0;
+        if (st.start_time == p->start_time) {
+                fill_stat(p, &st);
+                q = scan_holding(sc, piddir, p, unreadable);
+        }
+        close(piddir);
+        return q;
+}
+
+enum scan_phase {
+        PHASE_FULL,              /* the /proc scan */
+        PHASE_STAT,              /* BPF: every stat */
+        PHASE_CANDIDATES,        /* BPF: the candidates' fds (cand_slots) */
+};
 
 static void *scan_worker(void *userdata)
 {
         struct scan *sc = userdata;
-        unsigned vanished = 0, unreadable = 0, holders = 0;
+        unsigned vanished = 0, unreadable = 0;
+        size_t n_items = sc->phase == PHASE_CANDIDATES ? sc->n_cand_slots : sc->n_pids;
         for (;;) {
                 size_t i = __atomic_fetch_add(&sc->next, SCAN_CHUNK, __ATOMIC_RELAXED);
-                if (i >= sc->n_pids || __atomic_load_n(&sc->error, __ATOMIC_RELAXED))
+                if (i >= n_items || __atomic_load_n(&sc->error, __ATOMIC_RELAXED))
                         break;
-                size_t end = i + SCAN_CHUNK < sc->n_pids ? i + SCAN_CHUNK : sc->n_pids;
+                size_t end = i + SCAN_CHUNK < n_items ? i + SCAN_CHUNK : n_items;
                 for (; i < end; i++) {
-                        int r = scan_one(sc, sc->pids[i], &sc->slots[i], &unreadable);
+                        int r;
+                        switch (sc->phase) {
+                        case PHASE_FULL: r = scan_one(sc, sc->pids[i], &sc->slots[i], &unreadable); break;
+                        case PHASE_STAT: r = scan_stat_only(sc, sc->pids[i], &sc->slots[i]); break;
+                        default: r = scan_candidate(sc, &sc->slots[sc->cand_slots[i]], &unreadable); break;
+                        }
                         if (r < 0) {
                                 __atomic_store_n(&sc->error, r, __ATOMIC_RELAXED);
                                 break;
                         }
                         if (r > 0)
                                 vanished++;
-                        else if (sc->slots[i].hold)
-                                holders++;
                 }
         }
         __atomic_fetch_add(&sc->vanished, vanished, __ATOMIC_RELAXED);
         __atomic_fetch_add(&sc->unreadable, unreadable, __ATOMIC_RELAXED);
-        __atomic_fetch_add(&sc->holders, holders, __ATOMIC_RELAXED);
         return NULL;
+}
+
+/* One phase, shared out to n_threads threads (this one among them) */
+static void run_phase(struct scan *sc, enum scan_phase phase, unsigned n_threads)
+{
+        sc->phase = phase;
+        sc->next = 0;
+        pthread_t tids[16];
+        unsigned started = 0;
+        for (unsigned i = 1; i < n_threads && i < GR_ELEMENTSOF(tids); i++)
+                if (pthread_create(&tids[started], NULL, scan_worker, sc) == 0)
+                        started++;
+        scan_worker(sc); /* this thread works too; with no thread started it does it all */
+        for (unsigned i = 0; i < started; i++)
+                pthread_join(tids[i], NULL);
 }
 
 static int cmp_pid_t(const void *a, const void *b)
@@ -540,6 +623,150 @@ static unsigned scan_threads(const gr_proc_options *opts, size_t n_pids)
         return cpus < 1 ? 1 : cpus > 8 ? 8 : (unsigned)cpus;
 }
 
+const char *gr_scan_kind_name(gr_scan_kind k)
+{
+        switch (k) {
+        case GR_SCAN_PROC: return "proc";
+        case GR_SCAN_BPF: return "bpf";
+        case GR_SCAN_UNKNOWN: break;
+        }
+        return "unknown";
+}
+
+/* May this process load a tracing program? root, or CAP_BPF and CAP_PERFMON (Linux 5.8) */
+static bool may_load_bpf(void)
+{
+        if (geteuid() == 0)
+                return true;
+        struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3 };
+        struct __user_cap_data_struct data[2] = { { 0 } };
+        if (syscall(SYS_capget, &hdr, data) < 0)
+                return false;
+        const unsigned bpf = 39, perfmon = 38; /* CAP_BPF, CAP_PERFMON */
+        return (data[bpf / 32].effective & (1u << (bpf % 32))) &&
+               (data[perfmon / 32].effective & (1u << (perfmon % 32)));
+}
+
+/* Does /proc show the running kernel's initial PID namespace, whose numbers the iterator
+ * reports? Our own namespace is the initial one and /proc names us by our own PID. */
+static bool proc_is_init_pidns(void)
+{
+        char link[64];
+        ssize_t n = readlink("/proc/self/ns/pid", link, sizeof(link) - 1);
+        if (n <= 0)
+                return false;
+        link[n] = '\0';
+        unsigned long long ino;
+        if (sscanf(link, "pid:[%llu]", &ino) != 1 || ino != 0xEFFFFFFCULL) /* PROC_PID_INIT_INO */
+                return false;
+        n = readlink("/proc/self", link, sizeof(link) - 1);
+        if (n <= 0)
+                return false;
+        link[n] = '\0';
+        uint64_t self;
+        return gr_parse_u64(link, &self) == 0 && self == (uint64_t)getpid();
+}
+
+/* Below this many open files (system-wide, /proc/sys/fs/file-nr) reading every fd directory
+ * costs less than loading the program (~15 ms: libbpf reads the kernel's BTF and the verifier
+ * checks the program); docs/benchmarks.md */
+#define BPF_MIN_FILES 8192
+
+static uint64_t open_files(void)
+{
+        char buf[128];
+        size_t len;
+        if (gr_read_file_at(AT_FDCWD, "/proc/sys/fs/file-nr", buf, sizeof(buf), &len) < 0)
+                return UINT64_MAX;
+        uint64_t v = 0;
+        for (const char *c = buf; *c >= '0' && *c <= '9'; c++)
+                v = v * 10 + (uint64_t)(*c - '0');
+        return v;
+}
+
+/* The BPF scan loaded, or NULL with why the /proc scan reads every fd directory instead (why
+ * empty when that was asked for) */
+static gr_bpf_scan *choose_bpf(const char *root, const char *devdir, char *why, size_t why_size)
+{
+        why[0] = '\0';
+        const char *mode = getenv("GPUREAP_SCAN");
+        if (mode && strcmp(mode, "proc") == 0)
+                return false;
+        bool forced = mode && strcmp(mode, "bpf") == 0;
+        if (mode && *mode && !forced && strcmp(mode, "auto") != 0) {
+                snprintf(why, why_size, "GPUREAP_SCAN=%s is not proc, bpf or auto", mode);
+                return false;
+        }
+        if (strcmp(root, "/proc") != 0) {
+                /* the iterator sees the running kernel, not a recorded tree */
+                snprintf(why, why_size, "the /proc root is not /proc");
+                return false;
+        }
+        if (!proc_is_init_pidns()) {
+                snprintf(why, why_size, "/proc is not of the initial PID namespace");
+                return false;
+        }
+        if (!forced && !may_load_bpf()) {
+                snprintf(why, why_size, "not root (nor CAP_BPF and CAP_PERFMON)");
+                return false;
+        }
+        uint64_t files = forced ? UINT64_MAX : open_files();
+        if (files < BPF_MIN_FILES) {
+                snprintf(why, why_size, "%llu open files: reading them costs less than loading the BPF program",
+                         (unsigned long long)files);
+                return NULL;
+        }
+        gr_bpf_scan *b = NULL;
+        return gr_bpf_open(devdir, &b, why, why_size) == 0 ? b : NULL;
+}
+
+struct bpf_run {
+        gr_bpf_scan *bpf;
+        pid_t *cands;
+        size_t n_cands;
+        int r;
+        char *why;
+        size_t why_size;
+};
+
+static void *bpf_thread(void *userdata)
+{
+        struct bpf_run *br = userdata;
+        br->r = gr_bpf_run(br->bpf, &br->cands, &br->n_cands, br->why, br->why_size);
+        return NULL;
+}
+
+/* The BPF scan: every stat read while the iterator runs, then the candidates' fds. 0, or
+ * -errno when the iterator failed (the /proc scan's second half is then still to do) */
+static int scan_with_bpf(struct scan *sc, gr_bpf_scan *bpf, unsigned n_threads, char *why, size_t why_size)
+{
+        struct bpf_run br = { .bpf = bpf, .why = why, .why_size = why_size };
+        pthread_t tid;
+        bool threaded = pthread_create(&tid, NULL, bpf_thread, &br) == 0;
+        if (!threaded)
+                bpf_thread(&br);
+        run_phase(sc, PHASE_STAT, n_threads);
+        if (threaded)
+                pthread_join(tid, NULL);
+        if (br.r < 0)
+                return br.r;
+        sc->cand_slots = malloc((br.n_cands ? br.n_cands : 1) * sizeof(size_t));
+        if (!sc->cand_slots) {
+                free(br.cands);
+                return -ENOMEM;
+        }
+        for (size_t k = 0; k < br.n_cands; k++) {
+                const pid_t *at = bsearch(&br.cands[k], sc->pids, sc->n_pids, sizeof(pid_t), cmp_pid_t);
+                /* one born since the listing, or gone before its stat, is not in the table */
+                if (at && sc->slots[at - sc->pids].pid)
+                        sc->cand_slots[sc->n_cand_slots++] = (size_t)(at - sc->pids);
+        }
+        free(br.cands);
+        run_phase(sc, PHASE_CANDIDATES, n_threads > sc->n_cand_slots / SCAN_CHUNK + 1 ?
+                                        (unsigned)(sc->n_cand_slots / SCAN_CHUNK + 1) : n_threads);
+        return 0;
+}
+
 int gr_proc_scan(const gr_proc_options *opts, gr_proc_table **ret)
 {
         const char *root = opt_proc_root(opts);
@@ -569,6 +796,7 @@ int gr_proc_scan(const gr_proc_options *opts, gr_proc_table **ret)
         }
         t->clock_ticks = sysconf(_SC_CLK_TCK);
         t->boot_time = read_boot_time(rootfd);
+        gr_bpf_scan *bpf = choose_bpf(root, devdir, t->scan_fallback, sizeof(t->scan_fallback));
 
         /* netlink answers for the running system only, not for a recorded /proc tree */
         gr_netns_cache *netns = gr_netns_cache_new(strcmp(opt_proc_root(opts), "/proc") == 0);
@@ -577,14 +805,26 @@ int gr_proc_scan(const gr_proc_options *opts, gr_proc_table **ret)
                 .pids = pids, .n_pids = n_pids, .slots = slots, .netns = netns,
         };
         unsigned n_threads = scan_threads(opts, n_pids);
-        pthread_t tids[16];
-        unsigned started = 0;
-        for (unsigned i = 1; i < n_threads && i < GR_ELEMENTSOF(tids); i++)
-                if (pthread_create(&tids[started], NULL, scan_worker, &sc) == 0)
-                        started++;
-        scan_worker(&sc); /* this thread works too; with no thread started it does it all */
-        for (unsigned i = 0; i < started; i++)
-                pthread_join(tids[i], NULL);
+        t->scan = GR_SCAN_PROC;
+        if (bpf && scan_with_bpf(&sc, bpf, n_threads, t->scan_fallback, sizeof(t->scan_fallback)) == 0) {
+                t->scan = GR_SCAN_BPF;
+        } else if (bpf && !sc.error) {
+                /* the iterator failed after every stat was read: the fds of all of them */
+                free(sc.cand_slots);
+                sc.n_cand_slots = 0;
+                sc.cand_slots = malloc((n_pids ? n_pids : 1) * sizeof(size_t));
+                if (!sc.cand_slots)
+                        sc.error = -ENOMEM;
+                for (size_t i = 0; sc.cand_slots && i < n_pids; i++)
+                        if (slots[i].pid)
+                                sc.cand_slots[sc.n_cand_slots++] = i;
+                if (sc.cand_slots)
+                        run_phase(&sc, PHASE_CANDIDATES, n_threads);
+        } else if (!bpf) {
+                run_phase(&sc, PHASE_FULL, n_threads);
+        }
+        gr_bpf_close(bpf);
+        free(sc.cand_slots);
         gr_netns_cache_free(netns);
         close(rootfd);
         free(pids);
@@ -599,7 +839,8 @@ int gr_proc_scan(const gr_proc_options *opts, gr_proc_table **ret)
         t->cap = n_pids;
         t->n_vanished = sc.vanished;
         t->n_unreadable = sc.unreadable;
-        t->n_holders = sc.holders;
+        for (size_t i = 0; i < n; i++)
+                t->n_holders += slots[i].hold != NULL;
         if (sc.error < 0) {
                 gr_proc_table_free(t);
                 return sc.error;

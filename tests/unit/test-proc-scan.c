@@ -20,7 +20,11 @@ static void fixture_ghost_tree(void **state)
 {
         gr_proc_options o = { .proc_root = fixture, .dev_dir = "/dev" };
         gr_proc_table *t = NULL;
+        setenv("GPUREAP_SCAN", "bpf", 1); /* asked for, but the iterator cannot see a recording */
         assert_int_equal(gr_proc_scan(&o, &t), 0);
+        unsetenv("GPUREAP_SCAN");
+        assert_int_equal(t->scan, GR_SCAN_PROC);
+        assert_non_null(strstr(t->scan_fallback, "not /proc"));
         /* 1, 2, 200, 300, 500; 400 vanished (no stat); "self" and "stat" are not PIDs */
         assert_int_equal(t->n, 5);
         assert_int_equal(t->n_vanished, 1);
@@ -115,6 +119,50 @@ static void live_scan_finds_this_process(void **state)
         gr_proc_table_free(t);
         unlink(path);
         rmdir(dir);
+}
+
+/* The BPF scan and the /proc scan on this live system: the same holding of this process */
+static void live_bpf_scan_matches_proc(void **state)
+{
+        char dir[] = "/tmp/gpureap-unit.XXXXXX";
+        assert_non_null(mkdtemp(dir));
+        char path[256];
+        snprintf(path, sizeof(path), "%s/nvidia6", dir);
+        int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+        int fd2 = open(path, O_RDONLY | O_CLOEXEC);
+        assert_true(fd >= 0 && fd2 >= 0);
+        gr_proc_options o = { .proc_root = "/proc", .dev_dir = dir };
+        gr_proc_table *tb = NULL, *tp = NULL;
+        setenv("GPUREAP_SCAN", "bpf", 1);
+        assert_int_equal(gr_proc_scan(&o, &tb), 0);
+        setenv("GPUREAP_SCAN", "proc", 1);
+        assert_int_equal(gr_proc_scan(&o, &tp), 0);
+        unsetenv("GPUREAP_SCAN");
+        close(fd);
+        close(fd2);
+        unlink(path);
+        rmdir(dir);
+        assert_int_equal(tp->scan, GR_SCAN_PROC);
+        if (tb->scan != GR_SCAN_BPF) {
+                fprintf(stderr, "the BPF scan cannot run here: %s\n", tb->scan_fallback);
+                gr_proc_table_free(tb);
+                gr_proc_table_free(tp);
+                skip();
+        }
+        assert_string_equal(tb->scan_fallback, "");
+        gr_process *b = gr_proc_table_find(tb, getpid()), *q = gr_proc_table_find(tp, getpid());
+        assert_non_null(b);
+        assert_non_null(q);
+        assert_non_null(b->hold);
+        assert_non_null(q->hold);
+        assert_int_equal(b->hold->n_gpus, 1);
+        assert_int_equal(b->hold->gpus[0].minor, 6);
+        assert_int_equal(b->hold->gpus[0].n_fds, 2);
+        assert_memory_equal(b->hold, q->hold, sizeof(*b->hold));
+        assert_int_equal(tb->n_holders, 1);
+        assert_int_equal(tp->n_holders, 1);
+        gr_proc_table_free(tb);
+        gr_proc_table_free(tp);
 }
 
 static void threaded_scan_matches_single(void **state)
@@ -217,6 +265,7 @@ int main(void)
                 cmocka_unit_test(fixture_other_dev_dir_finds_nothing),
                 cmocka_unit_test(live_scan_finds_this_process),
                 cmocka_unit_test(threaded_scan_matches_single),
+                cmocka_unit_test(live_bpf_scan_matches_proc),
                 cmocka_unit_test(missing_root_is_an_error),
                 cmocka_unit_test(bounded_file_reads),
                 cmocka_unit_test(only_regular_files_are_read),

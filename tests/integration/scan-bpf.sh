@@ -1,0 +1,73 @@
+#!/bin/bash
+# The kernel-side holder scan (BPF task-file iterator) against the /proc scan on the same
+# process trees: an owner and its forked holder, a monitor, a control-files-only holder, one
+# that holds a device file deleted since, one in another PID namespace. Both must list the same
+# processes with the same device files, GPUs, verdicts and findings, and the bpf run must
+# really have used the iterator (skipped only where it cannot run: not root, no BTF, no load).
+# A recorded /proc root, and GPUREAP_SCAN=proc, always get the /proc scan.
+. "$TESTLIB"
+scenario "gpu 0 minor=0" "gpu 1 minor=1"
+
+# a recorded tree: the iterator sees the running kernel, not it
+GPUREAP_PROC_ROOT=$FIXTURES_PROC GPUREAP_SCAN=bpf gr status --json
+jqok '.proc.scan == "proc" and (.proc.scan_fallback | test("not /proc"))' "a recorded /proc root gets the /proc scan, and says why"
+GPUREAP_SCAN=proc gr status --json
+jqok '.proc.scan == "proc" and .proc.scan_fallback == null' "GPUREAP_SCAN=proc: the /proc scan, by choice"
+GPUREAP_SCAN=nonsense gr status --json
+jqok '.proc.scan == "proc" and (.proc.scan_fallback | test("GPUREAP_SCAN=nonsense"))' "an unknown GPUREAP_SCAN is named"
+
+GPUREAP_SCAN=bpf gr status --json
+if [ "$(jq -r .proc.scan "$T/out")" != bpf ]; then
+        why=$(jq -r .proc.scan_fallback "$T/out")
+        case $why in
+        *"not root"* | *"no BTF"* | *"did not load"* | *"did not open"* | *"without BPF"* | *"initial PID namespace"*)
+                echo "1..$CHECKS # SKIP the BPF scan cannot run here: $why"
+                exit 77 ;;
+        esac
+        fail "GPUREAP_SCAN=bpf fell back for another reason: $why"
+fi
+ok "GPUREAP_SCAN=bpf used the iterator"
+
+launch pidfile "$PIDS" owner cuda 0 0 512 spawn-holder "$PIDS" child sleep
+launch pidfile "$PIDS" monitor monitor 1 sleep
+launch pidfile "$PIDS" ctlonly open nvidiactl open nvidia-uvm sleep
+launch pidfile "$PIDS" deleted open nvidia3 sleep
+wait_role owner child monitor ctlonly deleted
+rm "$T/dev/nvidia3" # its fd now reads ".../nvidia3 (deleted)": still an NVIDIA file by its path
+if [ "$(id -u)" -eq 0 ] && unshare -p -f true 2>/dev/null; then
+        unshare -p -f "$GPUHOLD" pidfile "$PIDS" nsinit child pidfile "$PIDS" nsowner cuda 1 1 256 sleep &
+        LAUNCHED="$LAUNCHED $!"
+        wait_role nsinit nsowner
+fi
+
+# what is compared: everything a scan decides (timings and the scan's own fields left out)
+view='{processes, gpus: [.gpus[] | del(.elapsed_ms)], findings, view}'
+GPUREAP_SCAN=bpf gr status --json
+cp "$T/out" "$T/bpf.json"
+jqok '.proc.scan == "bpf" and .proc.scan_fallback == null' "the bpf run used the iterator"
+GPUREAP_SCAN=proc gr status --json
+cp "$T/out" "$T/proc.json"
+jqok '.proc.scan == "proc"' "the proc run read every fd directory"
+holders='[.processes[] | select(.devices != null) | {pid, devices}]'
+n=$(jq "$holders | length" "$T/bpf.json")
+want=$(awk '$1 != "port" && $1 != "nsinit"' "$PIDS" | wc -l)
+[ "$n" -ge "$want" ] || fail "the bpf scan found $n holders, $want were started: $(jq -c "$holders" "$T/bpf.json")"
+ok "the bpf scan found every holder started ($n)"
+[ "$(jq -c "$holders" "$T/bpf.json")" = "$(jq -c "$holders" "$T/proc.json")" ] ||
+        fail "holders differ: bpf $(jq -c "$holders" "$T/bpf.json") proc $(jq -c "$holders" "$T/proc.json")"
+ok "the same holders with the same files, fds per GPU and maps"
+deleted=$(pid_of deleted)
+jqok ".processes[] | select(.pid == $deleted) | .devices.other == 1" "a deleted device file is still found" 
+d=$(diff <(jq -S "$view" "$T/bpf.json") <(jq -S "$view" "$T/proc.json")) || fail "the snapshots differ: $d"
+ok "the same processes, GPUs, verdicts and findings"
+[ "$(jq '.proc.processes_scanned' "$T/bpf.json")" -gt 0 ] && ok "every process's stat read by both"
+
+# negative control: the holders end, both scans see none of them
+for r in owner child monitor ctlonly deleted nsowner nsinit; do
+        p=$(pid_of "$r" 2>/dev/null) || continue
+        [ -n "$p" ] && kill -KILL "$p" 2>/dev/null || true
+done
+for r in owner child monitor ctlonly deleted; do wait_state "$(pid_of "$r")" gone; done
+GPUREAP_SCAN=bpf gr status --json
+jqok "[.processes[] | select(.devices != null)] == [] and .proc.scan == \"bpf\"" "bpf: no holder once they ended"
+done_testing
