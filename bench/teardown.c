@@ -4,14 +4,23 @@
  * there, the supervisor gets SIGTERM; the time until the supervisor has exited is measured, and
  * every sleeper is checked afterwards (left ones are counted, then killed by PID).
  *
+ * A third contender is the floor of the job: a bare subreaper that sends SIGTERM to the group and
+ * reaps until it has no child left, verifying nothing (teardown --floor CMD...).
+ *
  *   teardown [-n RUNS] SLEEPERS GPUREAP    (run from the build dir; tini from PATH)
- *   teardown --sleepers N                  (the command itself: fork N sleepers, report, wait) */
+ *   teardown --sleepers N                  (the command itself: fork N sleepers, report, wait)
+ *   teardown --floor CMD...                (the bare supervisor)
+ *   teardown --cpu [-n RUNS] GPUREAP       the CPU time of 'gpureap run -- sleep 1' against
+ *                                          'tini -s -g -- sleep 1' (the supervisor's and what it
+ *                                          reaped, from wait4; sleep's own CPU is in both) */
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -39,6 +48,31 @@ static int sleepers(int n, int report_fd)
         close(report_fd);
         for (;;)
                 pause();
+}
+
+/* The floor: what any supervisor that ends the whole tree and waits for it must do */
+static int floor_sup(char **cmd)
+{
+        sigset_t set;
+        sigemptyset(&set);
+        sigaddset(&set, SIGTERM);
+        sigprocmask(SIG_BLOCK, &set, NULL);
+        prctl(PR_SET_CHILD_SUBREAPER, 1);
+        pid_t c = fork();
+        if (c == 0) {
+                setpgid(0, 0);
+                sigprocmask(SIG_UNBLOCK, &set, NULL);
+                execvp(cmd[0], cmd);
+                _exit(127);
+        }
+        setpgid(c, c);
+        int sig;
+        sigwait(&set, &sig);
+        kill(-c, SIGTERM);
+        kill(-c, SIGCONT);
+        while (waitpid(-1, NULL, 0) > 0 || errno == EINTR)
+                ;
+        return 0;
 }
 
 static int num(const char *s)
@@ -115,10 +149,60 @@ static double one(char **sup, int n, const char *self, unsigned *left)
         return t;
 }
 
+/* CPU ms of one supervised 'sleep 1' */
+static double cpu_one(char **sup)
+{
+        char *argv[16];
+        int k = 0;
+        for (; sup[k]; k++)
+                argv[k] = sup[k];
+        argv[k++] = (char *)"sleep";
+        argv[k++] = (char *)"1";
+        argv[k] = NULL;
+        pid_t s = fork();
+        if (s == 0) {
+                int devnull = open("/dev/null", O_WRONLY);
+                dup2(devnull, 1);
+                dup2(devnull, 2);
+                execvp(argv[0], argv);
+                _exit(127);
+        }
+        struct rusage ru;
+        int st;
+        if (wait4(s, &st, 0, &ru) != s)
+                exit(1);
+        return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e3 +
+               (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e3;
+}
+
+static int cpu_main(int runs, char *gpureap)
+{
+        char *gr[] = { gpureap, (char *)"run", (char *)"--quiet", (char *)"--", NULL };
+        char *tini[] = { (char *)"tini", (char *)"-s", (char *)"-g", (char *)"--", NULL };
+        double *tg = calloc((size_t)runs, sizeof(double)), *tt = calloc((size_t)runs, sizeof(double));
+        for (int i = 0; i < runs; i++) {
+                tg[i] = cpu_one(gr);
+                tt[i] = cpu_one(tini);
+        }
+        qsort(tg, (size_t)runs, sizeof(double), cmp_double);
+        qsort(tt, (size_t)runs, sizeof(double), cmp_double);
+        printf("sleep 1, %d runs each, interleaved: CPU of gpureap run %.2f ms, tini -s -g %.2f ms, ratio %.2f\n", runs,
+               tg[runs / 2], tt[runs / 2], tg[runs / 2] / tt[runs / 2]);
+        free(tg);
+        free(tt);
+        return 0;
+}
+
 int main(int argc, char **argv)
 {
         if (argc == 4 && strcmp(argv[1], "--sleepers") == 0)
                 return sleepers(num(argv[2]), num(argv[3]));
+        if (argc > 2 && strcmp(argv[1], "--floor") == 0)
+                return floor_sup(argv + 2);
+        if (argc == 3 && strcmp(argv[1], "--cpu") == 0)
+                return cpu_main(5, argv[2]);
+        if (argc == 5 && strcmp(argv[1], "--cpu") == 0 && strcmp(argv[2], "-n") == 0)
+                return cpu_main(num(argv[3]) ? num(argv[3]) : 1, argv[4]);
         int runs = 20, a = 1;
         if (argc > 2 && strcmp(argv[1], "-n") == 0) {
                 runs = num(argv[2]);
@@ -136,20 +220,28 @@ int main(int argc, char **argv)
         self[sl] = '\0';
         char *gr[] = { argv[a + 1], (char *)"run", (char *)"--quiet", (char *)"--", NULL };
         char *tini[] = { (char *)"tini", (char *)"-s", (char *)"-g", (char *)"--", NULL };
-        double *tg = calloc((size_t)runs, sizeof(double)), *tt = calloc((size_t)runs, sizeof(double));
-        unsigned left_g = 0, left_t = 0;
+        char *fl[] = { self, (char *)"--floor", NULL };
+        double *tg = calloc((size_t)runs, sizeof(double)), *tt = calloc((size_t)runs, sizeof(double)),
+               *tf = calloc((size_t)runs, sizeof(double));
+        unsigned left_g = 0, left_t = 0, left_f = 0;
         for (int i = 0; i < runs; i++) {
                 unsigned l;
                 tg[i] = one(gr, n, self, &l);
                 left_g += l;
                 tt[i] = one(tini, n, self, &l);
                 left_t += l;
+                tf[i] = one(fl, n, self, &l);
+                left_f += l;
         }
         qsort(tg, (size_t)runs, sizeof(double), cmp_double);
         qsort(tt, (size_t)runs, sizeof(double), cmp_double);
-        printf("%d sleepers, %d runs each, interleaved: gpureap run %.1f ms (left %u), tini -s -g %.1f ms (left %u), ratio %.2f\n",
-               n, runs, tg[runs / 2], left_g, tt[runs / 2], left_t, tg[runs / 2] / tt[runs / 2]);
+        qsort(tf, (size_t)runs, sizeof(double), cmp_double);
+        printf("%d sleepers, %d runs each, interleaved: gpureap run %.1f ms (left %u), tini -s -g %.1f ms (left %u), "
+               "floor %.1f ms (left %u); ratio to tini %.2f, to the floor %.2f\n",
+               n, runs, tg[runs / 2], left_g, tt[runs / 2], left_t, tf[runs / 2], left_f, tg[runs / 2] / tt[runs / 2],
+               tg[runs / 2] / tf[runs / 2]);
         free(tg);
         free(tt);
+        free(tf);
         return 0;
 }

@@ -87,6 +87,8 @@ struct run {
         uint64_t gpu_minors;            /* device minors the tree was seen holding */
         struct sampled *sampled;        /* who was looked at, and when to look again */
         size_t n_sampled, cap_sampled;
+        pid_t *end_pids;                /* the tree when it was ended, sorted: the drain looks for */
+        size_t n_end_pids;              /* these among the driver's context owners */
         unsigned reaped_orphans;
         unsigned killed_term, killed_kill;
         bool cgroup_tried;
@@ -96,6 +98,29 @@ struct run {
 static int64_t now_ms_since(const struct run *r)
 {
         return (int64_t)(gr_now_ms() - r->start_ms);
+}
+
+/* Can a process here hold a GPU at all: the driver's control device is there (GPUREAP_DEV_DIR in
+ * the tests) or the driver is loaded. Where neither is, the tree is not looked at for GPU files
+ * (a CPU node, the CI machine): every look would find nothing. Once true, it stays. */
+static bool driver_present(void)
+{
+        static bool present;
+        if (present)
+                return true;
+        char path[4200];
+        snprintf(path, sizeof(path), "%s/nvidiactl", gr_dev_dir_default());
+        present = access(path, F_OK) == 0 || access("/proc/driver/nvidia", F_OK) == 0;
+        return present;
+}
+
+/* gpureap itself was told to end (its signals wait in the signalfd): long steps of the
+ * supervision give way to the teardown */
+static bool end_pending(void)
+{
+        sigset_t p;
+        return sigpending(&p) == 0 && (sigismember(&p, SIGTERM) == 1 || sigismember(&p, SIGINT) == 1 ||
+                                       sigismember(&p, SIGHUP) == 1 || sigismember(&p, SIGQUIT) == 1);
 }
 
 /* Who of the tree was looked at for GPU files: a process is looked at when it is first seen,
@@ -114,11 +139,15 @@ static int cmp_sampled(const void *a, const void *b)
         return (x > y) - (x < y);
 }
 
-/* Note which GPUs the tree holds (the tree's own fd directories, the due ones only). The
- * record is rebuilt from the listing each time (both sorted by PID): what is gone is forgotten,
- * since PIDs come back. */
-static void sample_gpus(struct run *r, bool all)
+/* Note which GPUs the tree holds (the tree's own fd directories): the due ones, at the end the
+ * ones never looked at (or everyone not known to hold one). The record is rebuilt from the
+ * listing each time (both sorted by PID): what is gone is forgotten, since PIDs come back. */
+enum sample_mode { SAMPLE_DUE, SAMPLE_NEW, SAMPLE_ALL };
+
+static void sample_gpus(struct run *r, enum sample_mode mode)
 {
+        if (!driver_present())
+                return;
         gr_tree_proc *t = NULL;
         size_t n = 0;
         if (gr_tree_list(NULL, getpid(), r->cgroup, NULL, 0, &t, &n) < 0)
@@ -136,12 +165,15 @@ static void sample_gpus(struct run *r, bool all)
                 struct sampled key = { .pid = t[i].pid };
                 struct sampled *old = r->n_sampled ? bsearch(&key, r->sampled, r->n_sampled, sizeof(key), cmp_sampled) : NULL;
                 struct sampled *sm = &now_set[k++];
-                if (old && old->start_time == t[i].start_time)
+                bool known = old && old->start_time == t[i].start_time;
+                if (known)
                         *sm = *old;
                 else
                         *sm = (struct sampled){ .pid = t[i].pid, .start_time = t[i].start_time, .interval_ms = 250 };
-                if (sm->holds || (!all && now < sm->next_ms))
-                        continue; /* at the end (all): everyone not yet known to hold one */
+                if (sm->holds || (mode == SAMPLE_DUE && now < sm->next_ms) || (mode == SAMPLE_NEW && known))
+                        continue;
+                if (mode == SAMPLE_DUE && end_pending())
+                        continue; /* the teardown looks at the new ones */
                 sm->next_ms = now + sm->interval_ms;
                 if (sm->interval_ms < 5000)
                         sm->interval_ms *= 2;
@@ -385,7 +417,17 @@ static void end_tree(struct run *r, int *child_status, bool *child_done)
                 kill(-r->child, SIGTERM);
                 kill(-r->child, SIGCONT);
         }
-        sample_gpus(r, true);
+        /* Who holds which GPU, for the drain. Walking every member's fds here, while a thousand
+         * of them exit, cost 260 ms of a 300 ms teardown: only the members never looked at are
+         * walked; one looked at earlier that opened a GPU since made a context under its own PID,
+         * which the drain finds among the driver's context owners (end_pids). NVML reports host
+         * PIDs: in another PID namespace they match nothing, so there everyone is walked. */
+        sample_gpus(r, gr_proc_in_init_pidns() ? SAMPLE_NEW : SAMPLE_ALL);
+        free(r->end_pids);
+        r->end_pids = calloc(r->n_sampled ? r->n_sampled : 1, sizeof(pid_t));
+        r->n_end_pids = 0;
+        for (size_t i = 0; r->end_pids && i < r->n_sampled; i++)
+                r->end_pids[r->n_end_pids++] = r->sampled[i].pid; /* sorted, as the record is */
         ladder_round(r, child_status, child_done, r->grace);
         /* Return only when nothing is left: every child reaped (orphans of the tree come to us,
          * as a subreaper, some only as their parents finish exiting) and the cgroup empty. What
@@ -421,12 +463,16 @@ static void contain(struct run *r)
         size_t n_moved = 0;
         if (gr_cgroup_enter(r->cgroup, r->child) == 0)
                 moved[n_moved++] = r->child;
-        for (int round = 0; round < 10; round++) {
+        for (int round = 0; round < 10 && !end_pending(); round++) {
                 gr_tree_proc *t = NULL;
                 size_t n = 0, fresh = 0;
                 if (gr_tree_list(NULL, getpid(), NULL, NULL, 0, &t, &n) < 0)
                         break;
                 for (size_t i = 0; i < n && n_moved < GR_ELEMENTSOF(moved); i++) {
+                        /* a move costs 0.3 ms (the kernel's cgroup lock): a hundred of them
+                         * must not hold back a SIGTERM; the teardown finds the rest by parent */
+                        if (end_pending())
+                                break;
                         bool known = false;
                         for (size_t k = 0; k < n_moved && !known; k++)
                                 known = moved[k] == t[i].pid;
@@ -444,12 +490,34 @@ static void contain(struct run *r)
 }
 
 struct drain_cond {
-        uint64_t minors;
+        uint64_t minors;                /* the GPUs to wait for: seen held, or owned by the tree */
+        const pid_t *pids;              /* the tree when it was ended, sorted */
+        size_t n_pids;
 };
 
+static int cmp_pid(const void *a, const void *b)
+{
+        pid_t x = *(const pid_t *)a, y = *(const pid_t *)b;
+        return (x > y) - (x < y);
+}
+
+/* The GPUs the tree used are clean or busy with others' work. A GPU whose driver still lists a
+ * context of a process of the tree joins them: the process is gone (the tree was reaped), so
+ * its memory is held by someone else or still being given back. */
 static bool gpus_back(const gr_snapshot *s, const gr_diagnosis *d, void *userdata)
 {
-        const struct drain_cond *c = userdata;
+        struct drain_cond *c = userdata;
+        for (unsigned i = 0; i < s->gpu->n_gpus; i++) {
+                const gr_gpu *g = &s->gpu->gpus[i];
+                int m = g->minor;
+                if (m < 0 || m >= 64)
+                        continue;
+                for (unsigned j = 0; j < g->n_procs && c->n_pids && !(c->minors >> m & 1); j++) {
+                        pid_t pid = (pid_t)g->procs[j].pid;
+                        if (bsearch(&pid, c->pids, c->n_pids, sizeof(pid), cmp_pid))
+                                c->minors |= 1ULL << m;
+                }
+        }
         for (unsigned i = 0; i < s->gpu->n_gpus; i++) {
                 int m = s->gpu->gpus[i].minor;
                 if (m >= 0 && m < 64 && (c->minors >> m & 1) && d->gpus[i].state != GR_GPU_CLEAN &&
@@ -457,6 +525,33 @@ static bool gpus_back(const gr_snapshot *s, const gr_diagnosis *d, void *userdat
                         return false;
         }
         return true;
+}
+
+
+/* The GPUs on which the driver still lists a context of a process of the ended tree: the NVML
+ * part alone (no /proc scan), for a tree never seen holding a GPU */
+static uint64_t gpus_owned_by_tree(const struct run *r)
+{
+        gr_gpu_options go = { 0 };
+        nvml_timeout_from_env(&go.timeout_ms);
+        gr_gpu_query *q = NULL;
+        gr_gpu_report *rep = NULL;
+        pid_t helper = 0;
+        if (gr_gpu_query_start(&go, &q, &helper) < 0)
+                return 0;
+        if (gr_gpu_query_finish(q, &rep) < 0 || !rep)
+                return 0;
+        struct drain_cond c = { 0, r->end_pids, r->n_end_pids };
+        for (unsigned i = 0; rep->status == GR_GPU_OK && i < rep->n_gpus; i++) {
+                const gr_gpu *g = &rep->gpus[i];
+                for (unsigned j = 0; g->minor >= 0 && g->minor < 64 && j < g->n_procs; j++) {
+                        pid_t pid = (pid_t)g->procs[j].pid;
+                        if (bsearch(&pid, c.pids, c.n_pids, sizeof(pid), cmp_pid))
+                                c.minors |= 1ULL << g->minor;
+                }
+        }
+        gr_gpu_report_free(rep);
+        return c.minors;
 }
 
 /* Ready: told once, to systemd and to --ready-file (written whole, then renamed) */
@@ -751,7 +846,7 @@ int cmd_run(int argc, char **argv)
                          * and removing one costs 0.28 ms, a third of a short command's run */
                         if (!r.no_cgroup && !r.cgroup_tried)
                                 contain(&r);
-                        sample_gpus(&r, false);
+                        sample_gpus(&r, SAMPLE_DUE);
                         next_sample = now + 250;
                 }
                 struct pollfd p[3] = { { .fd = r.sigfd, .events = POLLIN },
@@ -819,10 +914,12 @@ int cmd_run(int argc, char **argv)
         char gpu_note[256] = "";
         int drain_met = -1; /* -1: nothing to wait for, or the driver could not be read */
         uint64_t drain_ms = 0;
+        if (!r.gpu_minors && r.n_end_pids && driver_present())
+                r.gpu_minors = gpus_owned_by_tree(&r);
         if (r.gpu_minors) {
                 gr_snapshot_options so = { 0 };
                 nvml_timeout_from_env(&so.gpu.timeout_ms);
-                struct drain_cond dc = { r.gpu_minors };
+                struct drain_cond dc = { r.gpu_minors, r.end_pids, r.n_end_pids };
                 struct wait_spec w = { .so = &so, .timeout_ms = r.drain_timeout };
                 gr_snapshot *s = NULL;
                 gr_diagnosis *d = NULL;
@@ -862,5 +959,6 @@ int cmd_run(int argc, char **argv)
         if (r.ready_log_set)
                 regfree(&r.ready_re);
         free(r.sampled);
+        free(r.end_pids);
         return code;
 }

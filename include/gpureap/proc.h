@@ -34,6 +34,9 @@ typedef struct gr_stat {
 /* Parse /proc/PID/stat. comm may hold spaces, ')' and newlines: it ends at the last ')'. comm
  * comes back made safe to show (gr_text_sanitize); a state that is not a letter as '?'. */
 int gr_parse_stat(const char *buf, size_t len, gr_stat *ret);
+/* /proc/PID/stat of proc_root (NULL: the default) read and parsed in three system calls;
+ * -ESRCH when there is no such process */
+int gr_proc_read_stat(const char *proc_root, pid_t pid, gr_stat *st);
 
 typedef struct gr_status {
         uid_t uid;       /* real uid */
@@ -272,6 +275,10 @@ const char *gr_scope_kind_name(gr_scope_kind k);
 /* Identity check before acting: does pid still name the process that started at start_time?
  * 1 yes, 0 no (another process, or none), -errno when it could not be read */
 int gr_proc_same_process(const char *proc_root, pid_t pid, uint64_t start_time);
+
+/* We run in the kernel's initial PID namespace and /proc is of it: PIDs here are the numbers
+ * the kernel's BPF iterators and the NVIDIA driver report */
+bool gr_proc_in_init_pidns(void);
 
 /* ---- one process, pinned (lib/proc/pidref.c) ---- */
 

@@ -18,10 +18,12 @@ typedef struct gr_tree_proc {
         char comm[64];
 } gr_tree_proc;
 
-/* The descendants of root (root itself left out) and, with cgroup set, that cgroup's members
- * and their descendants; sorted by PID. skip: PIDs left out (gpureap's own helpers). From the
- * cgroup's list and the kernel's children files: it reads only the tree, whatever else runs on
- * the machine (a full walk where the children files are missing). */
+/* The descendants of root (root itself left out) and, with cgroup set, the members of that
+ * cgroup and of the cgroups below it; sorted by PID. skip: PIDs left out (gpureap's own helpers).
+ * From the cgroups' lists and the kernel's children files: it reads only the tree, whatever else
+ * runs on the machine (a full walk where the children files are missing). The cgroup's members
+ * are not asked for their children (born in the cgroup): a child that root moved out of it
+ * while its parent lives is listed once its parent ends and it comes to root, the subreaper. */
 int gr_tree_list(const char *proc_root, pid_t root, const char *cgroup, const pid_t *skip,
                  size_t n_skip, gr_tree_proc **ret, size_t *ret_n);
 

@@ -275,6 +275,28 @@ static int add_cgroup_members(const char *cgroup, struct pidset *ps)
         return r < 0 ? r : 0;
 }
 
+/* The members of the cgroup and of the cgroups below it (a nested 'gpureap run' makes its own
+ * leaf under ours) */
+static int add_cgroup_tree(const char *cgroup, struct pidset *ps, int depth)
+{
+        int r = add_cgroup_members(cgroup, ps);
+        if (r < 0 || depth >= 16)
+                return r;
+        DIR *d = opendir(cgroup);
+        if (!d)
+                return 0;
+        struct dirent *de;
+        while (r >= 0 && (de = readdir(d))) {
+                if (de->d_name[0] == '.' || de->d_type != DT_DIR)
+                        continue;
+                char sub[4200];
+                if ((size_t)snprintf(sub, sizeof(sub), "%s/%s", cgroup, de->d_name) < sizeof(sub))
+                        r = add_cgroup_tree(sub, ps, depth + 1);
+        }
+        closedir(d);
+        return r;
+}
+
 static int cmp_tree_proc(const void *a, const void *b)
 {
         pid_t x = ((const gr_tree_proc *)a)->pid, y = ((const gr_tree_proc *)b)->pid;
@@ -289,11 +311,14 @@ static int tree_by_children(const char *proc_root, pid_t root, const char *cgrou
         struct pidset ps = { 0 };
         int r = 0;
         if (cgroup && cgroup[0])
-                r = add_cgroup_members(cgroup, &ps);
+                r = add_cgroup_tree(cgroup, &ps, 0);
+        /* The cgroup's members are not asked for their children: a child is born in its parent's
+         * cgroup, and what root moves out of it is found once its parent ends (it comes to root,
+         * the subreaper); a tree of a thousand costs a thousand stat reads, not nine thousand
+         * system calls more. The others breadth first, until no new one appears. */
+        size_t in_cgroup = ps.n;
         r = r < 0 ? r : add_children(proc_root, root, &ps);
-        /* breadth first: every PID's children (the cgroup's members' too: a member may have
-         * forked a child that is not yet listed), until no new one appears */
-        for (size_t i = 0; r >= 0 && i < ps.n; i++)
+        for (size_t i = in_cgroup; r >= 0 && i < ps.n; i++)
                 r = add_children(proc_root, ps.p[i], &ps);
         free(ps.slots);
         if (r < 0) {
@@ -310,16 +335,8 @@ static int tree_by_children(const char *proc_root, pid_t root, const char *cgrou
                 bool skipped = ps.p[i] == root;
                 for (size_t j = 0; j < n_skip && !skipped; j++)
                         skipped = skip[j] == ps.p[i];
-                char name[4200], buf[1024];
-                size_t len;
                 gr_stat st;
-                snprintf(name, sizeof(name), "%s/%d", proc_root, (int)ps.p[i]);
-                int fd = skipped ? -1 : open(name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-                if (fd < 0)
-                        continue;
-                int q = gr_read_file_at(fd, "stat", buf, sizeof(buf), &len);
-                close(fd);
-                if (q < 0 || gr_parse_stat(buf, len, &st) < 0)
+                if (skipped || gr_proc_read_stat(proc_root, ps.p[i], &st) < 0)
                         continue; /* gone meanwhile */
                 out[k] = (gr_tree_proc){ .pid = st.pid, .start_time = st.start_time, .cpu_ticks = st.cpu_ticks,
                                          .state = st.state, .kthread = st.kthread };

@@ -16,10 +16,38 @@
 #include "gpureap/basic.h"
 #include "gpureap/proc.h"
 
+int gr_proc_read_stat(const char *proc_root, pid_t pid, gr_stat *st)
+{
+        char name[4200], buf[1024];
+        snprintf(name, sizeof(name), "%s/%d/stat", proc_root ? proc_root : gr_proc_root_default(), (int)pid);
+        int fd = open(name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY);
+        if (fd < 0)
+                return errno == ENOENT ? -ESRCH : -errno;
+        ssize_t n = read(fd, buf, sizeof(buf) - 1);
+        int e = errno;
+        close(fd);
+        if (n <= 0)
+                return n < 0 ? (e == ENOENT ? -ESRCH : -e) : -ESRCH;
+        if ((size_t)n == sizeof(buf) - 1)
+                return -EFBIG; /* a stat line is a few hundred bytes: this is not one */
+        buf[n] = '\0';
+        return gr_parse_stat(buf, (size_t)n, st) < 0 ? -EINVAL : 0;
+}
+
 /* What /proc shows for pid now: start time, owner, state. -ESRCH when there is no such process */
 static int look(const char *proc_root, pid_t pid, uint64_t *ret_start, uid_t *ret_uid, bool *ret_has_uid,
                 char *ret_state)
 {
+        if (!ret_uid) {
+                gr_stat st;
+                int r = gr_proc_read_stat(proc_root, pid, &st);
+                if (r < 0)
+                        return r;
+                *ret_start = st.start_time;
+                if (ret_state)
+                        *ret_state = st.state;
+                return 0;
+        }
         char path[4096];
         int n = snprintf(path, sizeof(path), "%s/%d", proc_root ? proc_root : gr_proc_root_default(), (int)pid);
         if (n < 0 || (size_t)n >= sizeof(path))

@@ -649,7 +649,7 @@ static bool may_load_bpf(void)
 
 /* Does /proc show the running kernel's initial PID namespace, whose numbers the iterator
  * reports? Our own namespace is the initial one and /proc names us by our own PID. */
-static bool proc_is_init_pidns(void)
+bool gr_proc_in_init_pidns(void)
 {
         char link[64];
         ssize_t n = readlink("/proc/self/ns/pid", link, sizeof(link) - 1);
@@ -702,7 +702,7 @@ static gr_bpf_scan *choose_bpf(const char *root, const char *devdir, char *why, 
                 snprintf(why, why_size, "the /proc root is not /proc");
                 return false;
         }
-        if (!proc_is_init_pidns()) {
+        if (!gr_proc_in_init_pidns()) {
                 snprintf(why, why_size, "/proc is not of the initial PID namespace");
                 return false;
         }

@@ -1,0 +1,43 @@
+#!/bin/bash
+# 'gpureap run' at the end looks at the fds only of the tree's members it never looked at; one it
+# looked at before it opened a GPU is found among the driver's context owners instead, and the
+# run still returns only once that GPU's memory is back. A tree that used no GPU waits for none.
+. "$TESTLIB"
+scenario "gpu 0 minor=0" "teardown_ms 400"
+export GPUHOLD PIDS
+
+# The member is looked at when first seen (it holds nothing then), again 250 ms later, then
+# 500 ms later; it opens the GPU at 1 s (the same process: bash execs gpuhold), and the run is
+# ended before its next look at 1.8 s.
+"$GPUREAP" run --json "$T/run.json" -- bash -c 'sleep 1; exec "$GPUHOLD" pidfile "$PIDS" late cuda 0 0 1000 sleep' \
+        >"$T/out" 2>"$T/err" &
+g=$!
+LAUNCHED="$LAUNCHED $g"
+wait_role late
+kill -TERM "$g"
+set +e
+wait "$g"
+RC=$?
+set -e
+expect_rc 143 "gpureap was told to end"
+has err "GPU memory back in [0-9]+ ms" "the drain was awaited for a GPU it never saw held"
+gr status --json
+jqok '.gpus[0].state == "clean" and .gpus[0].memory.used == 0' "clean the moment gpureap run returned"
+cp "$T/run.json" "$T/out"
+jqok '.gpu_minors == [0] and .drain.memory_back == true' "the result names GPU 0 and the memory back"
+
+# a tree that never opened a GPU, on a node with a driver: no drain, no GPU named
+"$GPUREAP" run --json "$T/run.json" -- bash -c 'sleep 0.4' >"$T/out" 2>"$T/err" &
+g=$!
+LAUNCHED="$LAUNCHED $g"
+sleep 0.2
+kill -TERM "$g"
+set +e
+wait "$g"
+RC=$?
+set -e
+expect_rc 143 "the CPU-only tree was ended"
+hasnt err "GPU memory" "no drain for a tree that used no GPU"
+cp "$T/run.json" "$T/out"
+jqok '.gpu_minors == [] and .drain.memory_back == null' "the result names no GPU and no drain"
+done_testing
