@@ -87,8 +87,11 @@ struct run {
         uint64_t gpu_minors;            /* device minors the tree was seen holding */
         struct sampled *sampled;        /* who was looked at, and when to look again */
         size_t n_sampled, cap_sampled;
-        pid_t *end_pids;                /* the tree when it was ended, sorted: the drain looks for */
-        size_t n_end_pids;              /* these among the driver's context owners */
+        pid_t gone[1024];               /* the last members that left the tree (a ring) */
+        size_t n_gone;
+        pid_t *end_pids;                /* those and the tree when it was ended, sorted: the drain */
+        size_t n_end_pids;              /* looks for them among the driver's context owners */
+        bool sampled_once;              /* the tree lived to its first look (50 ms) */
         unsigned reaped_orphans;
         unsigned killed_term, killed_kill;
         bool cgroup_tried;
@@ -133,21 +136,34 @@ struct sampled {
         bool holds;
 };
 
+static int cmp_pid(const void *a, const void *b)
+{
+        pid_t x = *(const pid_t *)a, y = *(const pid_t *)b;
+        return (x > y) - (x < y);
+}
+
 static int cmp_sampled(const void *a, const void *b)
 {
         pid_t x = ((const struct sampled *)a)->pid, y = ((const struct sampled *)b)->pid;
         return (x > y) - (x < y);
 }
 
-/* Note which GPUs the tree holds (the tree's own fd directories): the due ones, at the end the
- * ones never looked at (or everyone not known to hold one). The record is rebuilt from the
- * listing each time (both sorted by PID): what is gone is forgotten, since PIDs come back. */
+/* Note which GPUs the tree holds (the tree's own fd directories): the due ones; at the end the
+ * ones never looked at, or everyone not known to hold one. The record is rebuilt from the
+ * listing each time (both sorted by PID): what is gone is forgotten, since PIDs come back, but
+ * its PID is kept in a ring for the drain. */
 enum sample_mode { SAMPLE_DUE, SAMPLE_NEW, SAMPLE_ALL };
+
+static void note_gone(struct run *r, pid_t pid)
+{
+        r->gone[r->n_gone++ % GR_ELEMENTSOF(r->gone)] = pid;
+}
 
 static void sample_gpus(struct run *r, enum sample_mode mode)
 {
         if (!driver_present())
                 return;
+        r->sampled_once = r->sampled_once || mode == SAMPLE_DUE;
         gr_tree_proc *t = NULL;
         size_t n = 0;
         if (gr_tree_list(NULL, getpid(), r->cgroup, NULL, 0, &t, &n) < 0)
@@ -188,6 +204,14 @@ static void sample_gpus(struct run *r, enum sample_mode mode)
                 free(h);
         }
         free(t);
+        /* who left since the last look (both sorted by PID) */
+        for (size_t i = 0, j = 0; i < r->n_sampled; i++) {
+                while (j < k && now_set[j].pid < r->sampled[i].pid)
+                        j++;
+                if (j < k && now_set[j].pid == r->sampled[i].pid && now_set[j].start_time == r->sampled[i].start_time)
+                        continue;
+                note_gone(r, r->sampled[i].pid);
+        }
         free(r->sampled);
         r->sampled = now_set;
         r->n_sampled = k;
@@ -203,6 +227,7 @@ static bool reap_children(struct run *r, int *child_status, bool *child_done)
                         return errno == ECHILD;
                 if (w == 0)
                         return false;
+                note_gone(r, w);
                 if (w == r->child) {
                         *child_status = st;
                         *child_done = true;
@@ -360,6 +385,7 @@ static void tree_tick(gr_ladder *l, void *userdata)
                 pid_t w = waitpid(m->ref.pid, &st, WNOHANG);
                 if (w == m->ref.pid) {
                         m->reaped = true;
+                        note_gone(tl->r, w);
                         if (w == tl->r->child) {
                                 *tl->child_status = st;
                                 *tl->child_done = true;
@@ -417,17 +443,14 @@ static void end_tree(struct run *r, int *child_status, bool *child_done)
                 kill(-r->child, SIGTERM);
                 kill(-r->child, SIGCONT);
         }
-        /* Who holds which GPU, for the drain. Walking every member's fds here, while a thousand
-         * of them exit, cost 260 ms of a 300 ms teardown: only the members never looked at are
-         * walked; one looked at earlier that opened a GPU since made a context under its own PID,
-         * which the drain finds among the driver's context owners (end_pids). NVML reports host
-         * PIDs: in another PID namespace they match nothing, so there everyone is walked. */
+        /* Which GPUs to verify at the end. Walking every member's fds here, while a thousand of
+         * them exit, cost 260 ms of a 300 ms teardown: only the members never looked at are
+         * walked (a child forked since the last look inherits its parent's files). One looked at
+         * earlier that opened a GPU since made a context under its own PID: the driver lists
+         * that PID until the memory is back, so the drain looks for the tree's PIDs (now, the
+         * last that left, the reaped) among the context owners. NVML reports host PIDs: in
+         * another PID namespace they match nothing, so there everyone is walked. */
         sample_gpus(r, gr_proc_in_init_pidns() ? SAMPLE_NEW : SAMPLE_ALL);
-        free(r->end_pids);
-        r->end_pids = calloc(r->n_sampled ? r->n_sampled : 1, sizeof(pid_t));
-        r->n_end_pids = 0;
-        for (size_t i = 0; r->end_pids && i < r->n_sampled; i++)
-                r->end_pids[r->n_end_pids++] = r->sampled[i].pid; /* sorted, as the record is */
         ladder_round(r, child_status, child_done, r->grace);
         /* Return only when nothing is left: every child reaped (orphans of the tree come to us,
          * as a subreaper, some only as their parents finish exiting) and the cgroup empty. What
@@ -447,6 +470,23 @@ static void end_tree(struct run *r, int *child_status, bool *child_done)
 reaped:
         if (r->cgroup[0])
                 gr_cgroup_remove(r->cgroup);
+}
+
+/* The tree's PIDs for the drain, once it is gone: the members when it was ended, the last that
+ * left before, and the reaped */
+static void collect_end_pids(struct run *r)
+{
+        note_gone(r, r->child);
+        size_t n_gone = r->n_gone < GR_ELEMENTSOF(r->gone) ? r->n_gone : GR_ELEMENTSOF(r->gone);
+        free(r->end_pids);
+        r->end_pids = calloc(r->n_sampled + n_gone + 1, sizeof(pid_t));
+        r->n_end_pids = 0;
+        for (size_t i = 0; r->end_pids && i < r->n_sampled; i++)
+                r->end_pids[r->n_end_pids++] = r->sampled[i].pid;
+        for (size_t i = 0; r->end_pids && i < n_gone; i++)
+                r->end_pids[r->n_end_pids++] = r->gone[i];
+        if (r->n_end_pids)
+                qsort(r->end_pids, r->n_end_pids, sizeof(pid_t), cmp_pid);
 }
 
 /* Create the leaf cgroup and move the tree into it: listed again until a round finds nobody
@@ -494,12 +534,6 @@ struct drain_cond {
         const pid_t *pids;              /* the tree when it was ended, sorted */
         size_t n_pids;
 };
-
-static int cmp_pid(const void *a, const void *b)
-{
-        pid_t x = *(const pid_t *)a, y = *(const pid_t *)b;
-        return (x > y) - (x < y);
-}
 
 /* The GPUs the tree used are clean or busy with others' work. A GPU whose driver still lists a
  * context of a process of the tree joins them: the process is gone (the tree was reaped), so
@@ -914,7 +948,9 @@ int cmd_run(int argc, char **argv)
         char gpu_note[256] = "";
         int drain_met = -1; /* -1: nothing to wait for, or the driver could not be read */
         uint64_t drain_ms = 0;
-        if (!r.gpu_minors && r.n_end_pids && driver_present())
+        /* a tree gone before its first look (50 ms) made no context: CUDA takes longer to start */
+        collect_end_pids(&r);
+        if (!r.gpu_minors && r.sampled_once)
                 r.gpu_minors = gpus_owned_by_tree(&r);
         if (r.gpu_minors) {
                 gr_snapshot_options so = { 0 };
