@@ -41,19 +41,19 @@ _gpureap()
                 return ;;
         --gpu | --gpus | --pid | --job | --cgroup | --container | --pod | --grace | --timeout | \
         --nvml-timeout | --free | --max-time | --ready-port | --ready-log | --ready-timeout | \
-        --stall-timeout | --drain-timeout | --scontrol | --node)
+        --stall-timeout | --drain-timeout | --scontrol | --node | --only | --reap-after)
                 return ;;
         esac
         local opts
         case $cmd in
         "" | status) opts="--json --why --wide --color --gpu --replay --direct --job --cgroup --container --pod --nvml-timeout --help" ;;
-        reap) opts="--dry-run --direct --yes --json --gpu --pid --likely --all --tree --user --all-users --grace --timeout --job --cgroup --container --pod --ended --nvml-timeout --help" ;;
+        reap) opts="--dry-run --direct --yes --json --gpu --pid --likely --all --tree --user --all-users --grace --timeout --job --cgroup --container --pod --ended --only --nvml-timeout --help" ;;
         wait) opts="--gpu --free --timeout --json --job --cgroup --container --pod --nvml-timeout --help" ;;
         run) opts="--grace --max-time --ready-port --ready-log --ready-timeout --stall-timeout --drain-timeout --no-cgroup --quiet --json --ready-file --help --" ;;
         reset) opts="--gpu --yes --stop-monitors --timeout --help" ;;
         check) opts="--format --gpu --nvml-timeout --replay --help" ;;
         metrics) opts="--textfile --gpu --nvml-timeout --replay --help" ;;
-        serve) opts="--socket --group --interval --listen --nvml-timeout --help" ;;
+        serve) opts="--socket --group --interval --listen --nvml-timeout --reap-after --reap-all-users --help" ;;
         slurm-prolog | slurm-epilog) opts="--drain --gpus --timeout --grace --scontrol --node --help" ;;
         esac
         if [ -z "$cmd" ] && [[ $cur != -* ]]; then

@@ -21,6 +21,7 @@ static void reap_usage(FILE *f)
                 "usage: gpureap reap [--dry-run] [--direct] [--yes] [--json] [--gpu SEL] [--pid PID[,PID...]]\n"
                 "                    [--likely] [--all] [--tree] [--user USER] [--all-users]\n"
                 "                    [--grace DUR] [--timeout DUR] [--job ID|--cgroup P|--container ID|--pod UID [--ended]]\n"
+                "                    [--only PID@START[,...]]\n"
                 "\n"
                 "Kill the leftovers the diagnosis is sure of (hidden holders of ghosts, workers whose\n"
                 "launcher is gone), never live jobs, unsure holders, monitors, PID 1, gpureap or its\n"
@@ -39,6 +40,9 @@ static void reap_usage(FILE *f)
                 "  --tree           with each target, its whole process group (never gpureap's own)\n"
                 "  --user USER      only processes of this user (name or uid)\n"
                 "  --all-users      as root, other users' processes too\n"
+                "  --only PID@START of the plan's targets only these, each with the start time it\n"
+                "                   had when you looked (status --json: start_time); one whose PID\n"
+                "                   now names another process is spared\n"
                 SCOPE_USAGE
                 "  --ended          the scope is over (a job's epilog): every holder of it is a target\n"
                 "  --grace DUR      between SIGTERM and SIGKILL (default 5s)\n"
@@ -59,6 +63,8 @@ struct reap {
         char gpus[1024];
         pid_t pids[256];
         size_t n_pids;
+        gr_pid_start only[256];
+        size_t n_only;
         gr_plan_options po;
         gr_snapshot_options so;
         uint64_t grace, timeout, t0, deadline;
@@ -75,7 +81,7 @@ static const char *refusal_key(gr_refusal r)
 {
         static const char *const k[] = { "none", "init", "self", "kernel", "monitor", "other_user", "zombie",
                                          "gone", "live", "unsure", "likely", "no_uid", "out_of_scope",
-                                         "not_on_gpu", "not_holding" };
+                                         "not_on_gpu", "not_holding", "not_only" };
         return (unsigned)r < GR_ELEMENTSOF(k) ? k[r] : "unknown";
 }
 
@@ -166,6 +172,38 @@ static int parse_pids(struct reap *r, const char *arg)
         return 0;
 }
 
+static int parse_only(struct reap *r, const char *arg)
+{
+        char buf[8192];
+        if (!list_items_ok(arg)) {
+                error_msg("invalid --only '%s': an empty item (an empty selection is never 'all')", arg);
+                return -1;
+        }
+        if (!gr_strlcpy(buf, arg, sizeof(buf))) {
+                error_msg("--only list is too long");
+                return -1;
+        }
+        char *save = NULL;
+        for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+                char *at = strchr(t, '@');
+                int pid;
+                uint64_t start;
+                if (at)
+                        *at = '\0';
+                if (!at || gr_parse_int(t, &pid) < 0 || pid <= 0 || gr_parse_u64(at + 1, &start) < 0) {
+                        error_msg("invalid --only item '%s%s%s': give PID@START (START: the start_time of status --json)",
+                                  t, at ? "@" : "", at ? at + 1 : "");
+                        return -1;
+                }
+                if (r->n_only == GR_ELEMENTSOF(r->only)) {
+                        error_msg("too many --only values (at most %zu)", GR_ELEMENTSOF(r->only));
+                        return -1;
+                }
+                r->only[r->n_only++] = (gr_pid_start){ pid, start };
+        }
+        return 0;
+}
+
 /* 0 to go on, 1 when the help was printed, -1 for a usage error */
 static int parse_args(struct reap *r, int argc, char **argv)
 {
@@ -189,6 +227,7 @@ static int parse_args(struct reap *r, int argc, char **argv)
                 { "container", required_argument, NULL, OPT_CONTAINER },
                 { "pod", required_argument, NULL, OPT_POD },
                 { "ended", no_argument, NULL, OPT_ENDED },
+                { "only", required_argument, NULL, 'O' },
                 { "help", no_argument, NULL, 'h' },
                 { NULL, 0, NULL, 0 },
         };
@@ -249,6 +288,12 @@ static int parse_args(struct reap *r, int argc, char **argv)
                         break;
                 case OPT_ENDED:
                         r->po.scope_ended = true;
+                        break;
+                case 'O':
+                        if (parse_only(r, optarg) < 0)
+                                return -1;
+                        r->po.only = r->only;
+                        r->po.n_only = r->n_only;
                         break;
                 case 'h':
                         reap_usage(stdout);

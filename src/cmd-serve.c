@@ -3,10 +3,13 @@
  * launcher ended, from the kernel's process events) and keeps the rendered answers; the main
  * thread answers the Unix socket (the snapshot as 'status --json' gives it, with the memory)
  * from that cache, so a wedged driver never keeps it from answering; a second thread answers
- * HTTP /metrics (libmicrohttpd). It is read-only: it takes no kill requests. */
+ * HTTP /metrics (libmicrohttpd). Its socket is read-only: it takes no kill requests. Only the
+ * policy the admin may give on its command line (--reap-after, off by default) ends processes,
+ * and then through 'gpureap reap' itself: the same plan, checks and audit log. */
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <spawn.h>
 #include <grp.h>
 #include <limits.h>
 #include <poll.h>
@@ -20,6 +23,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <syslog.h>
 #include <time.h>
 #include <unistd.h>
@@ -44,17 +48,25 @@ static void serve_usage(FILE *f)
         fprintf(f,
                 "usage: gpureap serve [--socket PATH] [--group NAME] [--interval DUR]\n"
                 "                     [--listen ADDR:PORT | --listen none] [--nvml-timeout DUR]\n"
+                "                     [--reap-after DUR [--reap-all-users]]\n"
                 "\n"
                 "Watch the GPUs and their processes and remember what a snapshot cannot see: the\n"
                 "launcher that started each holder and how it ended. 'gpureap status' asks it over\n"
-                "its socket (--direct does not); Prometheus scrapes /metrics. Read-only: it kills\n"
-                "nothing. Run it as root, under systemd (contrib/systemd/gpureap-serve.service).\n"
+                "its socket (--direct does not); Prometheus scrapes /metrics. Its socket takes no\n"
+                "kill requests; it kills nothing unless --reap-after is given. Run it as root, under\n"
+                "systemd (contrib/systemd/gpureap-serve.service).\n"
                 "\n"
                 "  --socket PATH    the Unix socket (default " SERVE_SOCKET_DEFAULT ", or $GPUREAP_SERVE_SOCKET)\n"
                 "  --group NAME     let this group use the socket too (it shows every user's commands)\n"
                 "  --interval DUR   how often to look (default 1s, at least 100ms)\n"
                 "  --listen A:P     HTTP /metrics on this address (default 127.0.0.1:9835; none: off)\n"
-                "  --nvml-timeout   how long the driver gets per look (default 5s)\n");
+                "  --nvml-timeout   how long the driver gets per look (default 5s)\n"
+                "  --reap-after DUR a policy, off by default: a holder judged a sure leftover at every\n"
+                "                   look for longer than DUR is reaped by 'gpureap reap --yes --only\n"
+                "                   PID@START' (its own plan, checks, drain and audit log; a live job,\n"
+                "                   an unsure holder, a monitor are never touched)\n"
+                "  --reap-all-users with --reap-after: other users' leftovers too (else only those of\n"
+                "                   the user serve runs as)\n");
 }
 
 struct serve {
@@ -70,11 +82,25 @@ struct serve {
         size_t metrics_len;
         uint64_t refreshes;
         bool ready;
+        /* the policy (--reap-after): the refresher thread alone uses what follows */
+        uint64_t reap_after_ms;   /* 0: off */
+        bool reap_all_users;
+        struct sure_since *sure;  /* the holders judged sure leftovers at every look since */
+        size_t n_sure;
+        pid_t reaper;             /* a 'gpureap reap' started by the policy, until reaped */
+        uint64_t reaps;
+};
+
+/* A holder that every look since 'since' judged a sure leftover */
+struct sure_since {
+        pid_t pid;
+        uint64_t start_time, since_ms;
+        bool tried;               /* named to the reap now running */
 };
 
 /* A child of this thread still running (not a zombie): an NVML helper stuck in the driver.
- * Only the refresher thread starts children, and only helpers. */
-static pid_t stuck_helper(void)
+ * Only the refresher thread starts children: helpers, and the policy's reap (not stuck) */
+static pid_t stuck_helper(pid_t reaper)
 {
         char path[64], buf[4096];
         snprintf(path, sizeof(path), "/proc/self/task/%ld/children", (long)syscall(SYS_gettid));
@@ -98,7 +124,8 @@ static pid_t stuck_helper(void)
                         continue;
                 sb[k] = '\0';
                 const char *close_paren = strrchr(sb, ')');
-                if (close_paren && close_paren[1] == ' ' && close_paren[2] != 'Z' && close_paren[2] != 'X')
+                if (close_paren && close_paren[1] == ' ' && close_paren[2] != 'Z' && close_paren[2] != 'X' &&
+                    (pid_t)pid != reaper)
                         return (pid_t)pid;
         }
         return 0;
@@ -136,11 +163,92 @@ static void metrics_of(FILE *f, const gr_snapshot *s, const gr_diagnosis *d)
         metrics_render(f, s, d, NULL);
 }
 
+/* The policy: note who is a sure leftover now (and since when: the first look of an unbroken
+ * run of looks that said so), and once some have been for longer than --reap-after, start
+ * 'gpureap reap' for exactly those processes (PID and start time: a PID reused since names
+ * another process, which reap then spares). One reap at a time; it makes its own snapshot and
+ * plan, so a process that is no longer a sure leftover by then is spared too. */
+static void policy(struct serve *sv, const gr_diagnosis *d, uint64_t now)
+{
+        if (sv->reaper > 0) {
+                int st;
+                pid_t w = waitpid(sv->reaper, &st, WNOHANG);
+                if (w == sv->reaper || (w < 0 && errno == ECHILD)) {
+                        if (w == sv->reaper)
+                                audit_log(LOG_NOTICE, "policy: reap (PID %d) %s %d", (int)sv->reaper,
+                                          WIFEXITED(st) ? "exited" : "was killed by signal",
+                                          WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
+                        sv->reaper = 0;
+                        /* one it could not end (state D) waits its full time again: no reap
+                         * after reap for a process that does not die */
+                        for (size_t k = 0; k < sv->n_sure; k++)
+                                if (sv->sure[k].tried) {
+                                        sv->sure[k].tried = false;
+                                        sv->sure[k].since_ms = now;
+                                }
+                }
+        }
+        struct sure_since *now_set = calloc(d && d->n_holders ? d->n_holders : 1, sizeof(*now_set));
+        if (!now_set)
+                return;
+        size_t n = 0;
+        for (size_t i = 0; d && i < d->n_holders; i++) {
+                const gr_holder_verdict *v = &d->holders[i];
+                if (!v->process || v->judgement != GR_JUDGE_LEFTOVER || v->confidence != GR_SURE)
+                        continue;
+                struct sure_since e = { v->pid, v->process->start_time, now, false };
+                for (size_t k = 0; k < sv->n_sure; k++)
+                        if (sv->sure[k].pid == e.pid && sv->sure[k].start_time == e.start_time) {
+                                e.since_ms = sv->sure[k].since_ms;
+                                e.tried = sv->sure[k].tried;
+                        }
+                now_set[n++] = e;
+        }
+        free(sv->sure);
+        sv->sure = now_set;
+        sv->n_sure = n;
+        if (sv->reaper > 0)
+                return;
+        char only[8192];
+        size_t len = 0, due = 0;
+        only[0] = '\0';
+        for (size_t i = 0; i < n && due < 256; i++) {
+                if (now < now_set[i].since_ms + sv->reap_after_ms)
+                        continue;
+                int w = snprintf(only + len, sizeof(only) - len, "%s%d@%llu", len ? "," : "", (int)now_set[i].pid,
+                                 (unsigned long long)now_set[i].start_time);
+                if (w < 0 || (size_t)w >= sizeof(only) - len)
+                        break;
+                len += (size_t)w;
+                due++;
+                now_set[i].tried = true;
+        }
+        if (!due)
+                return;
+        char *argv[] = { (char *)"gpureap", (char *)"reap", (char *)"--yes", (char *)"--timeout", (char *)"30s",
+                         (char *)"--only", only, sv->reap_all_users ? (char *)"--all-users" : NULL, NULL };
+        posix_spawn_file_actions_t fa;
+        posix_spawn_file_actions_init(&fa);
+        posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+        posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+        pid_t pid = 0;
+        int r = posix_spawn(&pid, "/proc/self/exe", &fa, NULL, argv, environ);
+        posix_spawn_file_actions_destroy(&fa);
+        if (r != 0) {
+                audit_log(LOG_WARNING, "policy: cannot start gpureap reap: %s", strerror(r));
+                return;
+        }
+        sv->reaper = pid;
+        sv->reaps++;
+        audit_log(LOG_NOTICE, "policy: %zu sure leftover%s for more than %llu ms: gpureap reap (PID %d) --only %s", due,
+                  due == 1 ? "" : "s", (unsigned long long)sv->reap_after_ms, (int)pid, only);
+}
+
 static void refresh(struct serve *sv)
 {
         uint64_t now = gr_wall_ms();
         char down[256];
-        pid_t stuck = stuck_helper();
+        pid_t stuck = stuck_helper(sv->reaper);
         gr_snapshot_options so = sv->so;
         if (stuck) {
                 snprintf(down, sizeof(down), "the driver has not answered a call of gpureap serve's NVML helper (PID %d) "
@@ -156,6 +264,8 @@ static void refresh(struct serve *sv)
         if (gr_diagnose(s, 0, &d) < 0)
                 d = NULL;
         history_gpus(&sv->hist, s, d, now);
+        if (sv->reap_after_ms && d)
+                policy(sv, d, now);
         size_t jl = 0, ml = 0;
         char *json = render_to_memory(json_of, s, d, &jl);
         char *metrics = render_to_memory(metrics_of, s, d, &ml);
@@ -476,6 +586,8 @@ int cmd_serve(int argc, char **argv)
                 { "interval", required_argument, NULL, 'i' },
                 { "listen", required_argument, NULL, 'l' },
                 { "nvml-timeout", required_argument, NULL, 't' },
+                { "reap-after", required_argument, NULL, 'R' },
+                { "reap-all-users", no_argument, NULL, 'U' },
                 { "help", no_argument, NULL, 'h' },
                 { NULL, 0, NULL, 0 },
         };
@@ -502,6 +614,17 @@ int cmd_serve(int argc, char **argv)
                         if (parse_duration_option(optarg, &sv.so.gpu.timeout_ms, false) < 0)
                                 return EXIT_USAGE;
                         break;
+                case 'R':
+                        if (parse_duration_option(optarg, &sv.reap_after_ms, false) < 0)
+                                return EXIT_USAGE;
+                        if (sv.reap_after_ms == 0) {
+                                error_msg("--reap-after must be more than 0 (leave it out for no policy)");
+                                return EXIT_USAGE;
+                        }
+                        break;
+                case 'U':
+                        sv.reap_all_users = true;
+                        break;
                 case 'h':
                         serve_usage(stdout);
                         return EXIT_CLEAN;
@@ -512,6 +635,10 @@ int cmd_serve(int argc, char **argv)
         }
         if (no_stray_arguments(argc, argv, "serve") < 0)
                 return EXIT_USAGE;
+        if (sv.reap_all_users && !sv.reap_after_ms) {
+                error_msg("--reap-all-users needs --reap-after");
+                return EXIT_USAGE;
+        }
         gid_t gid = (gid_t)-1;
         if (group) {
                 struct group *gr = getgrnam(group);
@@ -607,6 +734,9 @@ int cmd_serve(int argc, char **argv)
         }
         audit_log(LOG_INFO, "watching: socket %s, http %s, every %llu ms, process events %s", path, http ? listen_opt : "off",
                   (unsigned long long)sv.interval_ms, efd >= 0 ? "on" : "off");
+        if (sv.reap_after_ms)
+                audit_log(LOG_NOTICE, "policy: sure leftovers of %s reaped after %llu ms",
+                          sv.reap_all_users ? "every user" : "serve's own user", (unsigned long long)sv.reap_after_ms);
 
         struct client clients[CLIENTS_MAX];
         for (size_t i = 0; i < CLIENTS_MAX; i++) {
@@ -694,6 +824,9 @@ int cmd_serve(int argc, char **argv)
                 close(sfd);
         free(sv.json);
         free(sv.metrics);
+        free(sv.sure);
+        if (sv.reaper > 0)
+                waitpid(sv.reaper, NULL, 0); /* a reap runs to its own --timeout */
         history_release(&sv.hist);
         return EXIT_CLEAN;
 }

@@ -32,7 +32,15 @@ typedef enum gr_refusal {
         GR_REFUSE_NOT_ON_GPU, /* named with --pid, but it holds none of the --gpu GPUs (a reused PID?) */
         GR_REFUSE_NOT_HOLDING, /* listed by the driver, alive, but holds no device file: maybe
                                  another process with the PID of one that is gone */
+        GR_REFUSE_NOT_ONLY,   /* not among the processes given with --only (PID and start time) */
 } gr_refusal;
+
+/* A process as a caller saw it: its PID and its start time (clock ticks after boot, as
+ * /proc/PID/stat and 'status --json' give it) */
+typedef struct gr_pid_start {
+        pid_t pid;
+        uint64_t start_time;
+} gr_pid_start;
 
 typedef struct gr_target {
         pid_t pid;
@@ -68,6 +76,10 @@ typedef struct gr_plan_options {
         pid_t self_pgrp;      /* --tree never extends into gpureap's own process group */
         const pid_t *ancestors; /* gpureap's ancestors, never touched */
         size_t n_ancestors;
+        const gr_pid_start *only; /* n_only > 0: of the plan's targets only these, each with the
+                                     start time it had when it was looked at (a PID reused since
+                                     names another process: spared) */
+        size_t n_only;
 } gr_plan_options;
 
 typedef struct gr_plan {

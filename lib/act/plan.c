@@ -24,6 +24,7 @@ const char *gr_refusal_text(gr_refusal r)
         case GR_REFUSE_OUT_OF_SCOPE: return "not a process of the given job, cgroup, container or pod";
         case GR_REFUSE_NOT_ON_GPU: return "it holds none of the GPUs given with --gpu (a PID reused since?)";
         case GR_REFUSE_NOT_HOLDING: return "the driver lists its PID but it holds no GPU file: perhaps another process with a dead one's PID";
+        case GR_REFUSE_NOT_ONLY: return "not among the processes given with --only";
         }
         return "?";
 }
@@ -144,6 +145,13 @@ static int add(struct builder *b, pid_t pid, gr_plan_why why, gr_refusal judged)
         t->refused = refuse(b, proc);
         if (t->refused == GR_REFUSE_NONE)
                 t->refused = judged;
+        if (t->refused == GR_REFUSE_NONE && b->o->n_only > 0) {
+                bool among = false;
+                for (size_t i = 0; i < b->o->n_only && !among; i++)
+                        among = b->o->only[i].pid == pid && b->o->only[i].start_time == proc->start_time;
+                if (!among)
+                        t->refused = GR_REFUSE_NOT_ONLY;
+        }
         if (t->refused == GR_REFUSE_ZOMBIE)
                 t->related = proc->ppid;
         const gr_holder_verdict *v = gr_diagnosis_holder(b->d, pid);
