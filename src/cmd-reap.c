@@ -41,8 +41,8 @@ static void reap_usage(FILE *f)
                 "  --user USER      only processes of this user (name or uid)\n"
                 "  --all-users      as root, other users' processes too\n"
                 "  --only PID@START of the plan's targets only these, each with the start time it\n"
-                "                   had when you looked (status --json: start_time); one whose PID\n"
-                "                   now names another process is spared\n"
+                "                   had when you looked (start_time_ticks in status --json); one\n"
+                "                   whose PID now names another process is spared\n"
                 SCOPE_USAGE
                 "  --ended          the scope is over (a job's epilog): every holder of it is a target\n"
                 "  --grace DUR      between SIGTERM and SIGKILL (default 5s)\n"
@@ -191,7 +191,7 @@ static int parse_only(struct reap *r, const char *arg)
                 if (at)
                         *at = '\0';
                 if (!at || gr_parse_int(t, &pid) < 0 || pid <= 0 || gr_parse_u64(at + 1, &start) < 0) {
-                        error_msg("invalid --only item '%s%s%s': give PID@START (START: the start_time of status --json)",
+                        error_msg("invalid --only item '%s%s%s': give PID@START (START: start_time_ticks in status --json)",
                                   t, at ? "@" : "", at ? at + 1 : "");
                         return -1;
                 }
