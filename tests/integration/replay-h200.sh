@@ -10,7 +10,8 @@ R=$(dirname "$TESTLIB")/../fixtures/h200-2026-12-03
 # every recording: the same judgement, confidence and role for each holder, the same findings
 n=0
 B=$(dirname "$TESTLIB")/../fixtures/h200-2026-12-03-b # the afternoon's, with the threaded NVML helper
-for f in "$R"/*.json "$R"/scenarios/*.status.json "$B"/*.json "$B"/scenarios/*.status.json; do
+C=$(dirname "$TESTLIB")/../fixtures/h200-2026-12-03-c # the evening's: the BPF scan, eight workers through serve
+for f in "$R"/*.json "$R"/scenarios/*.status.json "$B"/*.json "$B"/scenarios/*.status.json "$C"/*.json; do
         gr status --replay "$f" --json
         [ "$RC" -le 1 ] || fail "replay of $f: exit $RC"
         cp "$T/out" "$T/replayed.json"
@@ -23,6 +24,17 @@ for f in "$R"/*.json "$R"/scenarios/*.status.json "$B"/*.json "$B"/scenarios/*.s
 done
 [ $n -ge 36 ] || fail "only $n recordings"
 ok "$n recordings: the replay gives the verdicts gpureap gave live"
+
+# the BPF scan and the /proc scan on the real device files: the same holders and verdicts
+pick='[.processes[] | [.pid, .devices, .verdict.judgement, .verdict.confidence]], [.findings[] | [.kind, .pids]], [.gpus[] | .state]'
+[ "$(jq -r .proc.scan "$C/scan-bpf.json") $(jq -r .proc.scan "$C/scan-proc.json")" = "bpf proc" ] || fail "the recordings do not say which scan ran"
+[ "$(jq -c "$pick" "$C/scan-bpf.json")" = "$(jq -c "$pick" "$C/scan-proc.json")" ] || fail "the BPF and /proc scans differ on the H200"
+ok "on the H200 the BPF scan and the /proc scan found the same holders, device files and verdicts"
+# through serve and --direct, eight CUDA workers: the same verdicts
+pick='[.processes[] | select(.verdict) | [.pid, .verdict.judgement, .verdict.confidence]], [.findings[] | [.kind, .pids]], [.gpus[] | .state]'
+[ "$(jq -c "$pick" "$C/served-eight.json")" = "$(jq -c "$pick" "$C/direct-eight.json")" ] || fail "serve and --direct differ"
+jq -e '.history.served_by > 0' "$C/served-eight.json" >/dev/null || fail "served-eight.json is not serve's"
+ok "eight CUDA workers: through serve the verdicts and findings of --direct"
 
 pid_of_rec() { awk -v r="$2" '$1 == r {print $2}' "$R/scenarios/$1.pids"; }
 
