@@ -20,6 +20,7 @@
 # The checker is shown to fail too: one character changed in a block of each kind, a marker
 # removed, an unknown kind, a command line that is not the one checked. With
 # DOC_EXAMPLES_UPDATE=1 (scripts/update-doc-examples.sh) it rewrites the stale examples instead.
+# The annotated status schema of json-schema.md must name every field the recordings' JSON has.
 . "$TESTLIB"
 ROOT=$(cd "$(dirname "$TESTLIB")/../.." && pwd)
 cd "$ROOT" # the examples name their files from the top of the tree
@@ -155,6 +156,19 @@ for doc in "$ROOT/README.md" "$ROOT"/docs/*.md; do
 done
 [ $total -ge 10 ] || fail "only $total marked examples found"
 [ -z "${DOC_EXAMPLES_UPDATE:-}" ] || { done_testing; exit 0; }
+
+# the annotated schema is no example, but it names every field: each key 'status --json' writes
+# for the H200 recordings (one-shot and served) is in the block that describes it
+awk '/^```jsonc/ { b = ""; inb = 1; next } inb && /^```/ { inb = 0; if (b ~ /"gpureap_version"/) print b; next } inb { b = b $0 "\n" }' \
+        docs/json-schema.md | grep -o '"[A-Za-z_]*":' | tr -d '":' | sort -u >"$T/schema-keys"
+[ -s "$T/schema-keys" ] || fail "no annotated status schema in json-schema.md"
+for f in tests/fixtures/h200-2026-12-03/*.json tests/fixtures/h200-2026-12-03-serve/*.json; do
+        gr status --json --replay "$f"
+        jq -r '[paths | map(select(type == "string")) | last] | .[]' "$T/out"
+done | sort -u >"$T/keys"
+comm -13 "$T/schema-keys" "$T/keys" >"$T/missing"
+[ ! -s "$T/missing" ] || fail "json-schema.md does not describe: $(tr '\n' ' ' <"$T/missing")"
+ok "json-schema.md names all $(wc -l <"$T/keys") fields that status --json writes for the recordings"
 
 # the checker fails: a copy of a doc with one block changed must not pass
 broken() { # DESCRIPTION: $T/broken.md must fail
