@@ -24,7 +24,8 @@ start=$(sed 's/.*) //' "/proc/$child/stat" | cut -d' ' -f20)
 gr reap --yes
 expect_rc 0 "reaped"
 i=0; until grep -q "pid $child .*: ended" "$T/syslog" 2>/dev/null; do i=$((i + 1)); [ $i -lt 500 ] || break; sleep 0.01; done
-cp "$T/syslog" "$T/out"; [ -z "${AUDIT_EXAMPLE:-}" ] || cp "$T/syslog" "$AUDIT_EXAMPLE"
+cp "$T/syslog" "$T/out"
+doc_example audit-trail.log "$T/syslog" # docs/integrations.md shows it
 has out "^<85>.* gpureap\\[[0-9]+\\]: reap by uid $(id -u) \\(euid $(id -u), parent $$ " "who ran it (facility authpriv, notice)"
 has out "signalling pid $child start $start uid $(id -u) comm 'gpuhold' cmdline '[^']*gpuhold[^']*' job 'process group [0-9]+': leftover; judged leftover: it keeps the GPU memory of PID $owner" "the target, its identity, job and the verdict"
 has out "pid $child start $start comm 'gpuhold': ended" "the result"

@@ -147,3 +147,9 @@ done_testing() {
 free_port() {
         python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
+
+# doc_example NAME FILE: FILE is an example the docs show (tests/fixtures/docs-examples/README.md);
+# with DOC_EXAMPLES_DIR set, it is kept there as NAME, to be committed
+doc_example() {
+        [ -z "${DOC_EXAMPLES_DIR:-}" ] || cp "$2" "$DOC_EXAMPLES_DIR/$1"
+}

@@ -58,6 +58,7 @@ jq -e '.history.served_by > 0 and .history.events == true' "$T/served.json" >/de
 jq -e '.history == null' "$T/direct.json" >/dev/null || fail "--direct has a history"
 ok "the served answer says it is serve's, with process events; --direct has no history"
 gr status
+doc_example serve-status.txt "$T/out" # docs/serve.md shows it
 has out "^as seen by gpureap serve \\(PID $SERVE\\)" "the table says it comes from serve"
 kill -KILL "$child" "$busy"
 until_served "[.processes[] | select(.pid == $child or .pid == $busy)] == []"

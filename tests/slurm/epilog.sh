@@ -110,6 +110,7 @@ slurm_wait_node_state drained 30 || fail "node '$(slurm_node_state)' ($(slurm_no
 alive "$cl" && fail "job C's leftover $cl is alive"
 reason=$(slurm_node_reason)
 echo "# sinfo -R: $reason"
+echo "$reason" >>"$T/reasons"
 case $reason in "gpureap: job $jobc: "*) ;; *) fail "the drain reason is not gpureap's: '$reason'" ;; esac
 ok "memory never given back: the node is drained with gpureap's reason"
 grep -q "node $SLURM_NODE drained: job $jobc" "$T/syslog" || fail "no audit line of the drain: $(cat "$T/syslog")"
@@ -130,8 +131,10 @@ jobd=$(sbatch --parsable --gres=gpu:4 -o /dev/null --wrap true) || fail "sbatch 
 slurm_wait_node_state drained 30 || fail "node '$(slurm_node_state)', not drained by the prolog: $(cat "$T/slurm-prolog.log")"
 reason=$(slurm_node_reason)
 echo "# sinfo -R: $reason"
+echo "$reason" >>"$T/reasons"
 case $reason in "gpureap: job $jobd: GPU 2: held by PID $(pid_of stranger) (gpuhold), not of this job"*) ;; *) fail "the prolog's drain reason: '$reason'" ;; esac
 alive "$(pid_of stranger)" || fail "the prolog killed the stranger"
 ok "a GPU held outside any job: the prolog drains the node (reason names GPU 2), kills nothing"
 scancel "$jobd" 2>/dev/null || true
+doc_example slurm-reasons.txt "$T/reasons" # docs/integrations.md shows them
 done_testing
