@@ -20,8 +20,8 @@ static void reap_usage(FILE *f)
         fprintf(f,
                 "usage: gpureap reap [--dry-run] [--direct] [--yes] [--json] [--gpu SEL] [--pid PID[,PID...]]\n"
                 "                    [--likely] [--all] [--tree] [--user USER] [--all-users]\n"
-                "                    [--grace DUR] [--timeout DUR] [--job ID|--cgroup P|--container ID|--pod UID [--ended]]\n"
-                "                    [--only PID@START[,...]]\n"
+                "                    [--grace DUR] [--timeout DUR] [--only PID@START[,...]]\n"
+                "                    [--job ID|--cgroup P|--container ID|--pod UID [--ended]]\n"
                 "\n"
                 "Kill the leftovers the diagnosis is sure of (hidden holders of ghosts, workers whose\n"
                 "launcher is gone), never live jobs, unsure holders, monitors, PID 1, gpureap or its\n"

@@ -31,7 +31,7 @@ static void status_usage(FILE *f)
                 "                         file of at most 64 MiB)\n"
                 "  --gpu SEL              only these GPUs: index, UUID (or its first 8+ characters)\n"
                 "                         or PCI bus id; comma separated or repeated\n"
-                SCOPE_USAGE
+                SCOPE_USAGE_25
                 "                         (without --gpu: the GPUs its processes hold)\n"
                 "  --nvml-timeout DUR     give the driver this long to answer each call, in its\n"
                 "                         own time (default 5s; also $GPUREAP_NVML_TIMEOUT); a\n"

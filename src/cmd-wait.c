@@ -18,7 +18,7 @@ static void wait_usage(FILE *f)
                 "benchmark or a server started with --mem-fraction-static.\n"
                 "\n"
                 "  --gpu SEL          only these GPUs (index, UUID prefix, PCI bus id)\n"
-                SCOPE_USAGE
+                SCOPE_USAGE_21
                 "                     (with a scope: until none of its processes holds a GPU and the\n"
                 "                     GPUs they held are clean)\n"
                 "  --free SIZE        e.g. 40GiB, or 90%% of the GPU's total memory\n"

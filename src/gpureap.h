@@ -33,6 +33,20 @@ const char *scope_option_name(int code);
         "  --cgroup PATH    only the processes of this cgroup and those below it\n" \
         "  --container ID   only the processes of this container (12+ hex digits)\n" \
         "  --pod UID        only the processes of this Kubernetes pod\n"
+/* the same for a usage whose descriptions start at column 21 (wait) */
+#define SCOPE_USAGE_21 \
+        "  --job ID           only the processes of this Slurm job (its cgroup, or\n" \
+        "                     SLURM_JOB_ID)\n" \
+        "  --cgroup PATH      only the processes of this cgroup and those below it\n" \
+        "  --container ID     only the processes of this container (12+ hex digits)\n" \
+        "  --pod UID          only the processes of this Kubernetes pod\n"
+/* the same for a usage whose descriptions start at column 25 (status) */
+#define SCOPE_USAGE_25 \
+        "  --job ID               only the processes of this Slurm job (its cgroup, or\n" \
+        "                         SLURM_JOB_ID)\n" \
+        "  --cgroup PATH          only the processes of this cgroup and those below it\n" \
+        "  --container ID         only the processes of this container (12+ hex digits)\n" \
+        "  --pod UID              only the processes of this Kubernetes pod\n"
 /* --job/--cgroup/--container/--pod VALUE into sc; -1 (message printed) when malformed or a
  * second scope */
 int scope_option(const char *option, const char *value, gr_scope *sc);

@@ -9,6 +9,19 @@ gr status --help
 expect_rc 0 "status --help"
 has out "--nvml-timeout" "status help lists options"
 has out "--wide" "status help lists --wide" && has out "--color=WHEN" "and --color"
+# every command's help: each option's description starts at the column of the first one, and no
+# line is wider than 100 columns
+for c in status reap wait run check metrics serve reset slurm-epilog slurm-prolog; do
+        gr $c --help
+        [ "$RC" -eq 0 ] || fail "$c --help: exit $RC"
+        awk -v c="$c" '
+                /^  --[a-z]/ { col = match(substr($0, 3), /  +[^ ]/); if (col == 0) next
+                               col += 2 + RLENGTH - 1; if (!want) want = col
+                               else if (col != want) { printf "%s --help: \"%s\" starts its text at column %d, not %d\n", c, $0, col, want; bad = 1 } }
+                length($0) > 100 { printf "%s --help: a line of %d columns\n", c, length($0); bad = 1 }
+                END { exit bad }' "$T/out" >"$T/align" || fail "$(cat "$T/align")"
+done
+ok "every command's help aligns its options' descriptions"
 
 # the bash completion offers the options of status, and the values of --color
 ROOT=$(cd "$(dirname "$TESTLIB")/../.." && pwd)
