@@ -404,6 +404,8 @@ int snapshot_from_json_buffer(const char *buf, size_t len, const char *path, gr_
                 get_str(d, "library", rep->library, sizeof(rep->library));
                 get_str(d, "driver_version", rep->driver_version, sizeof(rep->driver_version));
                 get_str(d, "nvml_version", rep->nvml_version, sizeof(rep->nvml_version));
+                uint64_t de = get_u64(d, "elapsed_ms");
+                rep->elapsed_ms = de == GR_UNKNOWN_U64 ? 0 : de; /* what the recording took */
                 t->clock_ticks = 100;
                 s->procs_partial = version < 2;
                 s->replayed = true;
