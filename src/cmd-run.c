@@ -91,7 +91,8 @@ struct run {
         size_t n_gone;
         pid_t *end_pids;                /* those and the tree when it was ended, sorted: the drain */
         size_t n_end_pids;              /* looks for them among the driver's context owners */
-        bool sampled_once;              /* the tree lived to its first look (50 ms) */
+        bool maybe_opened;              /* a member looked at without a GPU was not looked at
+                                           again at the end: it may have opened one since */
         unsigned reaped_orphans;
         unsigned killed_term, killed_kill;
         bool cgroup_tried;
@@ -133,6 +134,7 @@ static bool end_pending(void)
 struct sampled {
         pid_t pid;
         uint64_t start_time, next_ms, interval_ms;
+        bool looked;              /* its fds were read at least once */
         bool holds;
 };
 
@@ -163,7 +165,6 @@ static void sample_gpus(struct run *r, enum sample_mode mode)
 {
         if (!driver_present())
                 return;
-        r->sampled_once = r->sampled_once || mode == SAMPLE_DUE;
         gr_tree_proc *t = NULL;
         size_t n = 0;
         if (gr_tree_list(NULL, getpid(), r->cgroup, NULL, 0, &t, &n) < 0)
@@ -186,11 +187,14 @@ static void sample_gpus(struct run *r, enum sample_mode mode)
                         *sm = *old;
                 else
                         *sm = (struct sampled){ .pid = t[i].pid, .start_time = t[i].start_time, .interval_ms = 250 };
-                if (sm->holds || (mode == SAMPLE_DUE && now < sm->next_ms) || (mode == SAMPLE_NEW && known))
+                if (mode == SAMPLE_NEW && sm->looked && !sm->holds)
+                        r->maybe_opened = true;
+                if (sm->holds || (mode == SAMPLE_DUE && now < sm->next_ms) || (mode == SAMPLE_NEW && sm->looked))
                         continue;
                 if (mode == SAMPLE_DUE && end_pending())
                         continue; /* the teardown looks at the new ones */
                 sm->next_ms = now + sm->interval_ms;
+                sm->looked = true;
                 if (sm->interval_ms < 5000)
                         sm->interval_ms *= 2;
                 gr_holding *h = NULL;
@@ -211,6 +215,8 @@ static void sample_gpus(struct run *r, enum sample_mode mode)
                 if (j < k && now_set[j].pid == r->sampled[i].pid && now_set[j].start_time == r->sampled[i].start_time)
                         continue;
                 note_gone(r, r->sampled[i].pid);
+                if (r->sampled[i].looked && !r->sampled[i].holds)
+                        r->maybe_opened = true;
         }
         free(r->sampled);
         r->sampled = now_set;
@@ -948,9 +954,10 @@ int cmd_run(int argc, char **argv)
         char gpu_note[256] = "";
         int drain_met = -1; /* -1: nothing to wait for, or the driver could not be read */
         uint64_t drain_ms = 0;
-        /* a tree gone before its first look (50 ms) made no context: CUDA takes longer to start */
+        /* the driver is asked only when a member looked at without a GPU may have opened one
+         * since: every other member's files were read at the end, or it was seen holding */
         collect_end_pids(&r);
-        if (!r.gpu_minors && r.sampled_once)
+        if (!r.gpu_minors && r.maybe_opened)
                 r.gpu_minors = gpus_owned_by_tree(&r);
         if (r.gpu_minors) {
                 gr_snapshot_options so = { 0 };
