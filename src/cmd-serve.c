@@ -88,6 +88,7 @@ struct serve {
         struct sure_since *sure;  /* the holders judged sure leftovers at every look since */
         size_t n_sure;
         pid_t reaper;             /* a 'gpureap reap' started by the policy, until reaped */
+        char socket_path[4096];   /* ours, for the reap to ask */
         uint64_t reaps;
 };
 
@@ -168,7 +169,7 @@ static void metrics_of(FILE *f, const gr_snapshot *s, const gr_diagnosis *d)
  * 'gpureap reap' for exactly those processes (PID and start time: a PID reused since names
  * another process, which reap then spares). One reap at a time; it makes its own snapshot and
  * plan, so a process that is no longer a sure leftover by then is spared too. */
-static void policy(struct serve *sv, const gr_diagnosis *d, uint64_t now)
+static void policy(struct serve *sv, const gr_diagnosis *d, uint64_t now, bool driver_ok)
 {
         if (sv->reaper > 0) {
                 int st;
@@ -196,6 +197,9 @@ static void policy(struct serve *sv, const gr_diagnosis *d, uint64_t now)
                 const gr_holder_verdict *v = &d->holders[i];
                 if (!v->process || v->judgement != GR_JUDGE_LEFTOVER || v->confidence != GR_SURE)
                         continue;
+                /* another user's: reap would refuse it without --all-users, every DUR again */
+                if (!sv->reap_all_users && (!v->process->has_uid || v->process->uid != getuid()))
+                        continue;
                 struct sure_since e = { v->pid, v->process->start_time, now, false };
                 for (size_t k = 0; k < sv->n_sure; k++)
                         if (sv->sure[k].pid == e.pid && sv->sure[k].start_time == e.start_time) {
@@ -207,7 +211,7 @@ static void policy(struct serve *sv, const gr_diagnosis *d, uint64_t now)
         free(sv->sure);
         sv->sure = now_set;
         sv->n_sure = n;
-        if (sv->reaper > 0)
+        if (sv->reaper > 0 || !driver_ok)
                 return;
         char only[8192];
         size_t len = 0, due = 0;
@@ -231,8 +235,26 @@ static void policy(struct serve *sv, const gr_diagnosis *d, uint64_t now)
         posix_spawn_file_actions_init(&fa);
         posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
         posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+        /* the reap asks this serve (its --socket) for what it remembers */
+        size_t ne = 0;
+        while (environ[ne])
+                ne++;
+        char **envp = calloc(ne + 2, sizeof(*envp));
+        char sockenv[sizeof(sv->socket_path) + 32];
+        if (!envp) {
+                posix_spawn_file_actions_destroy(&fa);
+                return;
+        }
+        size_t k = 0;
+        for (size_t i = 0; i < ne; i++)
+                if (strncmp(environ[i], "GPUREAP_SERVE_SOCKET=", 21) != 0)
+                        envp[k++] = environ[i];
+        snprintf(sockenv, sizeof(sockenv), "GPUREAP_SERVE_SOCKET=%s", sv->socket_path);
+        envp[k++] = sockenv;
+        envp[k] = NULL;
         pid_t pid = 0;
-        int r = posix_spawn(&pid, "/proc/self/exe", &fa, NULL, argv, environ);
+        int r = posix_spawn(&pid, "/proc/self/exe", &fa, NULL, argv, envp);
+        free(envp);
         posix_spawn_file_actions_destroy(&fa);
         if (r != 0) {
                 audit_log(LOG_WARNING, "policy: cannot start gpureap reap: %s", strerror(r));
@@ -264,8 +286,11 @@ static void refresh(struct serve *sv)
         if (gr_diagnose(s, 0, &d) < 0)
                 d = NULL;
         history_gpus(&sv->hist, s, d, now);
+        /* the policy's clock is the monotonic one (a step of the wall clock must not make a
+         * leftover old); it waits while the driver does not answer: a reap would only start
+         * another NVML helper into the same hung call */
         if (sv->reap_after_ms && d)
-                policy(sv, d, now);
+                policy(sv, d, gr_now_ms(), !stuck && s->gpu->status == GR_GPU_OK);
         size_t jl = 0, ml = 0;
         char *json = render_to_memory(json_of, s, d, &jl);
         char *metrics = render_to_memory(metrics_of, s, d, &ml);
@@ -663,6 +688,10 @@ int cmd_serve(int argc, char **argv)
         http = false;
 #endif
         const char *path = serve_socket_path(socket_opt);
+        if (!gr_strlcpy(sv.socket_path, path, sizeof(sv.socket_path))) {
+                error_msg("the socket path is too long");
+                return EXIT_USAGE;
+        }
         int lfd = listen_unix(path, gid);
         if (lfd < 0) {
                 if (lfd == -EADDRINUSE)

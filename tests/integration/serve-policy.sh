@@ -44,12 +44,15 @@ gr reap --dry-run --only 12x
 expect_rc 2 "a malformed --only item"
 kill -KILL "$h1"; wait_state "$h1" gone
 
-"$GPUREAP" serve --interval 100ms --listen none --reap-after 600ms >"$T/serve.out" 2>&1 &
+# serve on a socket given with --socket, its environment naming one where nobody listens: the
+# reap it starts must still ask this serve (else it would not know the launchers it saw)
+GPUREAP_SERVE_SOCKET=$T/nobody.sock "$GPUREAP" serve --socket "$T/policy.sock" --interval 100ms --listen none \
+        --reap-after 600ms >"$T/serve.out" 2>&1 &
 SERVE=$!
 LAUNCHED="$LAUNCHED $SERVE"
 until_served() {
         local i=0
-        until "$GPUREAP" status --json 2>/dev/null | jq -e "$1" >/dev/null; do
+        until GPUREAP_SERVE_SOCKET=$T/policy.sock "$GPUREAP" status --json 2>/dev/null | jq -e "$1" >/dev/null; do
                 i=$((i + 1)); [ $i -lt 1500 ] || fail "serve never said: $1"; sleep 0.02
         done
 }
@@ -64,7 +67,17 @@ has_log() { # PATTERN DESCRIPTION: until the syslog has a line matching it (boun
 has_log "policy: sure leftovers of serve's own user reaped after 600 ms" "serve logs its policy at the start"
 
 # first what must never be reaped: a live job, an unsure holder (a setsid'd worker whose launcher
-# exited by itself), a monitor
+# exited by itself), a monitor, and another user's sure leftover (serve runs without
+# --reap-all-users)
+other=""
+if command -v setpriv >/dev/null; then
+        chmod 0755 "$T"; chmod 0666 "$T"/dev/* "$PIDS"; chmod 1777 "$T/ctx"
+        setpriv --reuid=4242 --regid=4242 --clear-groups "$GPUHOLD" pidfile "$PIDS" x-o cuda 0 0 64 spawn-holder "$PIDS" x-h exit &
+        LAUNCHED="$LAUNCHED $!"
+        wait_role x-o x-h
+        other=$(pid_of x-h)
+        until_served ".processes[] | select(.pid == $other) | .verdict.judgement == \"leftover\" and .verdict.confidence == \"sure\""
+fi
 "$GPUHOLD" pidfile "$PIDS" live-l worker "$PIDS" live-w 0 0 256 sleep &
 LAUNCHED="$LAUNCHED $!"
 "$GPUHOLD" pidfile "$PIDS" u-l child-exit-on-usr1 0 setsid pidfile "$PIDS" u-w cuda 1 1 256 sleep &
@@ -91,12 +104,13 @@ has_log "policy: 1 sure leftover for more than 600 ms: gpureap reap \\(PID [0-9]
 has_log "gpureap\\[[0-9]+\\]: reap by uid $(id -u) \\(euid $(id -u), parent $SERVE " "reap itself logs who started it: serve"
 has_log "signalling pid $w start $wstart .*: leftover; judged leftover" "reap's audit line for the target, with the verdict"
 has_log "policy: reap \\(PID [0-9]+\\) exited 0" "the reap verified the GPU and exited 0"
-for p in $live $unsure $mon; do
+for p in $live $unsure $mon $other; do
         [ -d "/proc/$p" ] && [ "$(sed 's/.*) //' "/proc/$p/stat" | cut -d' ' -f1)" != Z ] || fail "process $p was ended by the policy"
 done
-ok "the live job, the unsure holder and the monitor, older than the leftover, were never touched"
+ok "the live job, the unsure holder, the monitor and another user's leftover ($other), older than the reaped one, were never touched"
 cp "$T/syslog" "$T/out"
-hasnt out "signalling pid ($live|$unsure|$mon) " "no audit line names them"
+hasnt out "signalling pid ($live|$unsure|$mon${other:+|$other}) " "no audit line names them"
+hasnt out "--only .*${other:-NOBODY}@" "another user's leftover was never handed to reap"
 kill -TERM "$SERVE"
 wait "$SERVE" 2>/dev/null || true
 done_testing
