@@ -135,6 +135,7 @@ struct sampled {
         pid_t pid;
         uint64_t start_time, next_ms, interval_ms;
         bool looked;              /* its fds were read at least once */
+        bool end_looked;          /* ... and again at the end */
         bool holds;
 };
 
@@ -154,7 +155,14 @@ static int cmp_sampled(const void *a, const void *b)
  * ones never looked at, or everyone not known to hold one. The record is rebuilt from the
  * listing each time (both sorted by PID): what is gone is forgotten, since PIDs come back, but
  * its PID is kept in a ring for the drain. */
-enum sample_mode { SAMPLE_DUE, SAMPLE_NEW, SAMPLE_ALL };
+enum sample_mode {
+        SAMPLE_DUE,      /* while the command runs: the members due for a look */
+        SAMPLE_END_PRE,  /* the end, before the first signal: everyone not known to hold a GPU,
+                            the never looked at first, for at most END_PRE_BUDGET_US */
+        SAMPLE_END_POST, /* after it: the never looked at that the first pass did not reach */
+        SAMPLE_ALL,      /* after it: everyone not known to hold one */
+};
+#define END_PRE_BUDGET_US 5000
 
 static void note_gone(struct run *r, pid_t pid)
 {
@@ -174,11 +182,31 @@ static void sample_gpus(struct run *r, enum sample_mode mode)
                 free(t);
                 return;
         }
-        uint64_t now = gr_now_ms();
+        uint64_t now = gr_now_ms(), t0 = gr_now_us();
         size_t k = 0;
+        /* the first pass at the end: the new ones (a child forked since the last look has its
+         * parent's files), the second: those looked at earlier without a GPU */
+        for (int pass = 0; pass < (mode == SAMPLE_END_PRE ? 2 : 1); pass++)
         for (size_t i = 0; i < n; i++) {
                 if (t[i].state == 'Z')
                         continue;
+                if (pass == 1) {
+                        struct sampled key = { .pid = t[i].pid };
+                        struct sampled *sm = bsearch(&key, now_set, k, sizeof(key), cmp_sampled);
+                        if (!sm || sm->holds || sm->end_looked || gr_now_us() - t0 > END_PRE_BUDGET_US)
+                                continue;
+                        sm->end_looked = true;
+                        gr_holding *h = NULL;
+                        if (gr_proc_holding(NULL, NULL, t[i].pid, &h) < 0 || !h)
+                                continue;
+                        for (unsigned g = 0; g < h->n_gpus; g++)
+                                if (h->gpus[g].minor < 64) {
+                                        r->gpu_minors |= 1ULL << h->gpus[g].minor;
+                                        sm->holds = true;
+                                }
+                        free(h);
+                        continue;
+                }
                 struct sampled key = { .pid = t[i].pid };
                 struct sampled *old = r->n_sampled ? bsearch(&key, r->sampled, r->n_sampled, sizeof(key), cmp_sampled) : NULL;
                 struct sampled *sm = &now_set[k++];
@@ -187,14 +215,17 @@ static void sample_gpus(struct run *r, enum sample_mode mode)
                         *sm = *old;
                 else
                         *sm = (struct sampled){ .pid = t[i].pid, .start_time = t[i].start_time, .interval_ms = 250 };
-                if (mode == SAMPLE_NEW && sm->looked && !sm->holds)
+                if (mode == SAMPLE_END_POST && sm->looked && !sm->holds && !sm->end_looked)
                         r->maybe_opened = true;
-                if (sm->holds || (mode == SAMPLE_DUE && now < sm->next_ms) || (mode == SAMPLE_NEW && sm->looked))
+                if (sm->holds || (mode == SAMPLE_DUE && now < sm->next_ms) ||
+                    (mode == SAMPLE_END_PRE && (sm->looked || gr_now_us() - t0 > END_PRE_BUDGET_US)) ||
+                    (mode == SAMPLE_END_POST && (sm->looked || sm->end_looked)))
                         continue;
                 if (mode == SAMPLE_DUE && end_pending())
                         continue; /* the teardown looks at the new ones */
                 sm->next_ms = now + sm->interval_ms;
                 sm->looked = true;
+                sm->end_looked = mode != SAMPLE_DUE;
                 if (sm->interval_ms < 5000)
                         sm->interval_ms *= 2;
                 gr_holding *h = NULL;
@@ -215,7 +246,7 @@ static void sample_gpus(struct run *r, enum sample_mode mode)
                 if (j < k && now_set[j].pid == r->sampled[i].pid && now_set[j].start_time == r->sampled[i].start_time)
                         continue;
                 note_gone(r, r->sampled[i].pid);
-                if (r->sampled[i].looked && !r->sampled[i].holds)
+                if (r->sampled[i].looked && !r->sampled[i].holds && !r->sampled[i].end_looked)
                         r->maybe_opened = true;
         }
         free(r->sampled);
@@ -441,22 +472,27 @@ static void end_tree(struct run *r, int *child_status, bool *child_done)
 {
         if (tree_gone(r, child_status, child_done))
                 goto reaped;
+        /* Which GPUs to verify at the end: a last look at the members' fds while they are alive,
+         * the never looked at first (a child forked since the last look has its parent's files,
+         * a ghost's), then those looked at earlier without a GPU, for at most 5 ms. Walking
+         * every member's fds after the signal, while a thousand of them exit, cost 260 ms of a
+         * 300 ms teardown; so what 5 ms do not reach is left to after the signal (the never
+         * looked at) or to the driver: one that opened a GPU after its last look made a context
+         * under its own PID, which the driver lists until the memory is back, and the drain
+         * looks for the tree's PIDs (now, the last that left, the reaped) among the context
+         * owners. NVML reports host PIDs: in another PID namespace they match nothing, so there
+         * everyone is walked. */
+        bool host_pids = gr_proc_in_init_pidns();
+        if (host_pids)
+                sample_gpus(r, SAMPLE_END_PRE);
         /* Signal first, look after: the command's process group in one call (its number is the
          * command's own while the command is not reaped: no other group can have it), then the
-         * GPUs of the tree (a CUDA process takes its time to exit, its files still open), then
-         * the ladder for the rest and for the record */
+         * ladder for the rest and for the record */
         if (!*child_done) {
                 kill(-r->child, SIGTERM);
                 kill(-r->child, SIGCONT);
         }
-        /* Which GPUs to verify at the end. Walking every member's fds here, while a thousand of
-         * them exit, cost 260 ms of a 300 ms teardown: only the members never looked at are
-         * walked (a child forked since the last look inherits its parent's files). One looked at
-         * earlier that opened a GPU since made a context under its own PID: the driver lists
-         * that PID until the memory is back, so the drain looks for the tree's PIDs (now, the
-         * last that left, the reaped) among the context owners. NVML reports host PIDs: in
-         * another PID namespace they match nothing, so there everyone is walked. */
-        sample_gpus(r, gr_proc_in_init_pidns() ? SAMPLE_NEW : SAMPLE_ALL);
+        sample_gpus(r, host_pids ? SAMPLE_END_POST : SAMPLE_ALL);
         ladder_round(r, child_status, child_done, r->grace);
         /* Return only when nothing is left: every child reaped (orphans of the tree come to us,
          * as a subreaper, some only as their parents finish exiting) and the cgroup empty. What
@@ -470,6 +506,9 @@ static void end_tree(struct run *r, int *child_status, bool *child_done)
                 free(t);
                 if (alive > 0)
                         ladder_round(r, child_status, child_done, 0);
+                else if (round == 100 && r->cgroup[0])
+                        gr_cgroup_kill(r->cgroup); /* 100 ms and still members that no listing shows
+                                                       alive: whatever they are, ours to end */
                 else
                         poll(NULL, 0, 1); /* zombies on their way to us */
         }

@@ -37,6 +37,9 @@ int gr_parse_stat(const char *buf, size_t len, gr_stat *ret);
 /* /proc/PID/stat of proc_root (NULL: the default) read and parsed in three system calls;
  * -ESRCH when there is no such process */
 int gr_proc_read_stat(const char *proc_root, pid_t pid, gr_stat *st);
+/* A process whose stat says Z although other threads of it still run (its main thread called
+ * pthread_exit): alive, and to be ended like any other */
+bool gr_proc_zombie_leader_alive(const char *proc_root, pid_t pid);
 
 typedef struct gr_status {
         uid_t uid;       /* real uid */

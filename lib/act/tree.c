@@ -338,6 +338,8 @@ static int tree_by_children(const char *proc_root, pid_t root, const char *cgrou
                 gr_stat st;
                 if (skipped || gr_proc_read_stat(proc_root, ps.p[i], &st) < 0)
                         continue; /* gone meanwhile */
+                if (st.state == 'Z' && gr_proc_zombie_leader_alive(proc_root, ps.p[i]))
+                        st.state = 'S'; /* its main thread is gone, not the process */
                 out[k] = (gr_tree_proc){ .pid = st.pid, .start_time = st.start_time, .cpu_ticks = st.cpu_ticks,
                                          .state = st.state, .kthread = st.kthread };
                 gr_strlcpy(out[k].comm, st.comm, sizeof(out[k].comm));
@@ -497,7 +499,25 @@ bool gr_cgroup_empty(const char *cgroup)
         return empty;
 }
 
+/* The leaf and the cgroups below it (a nested 'gpureap run' killed before it removed its own),
+ * deepest first; only empty cgroups can be removed, so nothing else is touched */
+static int remove_tree(const char *cgroup, int depth)
+{
+        DIR *d = depth < 16 ? opendir(cgroup) : NULL;
+        struct dirent *de;
+        while (d && (de = readdir(d))) {
+                if (de->d_name[0] == '.' || de->d_type != DT_DIR)
+                        continue;
+                char sub[4200];
+                if ((size_t)snprintf(sub, sizeof(sub), "%s/%s", cgroup, de->d_name) < sizeof(sub))
+                        remove_tree(sub, depth + 1);
+        }
+        if (d)
+                closedir(d);
+        return rmdir(cgroup) < 0 ? -errno : 0;
+}
+
 int gr_cgroup_remove(const char *cgroup)
 {
-        return rmdir(cgroup) < 0 ? -errno : 0;
+        return remove_tree(cgroup, 0);
 }

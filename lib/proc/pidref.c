@@ -6,6 +6,7 @@
  * Without a pidfd (kernels before 5.3, or no file descriptor left) every signal is sent with
  * kill() right after the same check: a window of microseconds in which the PID could be
  * recycled, the best that such a kernel allows. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -32,6 +33,21 @@ int gr_proc_read_stat(const char *proc_root, pid_t pid, gr_stat *st)
                 return -EFBIG; /* a stat line is a few hundred bytes: this is not one */
         buf[n] = '\0';
         return gr_parse_stat(buf, (size_t)n, st) < 0 ? -EINVAL : 0;
+}
+
+bool gr_proc_zombie_leader_alive(const char *proc_root, pid_t pid)
+{
+        char path[4200];
+        snprintf(path, sizeof(path), "%s/%d/task", proc_root ? proc_root : gr_proc_root_default(), (int)pid);
+        DIR *d = opendir(path);
+        if (!d)
+                return false;
+        unsigned n = 0;
+        struct dirent *de;
+        while (n < 2 && (de = readdir(d)))
+                n += de->d_name[0] != '.';
+        closedir(d);
+        return n >= 2;
 }
 
 /* What /proc shows for pid now: start time, owner, state. -ESRCH when there is no such process */
@@ -92,7 +108,7 @@ static int verify(const char *proc_root, pid_t pid, uint64_t start_time, const u
                 return r;
         if (st != start_time)
                 return -ESTALE;
-        if (state == 'Z' || state == 'X')
+        if ((state == 'Z' || state == 'X') && !gr_proc_zombie_leader_alive(proc_root, pid))
                 return -ESRCH;
         if (want_uid && (!has_uid || uid != *want_uid))
                 return -ESTALE; /* setuid since the plan, or not readable: not what was planned */
@@ -145,7 +161,8 @@ bool gr_pidref_gone(const gr_pidref *r, const char *proc_root)
         uint64_t st;
         char state = '?';
         int q = look(proc_root, r->pid, &st, NULL, NULL, &state);
-        return q == -ESRCH || (q == 0 && (st != r->start_time || state == 'Z' || state == 'X'));
+        return q == -ESRCH || (q == 0 && (st != r->start_time ||
+                                          ((state == 'Z' || state == 'X') && !gr_proc_zombie_leader_alive(proc_root, r->pid))));
 }
 
 void gr_pidref_done(gr_pidref *r)
