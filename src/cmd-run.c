@@ -162,7 +162,7 @@ enum sample_mode {
         SAMPLE_END_POST, /* after it: the never looked at that the first pass did not reach */
         SAMPLE_ALL,      /* after it: everyone not known to hold one */
 };
-#define END_PRE_BUDGET_US 5000
+#define END_PRE_BUDGET_US 2000
 
 static void note_gone(struct run *r, pid_t pid)
 {
@@ -474,9 +474,9 @@ static void end_tree(struct run *r, int *child_status, bool *child_done)
                 goto reaped;
         /* Which GPUs to verify at the end: a last look at the members' fds while they are alive,
          * the never looked at first (a child forked since the last look has its parent's files,
-         * a ghost's), then those looked at earlier without a GPU, for at most 5 ms. Walking
+         * a ghost's), then those looked at earlier without a GPU, for at most 2 ms. Walking
          * every member's fds after the signal, while a thousand of them exit, cost 260 ms of a
-         * 300 ms teardown; so what 5 ms do not reach is left to after the signal (the never
+         * 300 ms teardown; so what 2 ms do not reach is left to after the signal (the never
          * looked at) or to the driver: one that opened a GPU after its last look made a context
          * under its own PID, which the driver lists until the memory is back, and the drain
          * looks for the tree's PIDs (now, the last that left, the reaped) among the context
