@@ -212,6 +212,14 @@ static _Noreturn void shim(pid_t cmd, int report_fd)
         prctl(PR_SET_NAME, "gpureap-tty");
         close(report_fd); /* gpureap reads the exec pipe until every writer is gone */
         syscall(SYS_close_range, 0U, ~0U, 0U); /* the rest: the pty's end is the command's alone */
+        /* gpureap's signals stay blocked (the ladder's TERM: the shim ends with the command),
+         * but a hang-up ends it as it ends a shell: the pty's master closed with gpureap gone
+         * (a crash, a SIGKILL), and the kernel then hangs up the command's group too */
+        sigset_t hup;
+        sigemptyset(&hup);
+        sigaddset(&hup, SIGHUP);
+        signal(SIGHUP, SIG_DFL);
+        sigprocmask(SIG_UNBLOCK, &hup, NULL);
         for (;;) {
                 siginfo_t si = { 0 };
                 if (waitid(P_PID, (id_t)cmd, &si, WEXITED | WSTOPPED | WNOWAIT) < 0) {

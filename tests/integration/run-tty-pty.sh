@@ -89,6 +89,19 @@ grep -aq "not ready in time; the tree of 'sh'" "$J/screen" || fail "no diagnosis
 grep -aq "last output line: listening on 8000" "$J/screen" || fail "no last line: $(cat -v "$J/screen")"
 modes_restored modes.after "not ready (exit 121, the tree and its last line printed): the modes put back"
 
+# gpureap crashes (a SIGSEGV: its handler puts the modes back, then the old action runs: the
+# default, or the sanitizer's report and abort); the pty hangs up, and the command with it
+term crash -- "$GPUREAP" run --ready-log listening -- sh -c 'echo "cmd $$" >>"$PIDS"; echo "cmd $$" >>"$J/pids"; echo listening; exec sleep 1000'
+c=$(jpid cmd)
+wait_screen listening
+wait_raw
+kill -SEGV "$G"
+term_done
+grep -q "^signal" "$J/events" || fail "gpureap did not die of a signal: $(tr '\n' ' ' <"$J/events")"
+modes_restored modes.after "gpureap crashed: the terminal's modes put back all the same"
+wait_state "$c" "gone Z"
+ok "and the command was hung up with the pty (SIGHUP), not left running"
+
 term notfound -- "$GPUREAP" run --ready-log listening -- "$T/no-such-command"
 term_done
 [ "$JOB_RC" = 127 ] || fail "not found: the run exited $JOB_RC"
