@@ -996,16 +996,17 @@ int cmd_run(int argc, char **argv)
                                 reap_children(&r, &child_status, &child_done);
                                 if (r.tty.kind != RUN_TTY_NONE && !child_done)
                                         follow_stop(&r, &child_status, &child_done);
-                        } else if (child_done) {
-                                continue; /* its PID is free again: nobody to pass it to */
                         } else if (r.tty.kind != RUN_TTY_NONE && sig == SIGCONT) {
-                                run_tty_resume(&r.tty);
-                        } else if (r.tty.kind != RUN_TTY_NONE && sig == SIGTSTP && r.tty.pgid > 0) {
-                                kill(-r.tty.pgid, SIGTSTP); /* the job stops, gpureap follows */
+                                if (!child_done)
+                                        run_tty_resume(&r.tty);
+                        } else if (r.tty.kind != RUN_TTY_NONE && sig == SIGTSTP) {
+                                if (!child_done && r.tty.pgid > 0)
+                                        kill(-r.tty.pgid, SIGTSTP); /* the job stops, gpureap follows */
                         } else if (r.tty.kind == RUN_TTY_PTY && sig == SIGWINCH) {
                                 run_tty_winch(&r.tty);
                         } else {
-                                kill(r.cmd_pid, sig); /* pass it on */
+                                if (!child_done) /* reaped: its PID may be another's already */
+                                        kill(r.cmd_pid, sig); /* pass it on */
                                 bool ends = sig == SIGINT || sig == SIGTERM || sig == SIGHUP || sig == SIGQUIT;
                                 if (ends && !got_signal) {
                                         got_signal = sig;
