@@ -25,6 +25,10 @@ _gpureap()
                 COMPREPLY=($(compgen -W "auto always never" -- "$cur"))
                 return
         fi
+        if [ "$cmd" = run ] && { [ "$prev" = --tty ] || { [ "$prev" = = ] && [ "${COMP_WORDS[COMP_CWORD-2]}" = --tty ]; }; }; then
+                COMPREPLY=($(compgen -W "auto always never" -- "$cur"))
+                return
+        fi
         if [ "$cmd" = run ] && { [ "$prev" = --json ] || [ "$prev" = --ready-file ]; }; then
                 COMPREPLY=($(compgen -f -- "$cur"))
                 return
@@ -49,7 +53,7 @@ _gpureap()
         "" | status) opts="--json --why --wide --color --gpu --replay --direct --job --cgroup --container --pod --nvml-timeout --help" ;;
         reap) opts="--dry-run --direct --yes --json --gpu --pid --likely --all --tree --user --all-users --grace --timeout --job --cgroup --container --pod --ended --only --nvml-timeout --help" ;;
         wait) opts="--gpu --free --timeout --json --job --cgroup --container --pod --nvml-timeout --help" ;;
-        run) opts="--grace --max-time --ready-port --ready-log --ready-timeout --stall-timeout --drain-timeout --no-cgroup --quiet --json --ready-file --help --" ;;
+        run) opts="--grace --max-time --ready-port --ready-log --ready-timeout --stall-timeout --drain-timeout --no-cgroup --tty --quiet --json --ready-file --help --" ;;
         reset) opts="--gpu --yes --stop-monitors --timeout --help" ;;
         check) opts="--format --gpu --nvml-timeout --replay --help" ;;
         metrics) opts="--textfile --gpu --nvml-timeout --replay --help" ;;

@@ -1,7 +1,8 @@
 /* gpureap run -- CMD: run a command so that, whatever way it ends, every process it started is
- * gone and the GPUs it used have their memory back. The command runs in its own session; gpureap
- * is its child subreaper (orphans come back to it) and, where cgroup v2 is writable, puts it in
- * a leaf cgroup of its own that even setsid/double-fork escapees cannot leave. */
+ * gone and the GPUs it used have their memory back. The command runs in its own session (at a
+ * terminal: as its foreground job, or on a pty of its own, src/run-tty.c); gpureap is its child
+ * subreaper (orphans come back to it) and, where cgroup v2 is writable, puts it in a leaf cgroup
+ * of its own that even setsid/double-fork escapees cannot leave. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -25,6 +26,7 @@
 #include "gpureap/basic.h"
 #include "gpureap/tree.h"
 #include "gpureap.h"
+#include "run-tty.h"
 
 enum {
         EXIT_NOT_READY = 121, /* --ready-port/--ready-log not seen within --ready-timeout */
@@ -57,6 +59,11 @@ static void run_usage(FILE *f)
                 "  --stall-timeout DUR  no output and no CPU time for that long: diagnose, end (122)\n"
                 "  --drain-timeout DUR  how long to wait for the GPU memory at the end (default 30s)\n"
                 "  --no-cgroup          do not create a cgroup (the subreaper alone finds the tree)\n"
+                "  --tty WHEN           auto (default): at a terminal the command is its foreground\n"
+                "                       job (Ctrl-C, Ctrl-Z, fg reach it), and with a watchdog and\n"
+                "                       stdout a terminal it gets a pseudo-terminal of its own;\n"
+                "                       always: a pseudo-terminal whatever stdin and stdout are;\n"
+                "                       never: no terminal, a session of its own\n"
                 "  --quiet              no summary line\n"
                 "  --json FILE          write the result as JSON to FILE at the end ('-': stdout, after\n"
                 "                       the command's output): how it ended, what was ended, the drain\n"
@@ -76,7 +83,11 @@ struct run {
         bool announced;
         regex_t ready_re;
         char cgroup[4096];
-        pid_t child;
+        pid_t child;                    /* gpureap's child: the command, or with a pty the shim */
+        pid_t cmd_pid;                  /* the command */
+        enum tty_when tty_when;
+        struct run_tty tty;
+        uint64_t paused_ms;             /* stopped at a terminal: not counted as not ready */
         int sigfd;
         int out_fd, err_fd;
         uint64_t start_ms, last_activity_ms, last_cpu, stall_check_ms;
@@ -84,6 +95,9 @@ struct run {
         char last_line[256];
         size_t line_len;
         char line[1024];
+        bool tty_lines;                 /* output from a pty: \r ends a line too, escapes left out */
+        bool after_cr;
+        int esc;                        /* in an escape sequence: its kind */
         uint64_t gpu_minors;            /* device minors the tree was seen holding */
         struct sampled *sampled;        /* who was looked at, and when to look again */
         size_t n_sampled, cap_sampled;
@@ -268,7 +282,7 @@ static bool reap_children(struct run *r, int *child_status, bool *child_done)
                 if (w == r->child) {
                         *child_status = st;
                         *child_done = true;
-                } else {
+                } else if (w != r->cmd_pid) { /* with a pty the shim leaves the command to us */
                         r->reaped_orphans++;
                 }
         }
@@ -286,11 +300,66 @@ static bool port_open(int port)
         return ok;
 }
 
+static void line_end(struct run *r)
+{
+        if (r->tty_lines && r->line_len == 0)
+                return; /* the \n of a \r\n, a redraw's \r */
+        r->line[r->line_len] = '\0';
+        if (r->line_len > 0)
+                gr_strlcpy(r->last_line, r->line, sizeof(r->last_line));
+        if (r->ready_log_set && !r->ready && regexec(&r->ready_re, r->line, 0, NULL, 0) == 0)
+                r->ready = true;
+        r->line_len = 0;
+}
+
+/* A line as the regex and the record see it. From a pty, a carriage return ends a line too (a
+ * progress bar redraws its line with one) and escape sequences (colours, cursor moves: the
+ * command knows it is on a terminal) are left out: CSI up to its final byte, OSC up to BEL or
+ * ST, any other up to its next byte */
+enum { ESC_NONE, ESC_START, ESC_CSI, ESC_OSC, ESC_OSC_ESC };
+
+static void line_byte(struct run *r, char c)
+{
+        if (r->tty_lines) {
+                switch (r->esc) {
+                case ESC_START:
+                        r->esc = c == '[' ? ESC_CSI : c == ']' ? ESC_OSC : ESC_NONE;
+                        return;
+                case ESC_CSI:
+                        if (c >= 0x40 && c <= 0x7e)
+                                r->esc = ESC_NONE;
+                        return;
+                case ESC_OSC:
+                        r->esc = c == '\a' ? ESC_NONE : c == '\x1b' ? ESC_OSC_ESC : ESC_OSC;
+                        return;
+                case ESC_OSC_ESC:
+                        r->esc = ESC_NONE;
+                        return;
+                }
+                if (c == '\x1b') {
+                        r->esc = ESC_START;
+                        return;
+                }
+                bool crlf = c == '\n' && r->after_cr;
+                r->after_cr = c == '\r';
+                if (c == '\r' || crlf) {
+                        line_end(r);
+                        return;
+                }
+        }
+        if (c == '\n')
+                line_end(r);
+        else if (r->line_len < sizeof(r->line) - 1)
+                r->line[r->line_len++] = c;
+}
+
 /* pass output through; watch lines for --ready-log and remember the last one */
 static void pump(struct run *r, int fd, int to)
 {
         char buf[8192];
         ssize_t n = read(fd, buf, sizeof(buf));
+        if (n < 0 && (errno == EAGAIN || errno == EINTR))
+                return; /* the pty's master is non-blocking */
         if (n <= 0) {
                 if (fd == r->out_fd) {
                         close(r->out_fd);
@@ -315,20 +384,8 @@ static void pump(struct run *r, int fd, int to)
                 o += w;
         }
         r->last_activity_ms = gr_now_ms();
-        for (ssize_t i = 0; i < n; i++) {
-                if (buf[i] != '\n' && r->line_len < sizeof(r->line) - 1) {
-                        r->line[r->line_len++] = buf[i];
-                        continue;
-                }
-                if (buf[i] != '\n')
-                        continue;
-                r->line[r->line_len] = '\0';
-                if (r->line_len > 0)
-                        gr_strlcpy(r->last_line, r->line, sizeof(r->last_line));
-                if (r->ready_log_set && !r->ready && regexec(&r->ready_re, r->line, 0, NULL, 0) == 0)
-                        r->ready = true;
-                r->line_len = 0;
-        }
+        for (ssize_t i = 0; i < n; i++)
+                line_byte(r, buf[i]);
 }
 
 static uint64_t tree_cpu(struct run *r)
@@ -348,6 +405,7 @@ static void diagnose_tree(struct run *r, const char *why)
 {
         gr_tree_proc *t = NULL;
         size_t n = 0;
+        run_tty_end_relay(&r->tty); /* the terminal out of raw mode for the lines below */
         fprintf(stderr, "gpureap run: %s; the tree of '%s':\n", why, r->cmd[0]);
         if (gr_tree_list(NULL, getpid(), r->cgroup, NULL, 0, &t, &n) < 0)
                 return;
@@ -426,7 +484,7 @@ static void tree_tick(gr_ladder *l, void *userdata)
                         if (w == tl->r->child) {
                                 *tl->child_status = st;
                                 *tl->child_done = true;
-                        } else {
+                        } else if (w != tl->r->cmd_pid) {
                                 tl->r->reaped_orphans++;
                         }
                 } else if (w < 0 && errno == ECHILD) {
@@ -457,6 +515,8 @@ static void ladder_round(struct run *r, int *child_status, bool *child_done, uin
         if (l.n > 0)
                 gr_ladder_run(&l);
         for (size_t i = 0; i < l.n; i++) {
+                if (l.m[i].ref.pid == r->tty.shim)
+                        continue; /* gpureap's own part of the tree: it ends with the command */
                 r->killed_term += l.m[i].signalled && grace > 0;
                 r->killed_kill += l.m[i].result == GR_KILL_KILLED;
                 if (l.m[i].signalled || gr_kill_result_failed(l.m[i].result))
@@ -486,11 +546,12 @@ static void end_tree(struct run *r, int *child_status, bool *child_done)
         if (host_pids)
                 sample_gpus(r, SAMPLE_END_PRE);
         /* Signal first, look after: the command's process group in one call (its number is the
-         * command's own while the command is not reaped: no other group can have it), then the
-         * ladder for the rest and for the record */
+         * command's own while the command is not reaped: no other group can have it; with a pty
+         * the shim leaves the command a zombie until it has ended itself), then the ladder for
+         * the rest and for the record */
         if (!*child_done) {
-                kill(-r->child, SIGTERM);
-                kill(-r->child, SIGCONT);
+                kill(-r->cmd_pid, SIGTERM);
+                kill(-r->cmd_pid, SIGCONT);
         }
         sample_gpus(r, host_pids ? SAMPLE_END_POST : SAMPLE_ALL);
         ladder_round(r, child_status, child_done, r->grace);
@@ -522,6 +583,8 @@ reaped:
 static void collect_end_pids(struct run *r)
 {
         note_gone(r, r->child);
+        if (r->cmd_pid > 0 && r->cmd_pid != r->child)
+                note_gone(r, r->cmd_pid);
         size_t n_gone = r->n_gone < GR_ELEMENTSOF(r->gone) ? r->n_gone : GR_ELEMENTSOF(r->gone);
         free(r->end_pids);
         r->end_pids = calloc(r->n_sampled + n_gone + 1, sizeof(pid_t));
@@ -649,7 +712,7 @@ static void announce_ready(struct run *r)
         if (snprintf(tmp, sizeof(tmp), "%s.%d.tmp", r->ready_file, (int)getpid()) < (int)sizeof(tmp))
                 fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
         char line[64];
-        int n = snprintf(line, sizeof(line), "ready %d %lld\n", (int)r->child, (long long)now_ms_since(r));
+        int n = snprintf(line, sizeof(line), "ready %d %lld\n", (int)r->cmd_pid, (long long)now_ms_since(r));
         bool ok = fd >= 0 && write(fd, line, (size_t)n) == n;
         if (fd >= 0 && close(fd) != 0)
                 ok = false;
@@ -678,7 +741,7 @@ static void write_result(const struct run *r, int code, const char *ended, const
                 free(safe);
         }
         json_object_object_add(o, "argv", argv);
-        json_object_object_add(o, "pid", r->child > 0 ? json_object_new_int(r->child) : NULL);
+        json_object_object_add(o, "pid", r->cmd_pid > 0 ? json_object_new_int(r->cmd_pid) : NULL);
         json_object_object_add(o, "elapsed_ms", json_object_new_int64(now_ms_since(r)));
         json_object_object_add(o, "ended", json_object_new_string(ended ? ended : "gpureap_failed"));
         bool exited = child_status && WIFEXITED(*child_status), signalled = child_status && WIFSIGNALED(*child_status);
@@ -731,6 +794,24 @@ static void write_result(const struct run *r, int code, const char *ended, const
         json_object_put(o);
 }
 
+/* At a terminal: the command stopped (Ctrl-Z, a read from the background): gpureap stops with
+ * it and continues it when it is continued itself. A stopped job is neither stalled nor late. */
+static void follow_stop(struct run *r, int *child_status, bool *child_done)
+{
+        int st;
+        if (waitpid(r->child, &st, WNOHANG | WUNTRACED) != r->child)
+                return;
+        if (!WIFSTOPPED(st)) {
+                *child_status = st;
+                *child_done = true;
+                return;
+        }
+        uint64_t t0 = gr_now_ms();
+        run_tty_suspend(&r->tty);
+        r->paused_ms += gr_now_ms() - t0;
+        r->last_activity_ms = gr_now_ms();
+}
+
 int cmd_run(int argc, char **argv)
 {
         static const struct option opts[] = {
@@ -745,13 +826,14 @@ int cmd_run(int argc, char **argv)
                 { "quiet", no_argument, NULL, 'q' },
                 { "json", required_argument, NULL, 'j' },
                 { "ready-file", required_argument, NULL, 'F' },
+                { "tty", required_argument, NULL, 'T' },
                 { "help", no_argument, NULL, 'h' },
                 { NULL, 0, NULL, 0 },
         };
         struct run r = { .grace = 5000, .drain_timeout = 30000, .out_fd = -1, .err_fd = -1, .sigfd = -1 };
         optind = 1;
         int c;
-        while ((c = getopt_long(argc, argv, "+G:M:p:l:R:S:D:Cqj:F:h", opts, NULL)) != -1) {
+        while ((c = getopt_long(argc, argv, "+G:M:p:l:R:S:D:Cqj:F:T:h", opts, NULL)) != -1) {
                 switch (c) {
                 case 'F':
                         if (!optarg[0]) {
@@ -773,6 +855,7 @@ int cmd_run(int argc, char **argv)
                 case 'S': if (parse_duration_option(optarg, &r.stall_timeout, false) < 0) return EXIT_USAGE; break;
                 case 'D': if (parse_duration_option(optarg, &r.drain_timeout, true) < 0) return EXIT_USAGE; break;
                 case 'C': r.no_cgroup = true; break;
+                case 'T': if (tty_when_option(optarg, &r.tty_when) < 0) return EXIT_USAGE; break;
                 case 'q': r.quiet = true; break;
                 case 'p': {
                         int v;
@@ -812,12 +895,21 @@ int cmd_run(int argc, char **argv)
 
         if (signalling_env_ok("run") < 0)
                 return EXIT_USAGE;
+        /* at a terminal: the command as its foreground job, or on a pty of its own */
+        int q = run_tty_open(&r.tty, r.tty_when, pipe_output);
+        if (q < 0) {
+                error_msg("cannot open a pseudo-terminal: %s", strerror(-q));
+                return EXIT_RUN_FAILED;
+        }
+        bool pty = r.tty.kind == RUN_TTY_PTY;
+        bool pipe_out = pipe_output && !pty, pipe_err = pipe_output && !(pty && r.tty.err_to_pty);
+        r.tty_lines = pty;
         audit_open("run");
         prctl(PR_SET_CHILD_SUBREAPER, 1);
         /* gpureap must outlive its own output: a reader that exits (| head) or a closed pipe
          * never ends the supervision, and the command's status is always passed on */
         signal(SIGPIPE, SIG_IGN);
-        sigset_t mask, old;
+        sigset_t mask, blocked, old;
         sigemptyset(&mask);
         /* every signal that would end gpureap by default is taken: INT, TERM, HUP and QUIT end
          * the tree; the others (USR1, USR2, ALRM, PROF, XCPU, PWR, real-time...) are passed on.
@@ -828,11 +920,21 @@ int cmd_run(int argc, char **argv)
                 sigaddset(&mask, sigs[i]);
         for (int sig = SIGRTMIN; sig <= SIGRTMAX; sig++)
                 sigaddset(&mask, sig);
-        sigprocmask(SIG_BLOCK, &mask, &old);
+        blocked = mask;
+        if (r.tty.kind != RUN_TTY_NONE) {
+                /* at a terminal: a TSTP sent to gpureap stops the command's job (and so gpureap),
+                 * a CONT (fg, bg) gives it the terminal again; TTOU is only blocked, so that
+                 * gpureap may hand the terminal over from the background */
+                sigaddset(&mask, SIGTSTP);
+                sigaddset(&mask, SIGCONT);
+                blocked = mask;
+                sigaddset(&blocked, SIGTTOU);
+        }
+        sigprocmask(SIG_BLOCK, &blocked, &old);
         r.sigfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
 
         int outp[2] = { -1, -1 }, errp[2] = { -1, -1 }, execp[2];
-        if ((pipe_output && (pipe2(outp, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0)) ||
+        if ((pipe_out && pipe2(outp, O_CLOEXEC) < 0) || (pipe_err && pipe2(errp, O_CLOEXEC) < 0) ||
             pipe2(execp, O_CLOEXEC) < 0) {
                 error_msg("cannot create pipes: %s", strerror(errno));
                 return EXIT_RUN_FAILED;
@@ -846,41 +948,65 @@ int cmd_run(int argc, char **argv)
                 return EXIT_RUN_FAILED;
         }
         if (r.child == 0) {
-                setsid();
+                run_tty_child(&r.tty, execp[1]); /* with a pty: returns in the command, a grandchild */
                 setenv("GPUREAP_RUN_PID", gpid, 1); /* lets 'status' name a killed supervisor's tree */
                 unsetenv("NOTIFY_SOCKET");         /* gpureap run tells systemd, not the command */
                 for (size_t i = 0; i < GR_ELEMENTSOF(sigs); i++)
                         signal(sigs[i], SIG_DFL);
                 signal(SIGPIPE, SIG_DFL); /* an ignored disposition would survive the exec */
                 sigprocmask(SIG_SETMASK, &old, NULL);
-                if (pipe_output) {
+                if (pipe_out)
                         dup2(outp[1], STDOUT_FILENO);
+                if (pipe_err)
                         dup2(errp[1], STDERR_FILENO);
-                }
                 execvp(r.cmd[0], r.cmd);
                 int e = errno;
-                if (write(execp[1], &e, sizeof(e)) < 0)
-                        _exit(EXIT_CANNOT_EXEC);
+                child_report(execp[1], CHILD_EXEC_ERRNO, e);
                 _exit(e == ENOENT ? EXIT_NOT_FOUND : EXIT_CANNOT_EXEC);
         }
+        r.cmd_pid = r.child;
+        run_tty_parent(&r.tty, r.child);
         close(execp[1]);
-        if (pipe_output) {
+        if (pipe_out) {
                 close(outp[1]);
-                close(errp[1]);
                 r.out_fd = outp[0];
+        }
+        if (pipe_err) {
+                close(errp[1]);
                 r.err_fd = errp[0];
         }
-        int exec_errno = 0;
-        ssize_t en = read(execp[0], &exec_errno, sizeof(exec_errno));
+        if (pty)
+                r.out_fd = fcntl(r.tty.master, F_DUPFD_CLOEXEC, 3); /* pump() closes its own */
+        /* the pipe closes at the exec (or the exec's failure, told); with a pty the shim tells
+         * the command's PID first */
+        int exec_errno = 0, fork_errno = 0;
+        struct child_report m;
+        while (read(execp[0], &m, sizeof(m)) == (ssize_t)sizeof(m)) {
+                if (m.kind == CHILD_PID)
+                        r.cmd_pid = r.tty.pgid = m.value;
+                else if (m.kind == CHILD_EXEC_ERRNO)
+                        exec_errno = m.value;
+                else if (m.kind == CHILD_FORK_ERRNO)
+                        fork_errno = m.value;
+        }
         close(execp[0]);
 
         int child_status = 0, code = -1, got_signal = 0;
         bool child_done = false;
-        const char *why = NULL, *ended = NULL;
-        if (en == (ssize_t)sizeof(exec_errno)) {
+        const char *why = NULL, *ended = NULL, *run_error = NULL;
+        if (exec_errno || fork_errno)
+                run_tty_restore(&r.tty); /* the terminal back before a word is written to it */
+        if (fork_errno) {
+                error_msg("cannot fork: %s", strerror(fork_errno));
+                code = EXIT_RUN_FAILED;
+                ended = "gpureap_failed";
+                run_error = "cannot fork";
+        } else if (exec_errno) {
                 error_msg("cannot run '%s': %s", r.cmd[0], strerror(exec_errno));
                 code = exec_errno == ENOENT ? EXIT_NOT_FOUND : EXIT_CANNOT_EXEC;
                 ended = exec_errno == ENOENT ? "not_found" : "cannot_execute";
+        } else {
+                run_tty_started(&r.tty);
         }
         uint64_t next_sample = r.start_ms + 50, next_port = r.start_ms;
         while (code < 0 && !child_done) {
@@ -898,7 +1024,7 @@ int cmd_run(int argc, char **argv)
                                 r.ready = port_open(r.ready_port);
                                 next_port = now + 100;
                         }
-                        if (!r.ready && now - r.start_ms >= r.ready_timeout) {
+                        if (!r.ready && now - r.start_ms - r.paused_ms >= r.ready_timeout) {
                                 diagnose_tree(&r, "not ready in time");
                                 why = "not ready in time";
                                 ended = "not_ready";
@@ -928,26 +1054,40 @@ int cmd_run(int argc, char **argv)
                         sample_gpus(&r, SAMPLE_DUE);
                         next_sample = now + 250;
                 }
-                struct pollfd p[3] = { { .fd = r.sigfd, .events = POLLIN },
+                struct pollfd p[5] = { { .fd = r.sigfd, .events = POLLIN },
                                        { .fd = r.out_fd, .events = POLLIN },
                                        { .fd = r.err_fd, .events = POLLIN } };
+                run_tty_poll(&r.tty, &p[3], &p[4]);
                 int wait = 250;
                 if (want_ready && !r.ready)
                         wait = 100;
                 if (next_sample > now && next_sample - now < (uint64_t)wait)
                         wait = (int)(next_sample - now);
-                poll(p, 3, wait);
+                poll(p, 5, wait);
                 if (p[1].revents)
                         pump(&r, r.out_fd, STDOUT_FILENO);
                 if (p[2].revents)
                         pump(&r, r.err_fd, STDERR_FILENO);
+                if (p[3].revents || p[4].revents)
+                        run_tty_relay(&r.tty, p[3].revents);
                 struct signalfd_siginfo si;
                 while (read(r.sigfd, &si, sizeof(si)) == sizeof(si)) {
                         int sig = (int)si.ssi_signo;
                         if (sig == SIGCHLD) {
                                 reap_children(&r, &child_status, &child_done);
+                                if (r.tty.kind != RUN_TTY_NONE && !child_done)
+                                        follow_stop(&r, &child_status, &child_done);
+                        } else if (r.tty.kind != RUN_TTY_NONE && sig == SIGCONT) {
+                                if (!child_done)
+                                        run_tty_resume(&r.tty);
+                        } else if (r.tty.kind != RUN_TTY_NONE && sig == SIGTSTP) {
+                                if (!child_done && r.tty.pgid > 0)
+                                        kill(-r.tty.pgid, SIGTSTP); /* the job stops, gpureap follows */
+                        } else if (r.tty.kind == RUN_TTY_PTY && sig == SIGWINCH) {
+                                run_tty_winch(&r.tty);
                         } else {
-                                kill(r.child, sig); /* pass it on */
+                                if (!child_done) /* reaped: its PID may be another's already */
+                                        kill(r.cmd_pid, sig); /* pass it on */
                                 bool ends = sig == SIGINT || sig == SIGTERM || sig == SIGHUP || sig == SIGQUIT;
                                 if (ends && !got_signal) {
                                         got_signal = sig;
@@ -968,12 +1108,13 @@ int cmd_run(int argc, char **argv)
                 if (p[1].revents)
                         pump(&r, r.err_fd, STDERR_FILENO);
         }
+        run_tty_end_relay(&r.tty);
         if (r.announced)
                 sd_notify_send("STOPPING=1\nSTATUS=ending the tree, waiting for the GPU memory");
         uint64_t end_t0 = gr_now_ms();
         end_tree(&r, &child_status, &child_done);
         uint64_t end_ms = gr_now_ms() - end_t0;
-        const char *run_error = NULL;
+        run_tty_restore(&r.tty); /* the job's terminal back to gpureap's group before it writes */
         if (code < 0) {
                 if (got_signal) {
                         code = 128 + got_signal;
