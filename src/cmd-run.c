@@ -183,6 +183,20 @@ static void note_gone(struct run *r, pid_t pid)
         r->gone[r->n_gone++ % GR_ELEMENTSOF(r->gone)] = pid;
 }
 
+/* One member's fds: the GPUs it holds join the tree's */
+static void look_at(struct run *r, struct sampled *sm)
+{
+        gr_holding *h = NULL;
+        if (gr_proc_holding(NULL, NULL, sm->pid, &h) < 0 || !h)
+                return;
+        for (unsigned g = 0; g < h->n_gpus; g++)
+                if (h->gpus[g].minor < 64) {
+                        r->gpu_minors |= 1ULL << h->gpus[g].minor;
+                        sm->holds = true;
+                }
+        free(h);
+}
+
 static void sample_gpus(struct run *r, enum sample_mode mode)
 {
         if (!driver_present())
@@ -210,15 +224,7 @@ static void sample_gpus(struct run *r, enum sample_mode mode)
                         if (!sm || sm->holds || sm->end_looked || gr_now_us() - t0 > END_PRE_BUDGET_US)
                                 continue;
                         sm->end_looked = true;
-                        gr_holding *h = NULL;
-                        if (gr_proc_holding(NULL, NULL, t[i].pid, &h) < 0 || !h)
-                                continue;
-                        for (unsigned g = 0; g < h->n_gpus; g++)
-                                if (h->gpus[g].minor < 64) {
-                                        r->gpu_minors |= 1ULL << h->gpus[g].minor;
-                                        sm->holds = true;
-                                }
-                        free(h);
+                        look_at(r, sm);
                         continue;
                 }
                 struct sampled key = { .pid = t[i].pid };
@@ -242,15 +248,7 @@ static void sample_gpus(struct run *r, enum sample_mode mode)
                 sm->end_looked = mode != SAMPLE_DUE;
                 if (sm->interval_ms < 5000)
                         sm->interval_ms *= 2;
-                gr_holding *h = NULL;
-                if (gr_proc_holding(NULL, NULL, t[i].pid, &h) < 0 || !h)
-                        continue;
-                for (unsigned g = 0; g < h->n_gpus; g++)
-                        if (h->gpus[g].minor < 64) {
-                                r->gpu_minors |= 1ULL << h->gpus[g].minor;
-                                sm->holds = true;
-                        }
-                free(h);
+                look_at(r, sm);
         }
         free(t);
         /* who left since the last look (both sorted by PID) */

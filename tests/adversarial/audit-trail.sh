@@ -3,18 +3,7 @@
 # who ran gpureap, the target's PID, start time, command, uid, job, why, and the result. Read
 # back from a syslog socket of the test's own ($GPUREAP_SYSLOG_SOCKET; /dev/log otherwise).
 . "$TESTLIB"
-command -v python3 >/dev/null || { echo "1..0 # SKIP no python3 for the log listener"; exit 77; }
-export GPUREAP_SYSLOG_SOCKET=$T/log
-python3 - "$GPUREAP_SYSLOG_SOCKET" "$T/syslog" <<'PY' &
-import socket, sys
-s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-s.bind(sys.argv[1])
-with open(sys.argv[2], "ab", buffering=0) as f:
-    while True:
-        f.write(s.recv(65536) + b"\n")
-PY
-LAUNCHED="$LAUNCHED $!"
-i=0; until [ -S "$GPUREAP_SYSLOG_SOCKET" ]; do i=$((i + 1)); [ $i -lt 500 ] || fail "no listener"; sleep 0.01; done
+syslog_listener
 
 launch pidfile "$PIDS" owner cuda 0 0 512 spawn-holder "$PIDS" child exit
 wait_role owner child

@@ -153,3 +153,21 @@ free_port() {
 doc_example() {
         [ -z "${DOC_EXAMPLES_DIR:-}" ] || cp "$2" "$DOC_EXAMPLES_DIR/$1"
 }
+
+# syslog_listener: gpureap's audit lines (GPUREAP_SYSLOG_SOCKET, set here to $T/log) appended to
+# $T/syslog, one datagram a line, by a listener of the test's own; skips (77) without python3
+syslog_listener() {
+        command -v python3 >/dev/null || { echo "1..0 # SKIP no python3 for the log listener"; exit 77; }
+        export GPUREAP_SYSLOG_SOCKET=$T/log
+        python3 - "$GPUREAP_SYSLOG_SOCKET" "$T/syslog" <<'PY' &
+import socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+s.bind(sys.argv[1])
+with open(sys.argv[2], "ab", buffering=0) as f:
+    while True:
+        f.write(s.recv(65536) + b"\n")
+PY
+        LAUNCHED="$LAUNCHED $!"
+        local i=0
+        until [ -S "$GPUREAP_SYSLOG_SOCKET" ]; do i=$((i + 1)); [ $i -lt 500 ] || fail "no listener"; sleep 0.01; done
+}

@@ -4,19 +4,8 @@
 # own plan, checks and audit log; live jobs, unsure holders and monitors are never touched. And
 # reap --only itself: the default plan limited to processes named with their start times.
 . "$TESTLIB"
-command -v python3 >/dev/null || { echo "1..0 # SKIP no python3 for the log listener"; exit 77; }
 scenario "gpu 0 minor=0" "gpu 1 minor=1"
-export GPUREAP_SYSLOG_SOCKET=$T/log
-python3 - "$GPUREAP_SYSLOG_SOCKET" "$T/syslog" <<'PY' &
-import socket, sys
-s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-s.bind(sys.argv[1])
-with open(sys.argv[2], "ab", buffering=0) as f:
-    while True:
-        f.write(s.recv(65536) + b"\n")
-PY
-LAUNCHED="$LAUNCHED $!"
-i=0; until [ -S "$GPUREAP_SYSLOG_SOCKET" ]; do i=$((i + 1)); [ $i -lt 500 ] || fail "no listener"; sleep 0.01; done
+syslog_listener
 start_of() { sed 's/.*) //' "/proc/$1/stat" | cut -d' ' -f20; }
 
 gr serve --reap-all-users

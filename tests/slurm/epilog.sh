@@ -14,18 +14,7 @@ scenario "gpu 0 minor=0" "gpu 1 minor=1" "gpu 2 minor=2" "gpu 3 minor=3"
 export PIDS # the jobs' tasks (srun passes the environment on) record their processes there
 
 # the syslog of the test: gpureap's audit trail
-export GPUREAP_SYSLOG_SOCKET=$T/log
-command -v python3 >/dev/null || { echo "1..0 # SKIP no python3 for the log listener"; exit 77; }
-python3 - "$GPUREAP_SYSLOG_SOCKET" "$T/syslog" <<'PY' &
-import socket, sys
-s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-s.bind(sys.argv[1])
-with open(sys.argv[2], "ab", buffering=0) as f:
-    while True:
-        f.write(s.recv(65536) + b"\n")
-PY
-LAUNCHED="$LAUNCHED $!"
-i=0; until [ -S "$GPUREAP_SYSLOG_SOCKET" ]; do i=$((i + 1)); [ $i -lt 500 ] || fail "no listener"; sleep 0.01; done
+syslog_listener
 
 # slurmd runs the prolog and epilog with an environment of its own (no PATH): these wrappers
 # add only the fake driver's variables of this test, then run gpureap exactly as a site would
