@@ -101,6 +101,11 @@ grep -q "^signal" "$J/events" || fail "gpureap did not die of a signal: $(tr '\n
 modes_restored modes.after "gpureap crashed: the terminal's modes put back all the same"
 wait_state "$c" "gone Z"
 ok "and the command was hung up with the pty (SIGHUP), not left running"
+# the crashed gpureap could not remove its leaf cgroup (empty now): ours to remove
+mnt=$(awk '$9 == "cgroup2" { print $5; exit }' /proc/self/mountinfo)
+for d in $( [ -n "$mnt" ] && find "$mnt" -maxdepth 6 -type d -name "gpureap-run-$G" 2>/dev/null); do
+        rmdir "$d" 2>/dev/null || true
+done
 
 term notfound -- "$GPUREAP" run --ready-log listening -- "$T/no-such-command"
 term_done
