@@ -32,6 +32,6 @@ has out "^  spare   $agent .*gpureap itself or one of its ancestors" "it is name
 has out "^  monitor $other +ended" "the other monitor was stopped"
 [ "$(cat "$T/rc")" = 1 ] || fail "expected the reset refused (exit 1) while a monitor is left: $(cat "$T/rc")"
 ok "a monitor left: no reset attempted, exit 1"
-[ ! -s "$T/smi.log" ] || fail "nvidia-smi --gpu-reset was run while a monitor held the GPU"
+[ ! -s "$T/smi.log" ] || fail "the fake nvidia-smi was asked for a reset while a monitor held the GPU"
 ok "nvidia-smi was not run"
 done_testing

@@ -9,8 +9,8 @@
 # Needs: python3 with torch (PYTHON=... to choose it), torchrun on PATH, bash.
 #
 # Rules on that machine (obeyed by tests/scenarios/run-corpus.py --cuda):
-#   - never reset a GPU and never change any setting (no nvidia-smi -r/-pm/-c, no cgroup of
-#     ours: the scenarios that need one are not in this subset);
+#   - never reset a GPU and never change any of its settings (nothing that writes to the driver; no
+#     cgroup of ours: the scenarios that need one are not in this subset);
 #   - signal only processes this script started: the PIDs its trees recorded, the runner's own
 #     children, and processes that carry this run's unique pid file in their environment;
 #   - every `gpureap reap` is a --dry-run limited with --pid to the script's own PIDs. With --pid
