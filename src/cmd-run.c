@@ -197,44 +197,53 @@ static void look_at(struct run *r, struct sampled *sm)
         free(h);
 }
 
+/* The record for the tree as listed now (zombies left out), each member's earlier record kept
+ * where it is the same process; who left since the last look is noted for the drain */
+static struct sampled *records(struct run *r, const gr_tree_proc *t, size_t n, size_t *ret_n)
+{
+        struct sampled *now_set = calloc(n ? n : 1, sizeof(*now_set));
+        if (!now_set)
+                return NULL;
+        size_t k = 0;
+        for (size_t i = 0; i < n; i++) {
+                if (t[i].state == 'Z')
+                        continue;
+                struct sampled key = { .pid = t[i].pid };
+                struct sampled *old = r->n_sampled ? bsearch(&key, r->sampled, r->n_sampled, sizeof(key), cmp_sampled) : NULL;
+                if (old && old->start_time == t[i].start_time)
+                        now_set[k++] = *old;
+                else
+                        now_set[k++] = (struct sampled){ .pid = t[i].pid, .start_time = t[i].start_time, .interval_ms = 250 };
+        }
+        /* who left since the last look (both sorted by PID) */
+        for (size_t i = 0, j = 0; i < r->n_sampled; i++) {
+                while (j < k && now_set[j].pid < r->sampled[i].pid)
+                        j++;
+                if (j < k && now_set[j].pid == r->sampled[i].pid && now_set[j].start_time == r->sampled[i].start_time)
+                        continue;
+                note_gone(r, r->sampled[i].pid);
+                if (r->sampled[i].looked && !r->sampled[i].holds && !r->sampled[i].end_looked)
+                        r->maybe_opened = true;
+        }
+        *ret_n = k;
+        return now_set;
+}
+
 static void sample_gpus(struct run *r, enum sample_mode mode)
 {
         if (!driver_present())
                 return;
         gr_tree_proc *t = NULL;
-        size_t n = 0;
+        size_t n = 0, k = 0;
         if (gr_tree_list(NULL, getpid(), r->cgroup, NULL, 0, &t, &n) < 0)
                 return;
-        struct sampled *now_set = calloc(n ? n : 1, sizeof(*now_set));
-        if (!now_set) {
-                free(t);
+        struct sampled *now_set = records(r, t, n, &k);
+        free(t);
+        if (!now_set)
                 return;
-        }
         uint64_t now = gr_now_ms(), t0 = gr_now_us();
-        size_t k = 0;
-        /* the first pass at the end: the new ones (a child forked since the last look has its
-         * parent's files), the second: those looked at earlier without a GPU */
-        for (int pass = 0; pass < (mode == SAMPLE_END_PRE ? 2 : 1); pass++)
-        for (size_t i = 0; i < n; i++) {
-                if (t[i].state == 'Z')
-                        continue;
-                if (pass == 1) {
-                        struct sampled key = { .pid = t[i].pid };
-                        struct sampled *sm = bsearch(&key, now_set, k, sizeof(key), cmp_sampled);
-                        if (!sm || sm->holds || sm->end_looked || gr_now_us() - t0 > END_PRE_BUDGET_US)
-                                continue;
-                        sm->end_looked = true;
-                        look_at(r, sm);
-                        continue;
-                }
-                struct sampled key = { .pid = t[i].pid };
-                struct sampled *old = r->n_sampled ? bsearch(&key, r->sampled, r->n_sampled, sizeof(key), cmp_sampled) : NULL;
-                struct sampled *sm = &now_set[k++];
-                bool known = old && old->start_time == t[i].start_time;
-                if (known)
-                        *sm = *old;
-                else
-                        *sm = (struct sampled){ .pid = t[i].pid, .start_time = t[i].start_time, .interval_ms = 250 };
+        for (size_t i = 0; i < k; i++) {
+                struct sampled *sm = &now_set[i];
                 if (mode == SAMPLE_END_POST && sm->looked && !sm->holds && !sm->end_looked)
                         r->maybe_opened = true;
                 if (sm->holds || (mode == SAMPLE_DUE && now < sm->next_ms) ||
@@ -250,16 +259,15 @@ static void sample_gpus(struct run *r, enum sample_mode mode)
                         sm->interval_ms *= 2;
                 look_at(r, sm);
         }
-        free(t);
-        /* who left since the last look (both sorted by PID) */
-        for (size_t i = 0, j = 0; i < r->n_sampled; i++) {
-                while (j < k && now_set[j].pid < r->sampled[i].pid)
-                        j++;
-                if (j < k && now_set[j].pid == r->sampled[i].pid && now_set[j].start_time == r->sampled[i].start_time)
+        /* at the end, before the signal, after the new ones (a child forked since the last look
+         * has its parent's files): those looked at earlier without a GPU, in what is left of
+         * the budget */
+        for (size_t i = 0; mode == SAMPLE_END_PRE && i < k; i++) {
+                struct sampled *sm = &now_set[i];
+                if (sm->holds || sm->end_looked || gr_now_us() - t0 > END_PRE_BUDGET_US)
                         continue;
-                note_gone(r, r->sampled[i].pid);
-                if (r->sampled[i].looked && !r->sampled[i].holds && !r->sampled[i].end_looked)
-                        r->maybe_opened = true;
+                sm->end_looked = true;
+                look_at(r, sm);
         }
         free(r->sampled);
         r->sampled = now_set;
