@@ -275,26 +275,33 @@ static int add_cgroup_members(const char *cgroup, struct pidset *ps)
         return r < 0 ? r : 0;
 }
 
-/* The members of the cgroup and of the cgroups below it (a nested 'gpureap run' makes its own
- * leaf under ours) */
-static int add_cgroup_tree(const char *cgroup, struct pidset *ps, int depth)
+/* Call fn for every cgroup directly below cgroup, until it returns < 0; -errno or 0 */
+static int each_sub_cgroup(const char *cgroup, int (*fn)(const char *sub, void *arg, int depth), void *arg, int depth)
 {
-        int r = add_cgroup_members(cgroup, ps);
-        if (r < 0 || depth >= 16)
-                return r;
         DIR *d = opendir(cgroup);
         if (!d)
                 return 0;
         struct dirent *de;
+        int r = 0;
         while (r >= 0 && (de = readdir(d))) {
                 if (de->d_name[0] == '.' || de->d_type != DT_DIR)
                         continue;
                 char sub[4200];
                 if ((size_t)snprintf(sub, sizeof(sub), "%s/%s", cgroup, de->d_name) < sizeof(sub))
-                        r = add_cgroup_tree(sub, ps, depth + 1);
+                        r = fn(sub, arg, depth + 1);
         }
         closedir(d);
         return r;
+}
+
+/* The members of the cgroup and of the cgroups below it (a nested 'gpureap run' makes its own
+ * leaf under ours) */
+static int add_cgroup_tree(const char *cgroup, void *ps, int depth)
+{
+        int r = add_cgroup_members(cgroup, ps);
+        if (r < 0 || depth >= 16)
+                return r;
+        return each_sub_cgroup(cgroup, add_cgroup_tree, ps, depth);
 }
 
 static int cmp_tree_proc(const void *a, const void *b)
@@ -501,23 +508,14 @@ bool gr_cgroup_empty(const char *cgroup)
 
 /* The leaf and the cgroups below it (a nested 'gpureap run' killed before it removed its own),
  * deepest first; only empty cgroups can be removed, so nothing else is touched */
-static int remove_tree(const char *cgroup, int depth)
+static int remove_tree(const char *cgroup, void *arg, int depth)
 {
-        DIR *d = depth < 16 ? opendir(cgroup) : NULL;
-        struct dirent *de;
-        while (d && (de = readdir(d))) {
-                if (de->d_name[0] == '.' || de->d_type != DT_DIR)
-                        continue;
-                char sub[4200];
-                if ((size_t)snprintf(sub, sizeof(sub), "%s/%s", cgroup, de->d_name) < sizeof(sub))
-                        remove_tree(sub, depth + 1);
-        }
-        if (d)
-                closedir(d);
-        return rmdir(cgroup) < 0 ? -errno : 0;
+        if (depth < 16)
+                each_sub_cgroup(cgroup, remove_tree, arg, depth);
+        return rmdir(cgroup) < 0 && depth == 0 ? -errno : 0; /* a sub-cgroup that stays: go on */
 }
 
 int gr_cgroup_remove(const char *cgroup)
 {
-        return remove_tree(cgroup, 0);
+        return remove_tree(cgroup, NULL, 0);
 }

@@ -50,6 +50,12 @@ bool gr_proc_zombie_leader_alive(const char *proc_root, pid_t pid)
         return n >= 2;
 }
 
+/* A state that means the process has ended: Z or X, unless other threads of it still run */
+static bool ended(const char *proc_root, pid_t pid, char state)
+{
+        return (state == 'Z' || state == 'X') && !gr_proc_zombie_leader_alive(proc_root, pid);
+}
+
 /* What /proc shows for pid now: start time, owner, state. -ESRCH when there is no such process */
 static int look(const char *proc_root, pid_t pid, uint64_t *ret_start, uid_t *ret_uid, bool *ret_has_uid,
                 char *ret_state)
@@ -108,7 +114,7 @@ static int verify(const char *proc_root, pid_t pid, uint64_t start_time, const u
                 return r;
         if (st != start_time)
                 return -ESTALE;
-        if ((state == 'Z' || state == 'X') && !gr_proc_zombie_leader_alive(proc_root, pid))
+        if (ended(proc_root, pid, state))
                 return -ESRCH;
         if (want_uid && (!has_uid || uid != *want_uid))
                 return -ESTALE; /* setuid since the plan, or not readable: not what was planned */
@@ -161,8 +167,7 @@ bool gr_pidref_gone(const gr_pidref *r, const char *proc_root)
         uint64_t st;
         char state = '?';
         int q = look(proc_root, r->pid, &st, NULL, NULL, &state);
-        return q == -ESRCH || (q == 0 && (st != r->start_time ||
-                                          ((state == 'Z' || state == 'X') && !gr_proc_zombie_leader_alive(proc_root, r->pid))));
+        return q == -ESRCH || (q == 0 && (st != r->start_time || ended(proc_root, r->pid, state)));
 }
 
 void gr_pidref_done(gr_pidref *r)
