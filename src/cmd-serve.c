@@ -89,7 +89,6 @@ struct serve {
         size_t n_sure;
         pid_t reaper;             /* a 'gpureap reap' started by the policy, until reaped */
         char socket_path[4096];   /* ours, for the reap to ask */
-        uint64_t reaps;
 };
 
 /* A holder that every look since 'since' judged a sure leftover */
@@ -164,6 +163,43 @@ static void metrics_of(FILE *f, const gr_snapshot *s, const gr_diagnosis *d)
         metrics_render(f, s, d, NULL);
 }
 
+/* 'gpureap reap --yes --only ONLY', asking this serve (its --socket) for what it remembers;
+ * its PID, 0 when it could not be started */
+static pid_t start_reap(struct serve *sv, char *only)
+{
+        char *argv[] = { (char *)"gpureap", (char *)"reap", (char *)"--yes", (char *)"--timeout", (char *)"30s",
+                         (char *)"--only", only, sv->reap_all_users ? (char *)"--all-users" : NULL, NULL };
+        posix_spawn_file_actions_t fa;
+        posix_spawn_file_actions_init(&fa);
+        posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+        posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+        size_t ne = 0;
+        while (environ[ne])
+                ne++;
+        char **envp = calloc(ne + 2, sizeof(*envp));
+        char sockenv[sizeof(sv->socket_path) + 32];
+        if (!envp) {
+                posix_spawn_file_actions_destroy(&fa);
+                return 0;
+        }
+        size_t k = 0;
+        for (size_t i = 0; i < ne; i++)
+                if (strncmp(environ[i], "GPUREAP_SERVE_SOCKET=", 21) != 0)
+                        envp[k++] = environ[i];
+        snprintf(sockenv, sizeof(sockenv), "GPUREAP_SERVE_SOCKET=%s", sv->socket_path);
+        envp[k++] = sockenv;
+        envp[k] = NULL;
+        pid_t pid = 0;
+        int r = posix_spawn(&pid, "/proc/self/exe", &fa, NULL, argv, envp);
+        free(envp);
+        posix_spawn_file_actions_destroy(&fa);
+        if (r != 0) {
+                audit_log(LOG_WARNING, "policy: cannot start gpureap reap: %s", strerror(r));
+                return 0;
+        }
+        return pid;
+}
+
 /* The policy: note who is a sure leftover now (and since when: the first look of an unbroken
  * run of looks that said so), and once some have been for longer than --reap-after, start
  * 'gpureap reap' for exactly those processes (PID and start time: a PID reused since names
@@ -229,39 +265,10 @@ static void policy(struct serve *sv, const gr_diagnosis *d, uint64_t now, bool d
         }
         if (!due)
                 return;
-        char *argv[] = { (char *)"gpureap", (char *)"reap", (char *)"--yes", (char *)"--timeout", (char *)"30s",
-                         (char *)"--only", only, sv->reap_all_users ? (char *)"--all-users" : NULL, NULL };
-        posix_spawn_file_actions_t fa;
-        posix_spawn_file_actions_init(&fa);
-        posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-        posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
-        /* the reap asks this serve (its --socket) for what it remembers */
-        size_t ne = 0;
-        while (environ[ne])
-                ne++;
-        char **envp = calloc(ne + 2, sizeof(*envp));
-        char sockenv[sizeof(sv->socket_path) + 32];
-        if (!envp) {
-                posix_spawn_file_actions_destroy(&fa);
+        pid_t pid = start_reap(sv, only);
+        if (pid <= 0)
                 return;
-        }
-        size_t k = 0;
-        for (size_t i = 0; i < ne; i++)
-                if (strncmp(environ[i], "GPUREAP_SERVE_SOCKET=", 21) != 0)
-                        envp[k++] = environ[i];
-        snprintf(sockenv, sizeof(sockenv), "GPUREAP_SERVE_SOCKET=%s", sv->socket_path);
-        envp[k++] = sockenv;
-        envp[k] = NULL;
-        pid_t pid = 0;
-        int r = posix_spawn(&pid, "/proc/self/exe", &fa, NULL, argv, envp);
-        free(envp);
-        posix_spawn_file_actions_destroy(&fa);
-        if (r != 0) {
-                audit_log(LOG_WARNING, "policy: cannot start gpureap reap: %s", strerror(r));
-                return;
-        }
         sv->reaper = pid;
-        sv->reaps++;
         audit_log(LOG_NOTICE, "policy: %zu sure leftover%s for more than %llu ms: gpureap reap (PID %d) --only %s", due,
                   due == 1 ? "" : "s", (unsigned long long)sv->reap_after_ms, (int)pid, only);
 }
