@@ -153,12 +153,6 @@ struct sampled {
         bool holds;
 };
 
-static int cmp_pid(const void *a, const void *b)
-{
-        pid_t x = *(const pid_t *)a, y = *(const pid_t *)b;
-        return (x > y) - (x < y);
-}
-
 static int cmp_sampled(const void *a, const void *b)
 {
         pid_t x = ((const struct sampled *)a)->pid, y = ((const struct sampled *)b)->pid;
@@ -600,7 +594,7 @@ static void collect_end_pids(struct run *r)
         for (size_t i = 0; r->end_pids && i < n_gone; i++)
                 r->end_pids[r->n_end_pids++] = r->gone[i];
         if (r->n_end_pids)
-                qsort(r->end_pids, r->n_end_pids, sizeof(pid_t), cmp_pid);
+                qsort(r->end_pids, r->n_end_pids, sizeof(pid_t), gr_cmp_pid);
 }
 
 /* Create the leaf cgroup and move the tree into it: listed again until a round finds nobody
@@ -649,23 +643,28 @@ struct drain_cond {
         size_t n_pids;
 };
 
+/* The minors of the GPUs on which the driver lists a context of one of pids (sorted) */
+static uint64_t minors_owned(const gr_gpu_report *rep, const pid_t *pids, size_t n)
+{
+        uint64_t m = 0;
+        for (unsigned i = 0; n && i < rep->n_gpus; i++) {
+                const gr_gpu *g = &rep->gpus[i];
+                for (unsigned j = 0; g->minor >= 0 && g->minor < 64 && j < g->n_procs; j++) {
+                        pid_t pid = (pid_t)g->procs[j].pid;
+                        if (bsearch(&pid, pids, n, sizeof(pid), gr_cmp_pid))
+                                m |= 1ULL << g->minor;
+                }
+        }
+        return m;
+}
+
 /* The GPUs the tree used are clean or busy with others' work. A GPU whose driver still lists a
  * context of a process of the tree joins them: the process is gone (the tree was reaped), so
  * its memory is held by someone else or still being given back. */
 static bool gpus_back(const gr_snapshot *s, const gr_diagnosis *d, void *userdata)
 {
         struct drain_cond *c = userdata;
-        for (unsigned i = 0; i < s->gpu->n_gpus; i++) {
-                const gr_gpu *g = &s->gpu->gpus[i];
-                int m = g->minor;
-                if (m < 0 || m >= 64)
-                        continue;
-                for (unsigned j = 0; j < g->n_procs && c->n_pids && !(c->minors >> m & 1); j++) {
-                        pid_t pid = (pid_t)g->procs[j].pid;
-                        if (bsearch(&pid, c->pids, c->n_pids, sizeof(pid), cmp_pid))
-                                c->minors |= 1ULL << m;
-                }
-        }
+        c->minors |= minors_owned(s->gpu, c->pids, c->n_pids);
         for (unsigned i = 0; i < s->gpu->n_gpus; i++) {
                 int m = s->gpu->gpus[i].minor;
                 if (m >= 0 && m < 64 && (c->minors >> m & 1) && d->gpus[i].state != GR_GPU_CLEAN &&
@@ -689,17 +688,9 @@ static uint64_t gpus_owned_by_tree(const struct run *r)
                 return 0;
         if (gr_gpu_query_finish(q, &rep) < 0 || !rep)
                 return 0;
-        struct drain_cond c = { 0, r->end_pids, r->n_end_pids };
-        for (unsigned i = 0; rep->status == GR_GPU_OK && i < rep->n_gpus; i++) {
-                const gr_gpu *g = &rep->gpus[i];
-                for (unsigned j = 0; g->minor >= 0 && g->minor < 64 && j < g->n_procs; j++) {
-                        pid_t pid = (pid_t)g->procs[j].pid;
-                        if (bsearch(&pid, c.pids, c.n_pids, sizeof(pid), cmp_pid))
-                                c.minors |= 1ULL << g->minor;
-                }
-        }
+        uint64_t m = rep->status == GR_GPU_OK ? minors_owned(rep, r->end_pids, r->n_end_pids) : 0;
         gr_gpu_report_free(rep);
-        return c.minors;
+        return m;
 }
 
 /* Ready: told once, to systemd and to --ready-file (written whole, then renamed) */

@@ -48,6 +48,8 @@ int gr_read_lines_at(int dirfd, const char *name, gr_line_cb cb, void *userdata)
 /* Parsing. Each accepts the whole string and nothing else, or returns -EINVAL / -ERANGE. */
 int gr_parse_u64(const char *s, uint64_t *ret);
 int gr_parse_int(const char *s, int *ret);
+/* qsort/bsearch order of pid_t values */
+int gr_cmp_pid(const void *a, const void *b);
 /* "1500", "1.5s", "250ms", "2m" -> milliseconds; plain numbers are seconds */
 int gr_parse_duration_ms(const char *s, uint64_t *ret_ms);
 /* "512", "512K", "20MiB", "1.5G" (powers of 1024) -> bytes */

@@ -37,6 +37,12 @@ int gr_parse_u64(const char *s, uint64_t *ret)
         return 0;
 }
 
+int gr_cmp_pid(const void *a, const void *b)
+{
+        pid_t x = *(const pid_t *)a, y = *(const pid_t *)b;
+        return (x > y) - (x < y);
+}
+
 int gr_parse_int(const char *s, int *ret)
 {
         bool neg = s && *s == '-';

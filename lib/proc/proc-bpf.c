@@ -107,12 +107,6 @@ static void say(char *why, size_t size, const char *fmt, ...)
         va_end(ap);
 }
 
-static int cmp_pid(const void *a, const void *b)
-{
-        pid_t x = *(const pid_t *)a, y = *(const pid_t *)b;
-        return (x > y) - (x < y);
-}
-
 /* Read the iterator to its end; the records are (tgid, fd) pairs of 32 bits each */
 static int read_iter(int fd, pid_t **ret, size_t *ret_n)
 {
@@ -155,7 +149,7 @@ static int read_iter(int fd, pid_t **ret, size_t *ret_n)
                 pids[i] = (pid_t)rec.tgid;
         }
         free(buf);
-        qsort(pids, n_rec, sizeof(*pids), cmp_pid);
+        qsort(pids, n_rec, sizeof(*pids), gr_cmp_pid);
         size_t n = 0;
         for (size_t i = 0; i < n_rec; i++)
                 if (n == 0 || pids[n - 1] != pids[i])

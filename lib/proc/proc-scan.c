@@ -537,12 +537,6 @@ static void run_phase(struct scan *sc, enum scan_phase phase, unsigned n_threads
                 pthread_join(tids[i], NULL);
 }
 
-static int cmp_pid_t(const void *a, const void *b)
-{
-        pid_t x = *(const pid_t *)a, y = *(const pid_t *)b;
-        return (x > y) - (x < y);
-}
-
 /* The numeric entries of the /proc root, sorted. */
 static int list_pids(int rootfd, const gr_proc_options *opts, pid_t **ret, size_t *ret_n)
 {
@@ -578,7 +572,7 @@ static int list_pids(int rootfd, const gr_proc_options *opts, pid_t **ret, size_
         }
         closedir(d);
         if (n > 0)
-                qsort(pids, n, sizeof(*pids), cmp_pid_t);
+                qsort(pids, n, sizeof(*pids), gr_cmp_pid);
         *ret = pids;
         *ret_n = n;
         return 0;
@@ -756,7 +750,7 @@ static int scan_with_bpf(struct scan *sc, gr_bpf_scan *bpf, unsigned n_threads, 
                 return -ENOMEM;
         }
         for (size_t k = 0; k < br.n_cands; k++) {
-                const pid_t *at = bsearch(&br.cands[k], sc->pids, sc->n_pids, sizeof(pid_t), cmp_pid_t);
+                const pid_t *at = bsearch(&br.cands[k], sc->pids, sc->n_pids, sizeof(pid_t), gr_cmp_pid);
                 /* one born since the listing, or gone before its stat, is not in the table */
                 if (at && sc->slots[at - sc->pids].pid)
                         sc->cand_slots[sc->n_cand_slots++] = (size_t)(at - sc->pids);
