@@ -1,15 +1,17 @@
 #!/bin/bash
-# 'gpureap run' at the end looks at the fds only of the tree's members it never looked at; one it
-# looked at before it opened a GPU is found among the driver's context owners instead, and the
-# run still returns only once that GPU's memory is back. A tree that used no GPU waits for none.
+# 'gpureap run' and a member it looked at before that member opened a GPU, ended before its next
+# due look: the last look at the end (or, past its 2 ms, the driver's context owners) finds the
+# GPU, and the run returns only once that GPU's memory is back. A tree that used no GPU waits
+# for none.
 . "$TESTLIB"
 scenario "gpu 0 minor=0" "teardown_ms 400"
 export GPUHOLD PIDS
 
 # The member is looked at when first seen (it holds nothing then), again 250 ms later, then
 # 500 ms later; it opens the GPU at 1 s (the same process: bash execs gpuhold), and the run is
-# ended before its next look at 1.8 s.
-"$GPUREAP" run --json "$T/run.json" -- bash -c 'sleep 1; exec "$GPUHOLD" pidfile "$PIDS" late cuda 0 0 1000 sleep' \
+# ended before its next look at 1.8 s (it records itself once its GPU is open: the SIGTERM comes
+# after that).
+"$GPUREAP" run --json "$T/run.json" -- bash -c 'sleep 1; exec "$GPUHOLD" cuda 0 0 1000 pidfile "$PIDS" late sleep' \
         >"$T/out" 2>"$T/err" &
 g=$!
 LAUNCHED="$LAUNCHED $g"
