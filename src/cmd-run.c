@@ -238,8 +238,6 @@ static void sample_gpus(struct run *r, enum sample_mode mode)
         uint64_t now = gr_now_ms(), t0 = gr_now_us();
         for (size_t i = 0; i < k; i++) {
                 struct sampled *sm = &now_set[i];
-                if (mode == SAMPLE_END_POST && sm->looked && !sm->holds && !sm->end_looked)
-                        r->maybe_opened = true;
                 if (sm->holds || (mode == SAMPLE_DUE && now < sm->next_ms) ||
                     (mode == SAMPLE_END_PRE && (sm->looked || gr_now_us() - t0 > END_PRE_BUDGET_US)) ||
                     (mode == SAMPLE_END_POST && (sm->looked || sm->end_looked)))
@@ -528,7 +526,7 @@ static void ladder_round(struct run *r, int *child_status, bool *child_done, uin
         gr_ladder_done(&l);
 }
 
-static void end_tree(struct run *r, int *child_status, bool *child_done)
+static void end_tree(struct run *r, int pass_on, int *child_status, bool *child_done)
 {
         if (tree_gone(r, child_status, child_done))
                 goto reaped;
@@ -548,8 +546,12 @@ static void end_tree(struct run *r, int *child_status, bool *child_done)
         /* Signal first, look after: the command's process group in one call (its number is the
          * command's own while the command is not reaped: no other group can have it; with a pty
          * the shim leaves the command a zombie until it has ended itself), then the ladder for
-         * the rest and for the record */
+         * the rest and for the record. The signal that ended gpureap reaches the command first,
+         * as itself (a SIGINT is a KeyboardInterrupt to Python), but only after the last look:
+         * passed on at once, it ended the command before that look could see its GPU. */
         if (!*child_done) {
+                if (pass_on && pass_on != SIGTERM)
+                        kill(r->cmd_pid, pass_on);
                 kill(-r->cmd_pid, SIGTERM);
                 kill(-r->cmd_pid, SIGCONT);
         }
@@ -593,6 +595,11 @@ static void collect_end_pids(struct run *r)
                 r->end_pids[r->n_end_pids++] = r->sampled[i].pid;
         for (size_t i = 0; r->end_pids && i < n_gone; i++)
                 r->end_pids[r->n_end_pids++] = r->gone[i];
+        /* a member looked at without a GPU and not again at the end (the tree was gone before
+         * the end could look: the command exited right after opening one) may hold one now */
+        for (size_t i = 0; i < r->n_sampled; i++)
+                if (r->sampled[i].looked && !r->sampled[i].holds && !r->sampled[i].end_looked)
+                        r->maybe_opened = true;
         if (r->n_end_pids)
                 qsort(r->end_pids, r->n_end_pids, sizeof(pid_t), gr_cmp_pid);
 }
@@ -1083,11 +1090,11 @@ int cmd_run(int argc, char **argv)
                         } else if (r.tty.kind == RUN_TTY_PTY && sig == SIGWINCH) {
                                 run_tty_winch(&r.tty);
                         } else {
-                                if (!child_done) /* reaped: its PID may be another's already */
-                                        kill(r.cmd_pid, sig); /* pass it on */
                                 bool ends = sig == SIGINT || sig == SIGTERM || sig == SIGHUP || sig == SIGQUIT;
+                                if (!ends && !child_done) /* reaped: its PID may be another's already */
+                                        kill(r.cmd_pid, sig); /* pass it on */
                                 if (ends && !got_signal) {
-                                        got_signal = sig;
+                                        got_signal = sig; /* passed on by the teardown */
                                         why = "gpureap was signalled";
                                 }
                         }
@@ -1109,7 +1116,7 @@ int cmd_run(int argc, char **argv)
         if (r.announced)
                 sd_notify_send("STOPPING=1\nSTATUS=ending the tree, waiting for the GPU memory");
         uint64_t end_t0 = gr_now_ms();
-        end_tree(&r, &child_status, &child_done);
+        end_tree(&r, got_signal, &child_status, &child_done);
         uint64_t end_ms = gr_now_ms() - end_t0;
         run_tty_restore(&r.tty); /* the job's terminal back to gpureap's group before it writes */
         if (code < 0) {
