@@ -223,7 +223,20 @@ static struct sampled *records(struct run *r, const gr_tree_proc *t, size_t n, s
         return now_set;
 }
 
-static void sample_gpus(struct run *r, enum sample_mode mode)
+/* The tree's listing, for a caller that goes on with it (the ladder after the end's look) */
+struct listing {
+        gr_tree_proc *t;
+        size_t n;
+        bool valid;
+};
+
+static void listing_drop(struct listing *ls)
+{
+        free(ls->t);
+        *ls = (struct listing){ 0 };
+}
+
+static void sample_gpus(struct run *r, enum sample_mode mode, struct listing *keep)
 {
         if (!driver_present())
                 return;
@@ -232,7 +245,10 @@ static void sample_gpus(struct run *r, enum sample_mode mode)
         if (gr_tree_list(NULL, getpid(), r->cgroup, NULL, 0, &t, &n) < 0)
                 return;
         struct sampled *now_set = records(r, t, n, &k);
-        free(t);
+        if (keep)
+                *keep = (struct listing){ t, n, true };
+        else
+                free(t);
         if (!now_set)
                 return;
         uint64_t now = gr_now_ms(), t0 = gr_now_us();
@@ -446,6 +462,13 @@ struct tree_ladder {
         uint64_t next_us;         /* the next look at the tree: at most a third of the time looking */
 };
 
+static void ladder_add_listed(gr_ladder *l, const gr_tree_proc *t, size_t n)
+{
+        for (size_t i = 0; i < n; i++)
+                if (t[i].state != 'Z' && gr_ladder_add(l, t[i].pid, t[i].start_time, NULL) > 0)
+                        gr_strlcpy(l->m[l->n - 1].comm, t[i].comm, sizeof(l->m[l->n - 1].comm));
+}
+
 static void tree_refresh(gr_ladder *l, void *userdata)
 {
         struct tree_ladder *tl = userdata;
@@ -459,9 +482,7 @@ static void tree_refresh(gr_ladder *l, void *userdata)
         tl->next_us = gr_now_us() + (2 * cost > 5000 ? 2 * cost : 5000);
         if (q < 0)
                 return;
-        for (size_t i = 0; i < n; i++)
-                if (t[i].state != 'Z' && gr_ladder_add(l, t[i].pid, t[i].start_time, NULL) > 0)
-                        gr_strlcpy(l->m[l->n - 1].comm, t[i].comm, sizeof(l->m[l->n - 1].comm));
+        ladder_add_listed(l, t, n);
         free(t);
 }
 
@@ -501,15 +522,24 @@ static void tree_before_kill(void *userdata)
                 gr_cgroup_kill(tl->r->cgroup);
 }
 
-/* One ladder over what the tree holds now; grace 0: straight to SIGKILL (a later round) */
-static void ladder_round(struct run *r, int *child_status, bool *child_done, uint64_t grace)
+/* One ladder over what the tree holds now (listed just before by the caller, or listed here);
+ * grace 0: straight to SIGKILL (a later round). Every member is checked against its start time
+ * through a pidfd before its signal, however old the listing. */
+static void ladder_round(struct run *r, int *child_status, bool *child_done, uint64_t grace, struct listing *ls)
 {
         struct tree_ladder tl = { r, child_status, child_done, 0 };
         gr_ladder l;
         gr_ladder_options lo = { .grace_ms = grace, .deadline_ms = grace + 10000, .refresh = tree_refresh,
                                  .tick = tree_tick, .before_kill = tree_before_kill, .userdata = &tl };
         gr_ladder_init(&l, &lo);
-        tree_refresh(&l, &tl);
+        if (ls && ls->valid) {
+                ladder_add_listed(&l, ls->t, ls->n);
+                tl.next_us = gr_now_us() + 5000;
+        } else {
+                tree_refresh(&l, &tl);
+        }
+        if (ls)
+                listing_drop(ls);
         if (l.n > 0)
                 gr_ladder_run(&l);
         for (size_t i = 0; i < l.n; i++) {
@@ -542,7 +572,7 @@ static void end_tree(struct run *r, int pass_on, int *child_status, bool *child_
          * everyone is walked. */
         bool host_pids = gr_proc_in_init_pidns();
         if (host_pids)
-                sample_gpus(r, SAMPLE_END_PRE);
+                sample_gpus(r, SAMPLE_END_PRE, NULL);
         /* Signal first, look after: the command's process group in one call (its number is the
          * command's own while the command is not reaped: no other group can have it; with a pty
          * the shim leaves the command a zombie until it has ended itself), then the ladder for
@@ -555,21 +585,26 @@ static void end_tree(struct run *r, int pass_on, int *child_status, bool *child_
                 kill(-r->cmd_pid, SIGTERM);
                 kill(-r->cmd_pid, SIGCONT);
         }
-        sample_gpus(r, host_pids ? SAMPLE_END_POST : SAMPLE_ALL);
-        ladder_round(r, child_status, child_done, r->grace);
+        struct listing ls = { 0 };
+        sample_gpus(r, host_pids ? SAMPLE_END_POST : SAMPLE_ALL, &ls);
+        ladder_round(r, child_status, child_done, r->grace, &ls); /* the same listing */
         /* Return only when nothing is left: every child reaped (orphans of the tree come to us,
          * as a subreaper, some only as their parents finish exiting) and the cgroup empty. What
          * forked after the ladder's last look gets SIGKILL in a round of its own. */
         for (int round = 0; round < 1000 && !tree_gone(r, child_status, child_done); round++) {
-                gr_tree_proc *t = NULL;
-                size_t n = 0, alive = 0;
-                if (gr_tree_list(NULL, getpid(), r->cgroup, NULL, 0, &t, &n) == 0)
-                        for (size_t i = 0; i < n; i++)
-                                alive += t[i].state != 'Z';
-                free(t);
-                if (alive > 0)
-                        ladder_round(r, child_status, child_done, 0);
-                else if (round == 100 && r->cgroup[0])
+                struct listing now = { 0 };
+                size_t alive = 0;
+                if (gr_tree_list(NULL, getpid(), r->cgroup, NULL, 0, &now.t, &now.n) == 0) {
+                        now.valid = true;
+                        for (size_t i = 0; i < now.n; i++)
+                                alive += now.t[i].state != 'Z';
+                }
+                if (alive > 0) {
+                        ladder_round(r, child_status, child_done, 0, &now); /* the same listing */
+                        continue;
+                }
+                listing_drop(&now);
+                if (round == 100 && r->cgroup[0])
                         gr_cgroup_kill(r->cgroup); /* 100 ms and still members that no listing shows
                                                        alive: whatever they are, ours to end */
                 else
@@ -1055,7 +1090,7 @@ int cmd_run(int argc, char **argv)
                          * and removing one costs 0.28 ms, a third of a short command's run */
                         if (!r.no_cgroup && !r.cgroup_tried)
                                 contain(&r);
-                        sample_gpus(&r, SAMPLE_DUE);
+                        sample_gpus(&r, SAMPLE_DUE, NULL);
                         next_sample = now + 250;
                 }
                 struct pollfd p[5] = { { .fd = r.sigfd, .events = POLLIN },
