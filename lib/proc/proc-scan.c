@@ -168,7 +168,7 @@ static void note_socket(struct sock_list *socks, const char *target)
  * none, -errno when the directory could not be read. Socket inodes go to socks. With
  * sockets_only, device files are not classified (a lineage root's sockets). */
 static int scan_fds(int piddir, const char *devdir, size_t devdir_len, gr_holding **ret,
-                    struct sock_list *socks)
+                    struct sock_list *socks, unsigned *ret_entries)
 {
         int fdd = openat(piddir, "fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
         if (fdd < 0)
@@ -182,9 +182,11 @@ static int scan_fds(int piddir, const char *devdir, size_t devdir_len, gr_holdin
         gr_holding *h = NULL;
         struct dirent *de;
         char target[512];
+        unsigned entries = 0;
         while ((de = readdir(d))) {
                 if (de->d_name[0] == '.')
                         continue;
+                entries++;
                 ssize_t n = readlinkat(fdd, de->d_name, target, sizeof(target) - 1);
                 if (n <= 0)
                         continue; /* closed between readdir and readlink */
@@ -225,6 +227,8 @@ static int scan_fds(int piddir, const char *devdir, size_t devdir_len, gr_holdin
                 }
         if (ret)
                 *ret = h;
+        if (ret_entries)
+                *ret_entries = entries;
         return h ? 1 : 0;
 }
 
@@ -327,7 +331,7 @@ int gr_proc_load_net(const gr_proc_options *opts, gr_process *p)
                 close(fd);
                 return -ENOMEM;
         }
-        int r = scan_fds(fd, "", 0, NULL, socks);
+        int r = scan_fds(fd, "", 0, NULL, socks, NULL);
         if (r >= 0) {
                 p->net = read_net(fd, socks, NULL);
                 r = p->net ? 0 : -ENOMEM;
@@ -397,7 +401,7 @@ static int scan_holding(struct scan *sc, int piddir, gr_process *p, unsigned *un
         struct sock_list socks;
         socks.n = 0;
         socks.truncated = false;
-        int q = scan_fds(piddir, sc->devdir, sc->devdir_len, &h, &socks);
+        int q = scan_fds(piddir, sc->devdir, sc->devdir_len, &h, &socks, NULL);
         if (q == -EACCES || q == -EPERM)
                 (*unreadable)++;
         else if (q == -ENOMEM)
@@ -437,6 +441,57 @@ static int open_and_stat(struct scan *sc, pid_t pid, gr_stat *st)
         return piddir;
 }
 
+/* A process whose main thread ended alone (pthread_exit) while others run on: the leader's
+ * stat says Z and its fd directory is empty, but the process, its files and its contexts live
+ * on. Returns the directory of a live thread of it (task/TID, which has the same fd, maps, net,
+ * status and cmdline files) with that thread's stat, or -1 when no thread is alive. */
+static int live_thread_dir(int piddir, pid_t pid, gr_stat *tst)
+{
+        int td = openat(piddir, "task", O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+        if (td < 0)
+                return -1;
+        DIR *d = fdopendir(td);
+        if (!d) {
+                close(td);
+                return -1;
+        }
+        int found = -1;
+        struct dirent *de;
+        while (found < 0 && (de = readdir(d))) {
+                pid_t tid;
+                if (!parse_pid_name(de->d_name, &tid) || tid == pid)
+                        continue;
+                int fd = openat(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+                if (fd < 0)
+                        continue;
+                char buf[1024];
+                size_t len;
+                if (gr_read_file_at(fd, "stat", buf, sizeof(buf), &len) == 0 && gr_parse_stat(buf, len, tst) == 0 &&
+                    tst->state != 'Z' && tst->state != 'X')
+                        found = fd;
+                else
+                        close(fd);
+        }
+        closedir(d);
+        return found;
+}
+
+/* scan_holding, through a live thread when the leader has ended alone: the process is then
+ * as alive as that thread, and its state is the thread's */
+static int scan_holding_any(struct scan *sc, int piddir, gr_process *p, unsigned *unreadable)
+{
+        if (p->state != 'Z' && p->state != 'X')
+                return scan_holding(sc, piddir, p, unreadable);
+        gr_stat tst;
+        int tdir = live_thread_dir(piddir, p->pid, &tst);
+        if (tdir < 0)
+                return scan_holding(sc, piddir, p, unreadable);
+        p->state = tst.state;
+        int q = scan_holding(sc, tdir, p, unreadable);
+        close(tdir);
+        return q;
+}
+
 /* The /proc scan of one process: 0 when the slot was filled, 1 when the process vanished,
  * -ENOMEM */
 static int scan_one(struct scan *sc, pid_t pid, gr_process *p, unsigned *unreadable)
@@ -446,7 +501,7 @@ static int scan_one(struct scan *sc, pid_t pid, gr_process *p, unsigned *unreada
         if (piddir < 0)
                 return 1;
         fill_stat(p, &st);
-        int q = scan_holding(sc, piddir, p, unreadable);
+        int q = scan_holding_any(sc, piddir, p, unreadable);
         close(piddir);
         return q;
 }
@@ -480,7 +535,7 @@ static int scan_candidate(struct scan *sc, gr_process *p, unsigned *unreadable)
         int q = 0;
         if (st.start_time == p->start_time) {
                 fill_stat(p, &st);
-                q = scan_holding(sc, piddir, p, unreadable);
+                q = scan_holding_any(sc, piddir, p, unreadable);
         }
         close(piddir);
         return q;
@@ -890,7 +945,19 @@ int gr_proc_holding(const char *proc_root, const char *dev_dir, pid_t pid, gr_ho
                 close(fd);
                 return -ENOMEM;
         }
-        int r = scan_fds(fd, devdir, devdir_len, &h, socks);
+        unsigned entries = 0;
+        int r = scan_fds(fd, devdir, devdir_len, &h, socks, &entries);
+        if (r == 0 && entries == 0) {
+                /* no fd at all: a leader that ended alone has none, its live threads have the
+                 * process's (see live_thread_dir) */
+                gr_stat tst;
+                int tdir = live_thread_dir(fd, pid, &tst);
+                if (tdir >= 0) {
+                        socks->n = 0;
+                        r = scan_fds(tdir, devdir, devdir_len, &h, socks, NULL);
+                        close(tdir);
+                }
+        }
         free(socks);
         close(fd);
         if (r < 0)

@@ -25,6 +25,9 @@
  *   dstate PATH ROLE       sit in state D, still killable: a vfork-like child (recorded as ROLE)
  *                          shares our memory and sleeps without exec, so we wait for it in the
  *                          kernel (TASK_KILLABLE, shown as D) like a process stuck in a driver call
+ *   leader-exit            start a thread that sleeps, then end the main thread alone
+ *                          (pthread_exit): the leader is a zombie, /proc/PID/fd is empty, and
+ *                          the process, its fds and its context live on in the other thread
  *   sleep                  sleep until killed
  *   exit                   exit 0 */
 #include <errno.h>
@@ -44,6 +47,7 @@
 #include <sys/wait.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <pthread.h>
 
 #include "../fake-nvml/fake-ctx.h"
 
@@ -126,6 +130,13 @@ static void record(const char *path, const char *role, pid_t pid)
         if (write(fd, line, (size_t)n) != n) /* one write: lines never interleave */
                 die("write");
         close(fd);
+}
+
+static void *sleeper_thread(void *arg)
+{
+        for (;;)
+                pause();
+        return arg;
 }
 
 static void cuda(const char *minor, const char *gpu, const char *mib)
@@ -325,6 +336,11 @@ int main(int argc, char **argv)
                         i += 2;
                 } else if (strcmp(v, "ignore-term") == 0) {
                         signal(SIGTERM, SIG_IGN);
+                } else if (strcmp(v, "leader-exit") == 0) {
+                        pthread_t th;
+                        if (pthread_create(&th, NULL, sleeper_thread, NULL) != 0)
+                                return 1;
+                        pthread_exit(NULL);
                 } else if (strcmp(v, "sleep") == 0) {
                         sleep_forever();
                 } else if (strcmp(v, "exit") == 0) {

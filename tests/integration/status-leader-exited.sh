@@ -1,0 +1,53 @@
+#!/bin/bash
+# A holder whose main thread ended alone (pthread_exit) while another thread runs on: the
+# leader's stat says Z and its /proc/PID/fd is empty, but the process, its device files and its
+# context live on in the other thread. It is a live holder (found through the live thread's fd
+# directory), never a zombie that released everything, and reap --pid ends it for good.
+. "$TESTLIB"
+
+launch cuda 0 0 512 pidfile "$PIDS" holder leader-exit
+wait_role holder
+holder=$(pid_of holder)
+wait_state "$holder" Z
+[ -n "$(ls "/proc/$holder/task" | grep -vx "$holder")" ] || fail "the other thread is not there"
+
+gr status --json
+expect_rc 1 "the GPU is not clean"
+jqok ".gpus[0].holders == [{pid: $holder, fds: 3}]" "the holder is found through its live thread"
+jqok ".processes[] | select(.pid == $holder) | .state != \"Z\" and .state != \"X\"" "its state is its live thread's, not the leader's Z"
+jqok ".gpus[0].context_owners[0].pid == $holder and .gpus[0].context_owners[0].process != \"zombie\"" "the context owner is not called a zombie"
+jqok "[.findings[] | select(.kind == \"ghost\")] == []" "no ghost: the owner is alive"
+
+# the kernel-side scan names it too, where it can run (the same process through the same thread)
+GPUREAP_SCAN=bpf gr status --json
+if [ "$(jq -r .proc.scan "$T/out")" = bpf ]; then
+        jqok ".gpus[0].holders == [{pid: $holder, fds: 3}]" "the BPF scan finds the same holder"
+        jqok ".processes[] | select(.pid == $holder) | .state != \"Z\"" "the BPF scan: its live thread's state"
+else
+        echo "# the BPF scan cannot run here: $(jq -r .proc.scan_fallback "$T/out")"
+fi
+
+gr reap --pid "$holder" --yes
+expect_rc 0 "reap --pid ended it"
+for _ in $(seq 300); do [ -d "/proc/$holder" ] || break; sleep 0.01; done
+[ ! -d "/proc/$holder/task" ] || [ -z "$(ls "/proc/$holder/task" 2>/dev/null)" ] || fail "a thread of $holder is still there"
+ok "no thread of it is left"
+
+# under gpureap run: looked at while its leader is a zombie, ended, and its memory awaited
+"$GPUREAP" run --json "$T/run.json" -- "$GPUHOLD" cuda 0 0 1000 pidfile "$PIDS" run-holder leader-exit \
+        >"$T/out" 2>"$T/err" &
+g=$!
+LAUNCHED="$LAUNCHED $g"
+wait_role run-holder
+wait_state "$(pid_of run-holder)" Z
+sleep 0.4 # past run's first looks
+kill -TERM "$g"
+set +e
+wait "$g"
+RC=$?
+set -e
+expect_rc 143 "gpureap was told to end"
+has err "GPU memory back in [0-9]+ ms" "run saw the GPU of a process whose leader had ended"
+cp "$T/run.json" "$T/out"
+jqok '.gpu_minors == [0] and .drain.memory_back == true' "the result names GPU 0 and the memory back"
+done_testing
