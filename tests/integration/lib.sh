@@ -115,6 +115,16 @@ gr() {
         set -e
 }
 
+# term_and_wait PID: SIGTERM to a supervisor the test started in the background; its exit
+# status in RC
+term_and_wait() {
+        kill -TERM "$1"
+        set +e
+        wait "$1"
+        RC=$?
+        set -e
+}
+
 expect_rc() {
         [ "$RC" -eq "$1" ] || fail "expected exit $1, got $RC ($2)"
         ok "exit $1: $2"

@@ -16,11 +16,7 @@ export GPUHOLD PIDS
 g=$!
 LAUNCHED="$LAUNCHED $g"
 wait_role late
-kill -TERM "$g"
-set +e
-wait "$g"
-RC=$?
-set -e
+term_and_wait "$g"
 expect_rc 143 "gpureap was told to end"
 has err "GPU memory back in [0-9]+ ms" "the drain was awaited for a GPU it never saw held"
 gr status --json
@@ -43,11 +39,7 @@ jqok '.gpus[0].state == "clean" and .gpus[0].memory.used == 0' "clean the moment
 g=$!
 LAUNCHED="$LAUNCHED $g"
 sleep 0.2
-kill -TERM "$g"
-set +e
-wait "$g"
-RC=$?
-set -e
+term_and_wait "$g"
 expect_rc 143 "the CPU-only tree was ended"
 hasnt err "GPU memory" "no drain for a tree that used no GPU"
 cp "$T/run.json" "$T/out"

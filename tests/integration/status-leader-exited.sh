@@ -41,11 +41,7 @@ LAUNCHED="$LAUNCHED $g"
 wait_role run-holder
 wait_state "$(pid_of run-holder)" Z
 sleep 0.4 # past run's first looks
-kill -TERM "$g"
-set +e
-wait "$g"
-RC=$?
-set -e
+term_and_wait "$g"
 expect_rc 143 "gpureap was told to end"
 has err "GPU memory back in [0-9]+ ms" "run saw the GPU of a process whose leader had ended"
 cp "$T/run.json" "$T/out"
