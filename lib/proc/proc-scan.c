@@ -444,8 +444,11 @@ static int open_and_stat(struct scan *sc, pid_t pid, gr_stat *st)
 /* A process whose main thread ended alone (pthread_exit) while others run on: the leader's
  * stat says Z and its fd directory is empty, but the process, its files and its contexts live
  * on. Returns the directory of a live thread of it (task/TID, which has the same fd, maps, net,
- * status and cmdline files) with that thread's stat, or -1 when no thread is alive. */
-static int live_thread_dir(int piddir, pid_t pid, gr_stat *tst)
+ * status and cmdline files) with that thread's stat, or -1 when no thread is alive. skip: how
+ * many live threads to pass over first (a thread may have a file table of its own, made by
+ * unshare(CLONE_FILES): the process's files are then in another thread's). */
+#define LIVE_THREADS_READ 64 /* at most this many of a process's threads are read */
+static int live_thread_dir(int piddir, pid_t pid, unsigned skip, gr_stat *tst)
 {
         int td = openat(piddir, "task", O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
         if (td < 0)
@@ -467,7 +470,7 @@ static int live_thread_dir(int piddir, pid_t pid, gr_stat *tst)
                 char buf[1024];
                 size_t len;
                 if (gr_read_file_at(fd, "stat", buf, sizeof(buf), &len) == 0 && gr_parse_stat(buf, len, tst) == 0 &&
-                    tst->state != 'Z' && tst->state != 'X')
+                    tst->state != 'Z' && tst->state != 'X' && skip-- == 0)
                         found = fd;
                 else
                         close(fd);
@@ -483,12 +486,16 @@ static int scan_holding_any(struct scan *sc, int piddir, gr_process *p, unsigned
         if (p->state != 'Z' && p->state != 'X')
                 return scan_holding(sc, piddir, p, unreadable);
         gr_stat tst;
-        int tdir = live_thread_dir(piddir, p->pid, &tst);
-        if (tdir < 0)
-                return scan_holding(sc, piddir, p, unreadable);
-        p->state = tst.state;
-        int q = scan_holding(sc, tdir, p, unreadable);
-        close(tdir);
+        int q = 0;
+        for (unsigned k = 0; k < LIVE_THREADS_READ && !p->hold && q == 0; k++) {
+                int tdir = live_thread_dir(piddir, p->pid, k, &tst);
+                if (tdir < 0)
+                        return k == 0 ? scan_holding(sc, piddir, p, unreadable) : 0;
+                if (k == 0)
+                        p->state = tst.state; /* alive: as its first live thread */
+                q = scan_holding(sc, tdir, p, unreadable);
+                close(tdir);
+        }
         return q;
 }
 
@@ -947,12 +954,18 @@ int gr_proc_holding(const char *proc_root, const char *dev_dir, pid_t pid, gr_ho
         }
         unsigned entries = 0;
         int r = scan_fds(fd, devdir, devdir_len, &h, socks, &entries);
-        if (r == 0 && entries == 0) {
-                /* no fd at all: a leader that ended alone has none, its live threads have the
-                 * process's (see live_thread_dir) */
-                gr_stat tst;
-                int tdir = live_thread_dir(fd, pid, &tst);
-                if (tdir >= 0) {
+        gr_stat st;
+        char buf[1024];
+        size_t len;
+        if (r == 0 && entries == 0 && gr_read_file_at(fd, "stat", buf, sizeof(buf), &len) == 0 &&
+            gr_parse_stat(buf, len, &st) == 0 && (st.state == 'Z' || st.state == 'X')) {
+                /* no fd at all and the leader has ended: if the process lives on in its
+                 * threads, its files are theirs (see live_thread_dir), as the scan reads them */
+                for (unsigned k = 0; k < LIVE_THREADS_READ && !h && r == 0; k++) {
+                        gr_stat tst;
+                        int tdir = live_thread_dir(fd, pid, k, &tst);
+                        if (tdir < 0)
+                                break;
                         socks->n = 0;
                         r = scan_fds(tdir, devdir, devdir_len, &h, socks, NULL);
                         close(tdir);

@@ -28,6 +28,9 @@
  *   leader-exit            start a thread that sleeps, then end the main thread alone
  *                          (pthread_exit): the leader is a zombie, /proc/PID/fd is empty, and
  *                          the process, its fds and its context live on in the other thread
+ *   leader-exit-unshared   the same, but the first thread started takes a file table of its own
+ *                          (unshare(CLONE_FILES)) and closes every fd above 2 in it, and a second
+ *                          one keeps the process's table: the GPU is in the second thread's
  *   sleep                  sleep until killed
  *   exit                   exit 0 */
 #include <errno.h>
@@ -134,6 +137,19 @@ static void record(const char *path, const char *role, pid_t pid)
 
 static void *sleeper_thread(void *arg)
 {
+        for (;;)
+                pause();
+        return arg;
+}
+
+static volatile int unshared_done;
+
+static void *unsharing_thread(void *arg)
+{
+        if (unshare(CLONE_FILES) == 0)
+                for (int fd = 3; fd < 1024; fd++)
+                        close(fd);
+        __atomic_store_n(&unshared_done, 1, __ATOMIC_SEQ_CST);
         for (;;)
                 pause();
         return arg;
@@ -339,6 +355,15 @@ int main(int argc, char **argv)
                 } else if (strcmp(v, "leader-exit") == 0) {
                         pthread_t th;
                         if (pthread_create(&th, NULL, sleeper_thread, NULL) != 0)
+                                return 1;
+                        pthread_exit(NULL);
+                } else if (strcmp(v, "leader-exit-unshared") == 0) {
+                        pthread_t t1, t2;
+                        if (pthread_create(&t1, NULL, unsharing_thread, NULL) != 0)
+                                return 1;
+                        while (!__atomic_load_n(&unshared_done, __ATOMIC_SEQ_CST))
+                                usleep(1000);
+                        if (pthread_create(&t2, NULL, sleeper_thread, NULL) != 0)
                                 return 1;
                         pthread_exit(NULL);
                 } else if (strcmp(v, "sleep") == 0) {

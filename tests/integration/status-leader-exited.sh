@@ -33,6 +33,18 @@ for _ in $(seq 300); do [ -d "/proc/$holder" ] || break; sleep 0.01; done
 [ ! -d "/proc/$holder/task" ] || [ -z "$(ls "/proc/$holder/task" 2>/dev/null)" ] || fail "a thread of $holder is still there"
 ok "no thread of it is left"
 
+# its first live thread has a file table of its own without the GPU: the other thread's is read
+launch cuda 0 0 512 pidfile "$PIDS" split leader-exit-unshared
+wait_role split
+split=$(pid_of split)
+wait_state "$split" Z
+for s in proc bpf; do
+        GPUREAP_SCAN=$s gr status --json
+        [ "$s" = proc ] || [ "$(jq -r .proc.scan "$T/out")" = bpf ] || continue
+        jqok ".gpus[0].holders == [{pid: $split, fds: 3}]" "$s scan: found through the thread that has the process's files"
+done
+kill -KILL "$split"
+
 # under gpureap run: looked at while its leader is a zombie, ended, and its memory awaited
 "$GPUREAP" run --json "$T/run.json" -- "$GPUHOLD" cuda 0 0 1000 pidfile "$PIDS" run-holder leader-exit \
         >"$T/out" 2>"$T/err" &
