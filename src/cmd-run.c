@@ -556,6 +556,48 @@ static void ladder_round(struct run *r, int *child_status, bool *child_done, uin
         gr_ladder_done(&l);
 }
 
+/* Has the command itself ended (a zombie, or reaped)? With a pty it is the shim's child, which
+ * the shim leaves to us, a zombie until then: its PID stays its own. */
+static bool command_ended(const struct run *r)
+{
+        gr_stat st;
+        return gr_proc_read_stat(NULL, r->cmd_pid, &st) < 0 || st.state == 'Z' || st.state == 'X';
+}
+
+/* The signal that ended gpureap (INT, HUP, QUIT), to the command alone, and time to act on it:
+ * until the command has ended, another such signal comes, or the grace is over (what it used is
+ * taken from the grace of the rest). A SIGINT is a KeyboardInterrupt to Python, and its handler
+ * runs; SIGTERM to the group right after it, as before, killed Python in the handler. Returns
+ * the milliseconds waited. */
+static uint64_t pass_on_and_wait(struct run *r, int sig, uint64_t grace)
+{
+        uint64_t t0 = gr_now_ms();
+        int pfd = gr_pidfd_open(r->cmd_pid); /* not reaped yet: its PID is still its own */
+        if (kill(r->cmd_pid, sig) < 0 || pfd < 0) {
+                if (pfd >= 0)
+                        close(pfd);
+                return 0;
+        }
+        for (;;) {
+                uint64_t spent = gr_now_ms() - t0;
+                if (spent >= grace || command_ended(r))
+                        break;
+                struct pollfd p[2] = { { .fd = pfd, .events = POLLIN }, { .fd = r->sigfd, .events = POLLIN } };
+                if (poll(p, 2, (int)(grace - spent)) < 0 && errno != EINTR)
+                        break;
+                bool again = false;
+                struct signalfd_siginfo si;
+                while (p[1].revents && read(r->sigfd, &si, sizeof(si)) == sizeof(si))
+                        again = again || si.ssi_signo == SIGINT || si.ssi_signo == SIGTERM ||
+                                si.ssi_signo == SIGHUP || si.ssi_signo == SIGQUIT;
+                if (again)
+                        break; /* told again: the rest of the teardown now */
+        }
+        close(pfd);
+        uint64_t spent = gr_now_ms() - t0;
+        return spent < grace ? spent : grace;
+}
+
 static void end_tree(struct run *r, int pass_on, int *child_status, bool *child_done)
 {
         if (tree_gone(r, child_status, child_done))
@@ -577,17 +619,18 @@ static void end_tree(struct run *r, int pass_on, int *child_status, bool *child_
          * command's own while the command is not reaped: no other group can have it; with a pty
          * the shim leaves the command a zombie until it has ended itself), then the ladder for
          * the rest and for the record. The signal that ended gpureap reaches the command first,
-         * as itself (a SIGINT is a KeyboardInterrupt to Python), but only after the last look:
+         * as itself, with time to act on it (pass_on_and_wait), but only after the last look:
          * passed on at once, it ended the command before that look could see its GPU. */
-        if (!*child_done) {
-                if (pass_on && pass_on != SIGTERM)
-                        kill(r->cmd_pid, pass_on);
+        uint64_t grace = r->grace;
+        if (!*child_done && pass_on && pass_on != SIGTERM)
+                grace -= pass_on_and_wait(r, pass_on, grace);
+        if (!*child_done) { /* also when the command has ended: its group may live on */
                 kill(-r->cmd_pid, SIGTERM);
                 kill(-r->cmd_pid, SIGCONT);
         }
         struct listing ls = { 0 };
         sample_gpus(r, host_pids ? SAMPLE_END_POST : SAMPLE_ALL, &ls);
-        ladder_round(r, child_status, child_done, r->grace, &ls); /* the same listing */
+        ladder_round(r, child_status, child_done, grace, &ls); /* the same listing */
         /* Return only when nothing is left: every child reaped (orphans of the tree come to us,
          * as a subreaper, some only as their parents finish exiting) and the cgroup empty. What
          * forked after the ladder's last look gets SIGKILL in a round of its own. */

@@ -31,4 +31,26 @@ for sig in ALRM VTALRM PROF XCPU PWR RTMIN+3 TERM; do
                 ok "SIG$sig to 'gpureap run': exit $rc, the tree ended with it"
         fi
 done
+
+# INT and HUP that end gpureap reach the command alone first, with time to act on them (its
+# handler runs, it exits by itself), not followed at once by SIGTERM to its group
+for sig in INT HUP; do
+        rm -f "$T/handled"
+        "$GPUREAP" run --grace 3s --json "$T/run.json" -- bash -c \
+                "trap 'echo \$\$ >\"$T/handled\"; exit 9' $sig; echo \"cmd \$\$\" >>\"$PIDS\"; while :; do sleep 0.05; done" \
+                >"$T/run.out" 2>&1 &
+        rp=$!
+        LAUNCHED="$LAUNCHED $rp"
+        wait_role cmd
+        kill -s "$sig" "$rp"
+        set +e
+        wait "$rp"; rc=$?
+        set -e
+        if [ -s "$T/handled" ] && [ "$(jq .command_exit_status "$T/run.json")" = 9 ]; then
+                ok "SIG$sig to 'gpureap run': the command's handler ran and it exited 9 (gpureap exit $rc)"
+        else
+                bad "SIG$sig to 'gpureap run': the command's handler did not run to its end (handled: $(cat "$T/handled" 2>/dev/null), $(jq -c '{command_exit_status, command_signal}' "$T/run.json"))"
+        fi
+        sed -i '/^cmd /d' "$PIDS"
+done
 f_done
