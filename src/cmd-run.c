@@ -134,11 +134,26 @@ static bool driver_present(void)
 
 /* gpureap itself was told to end (its signals wait in the signalfd): long steps of the
  * supervision give way to the teardown */
+static const int ending_signals[] = { SIGTERM, SIGINT, SIGHUP, SIGQUIT };
+
+/* A signal that ends gpureap, and with it the tree (the others are passed on) */
+static bool ends_run(int sig)
+{
+        for (size_t i = 0; i < GR_ELEMENTSOF(ending_signals); i++)
+                if (sig == ending_signals[i])
+                        return true;
+        return false;
+}
+
 static bool end_pending(void)
 {
         sigset_t p;
-        return sigpending(&p) == 0 && (sigismember(&p, SIGTERM) == 1 || sigismember(&p, SIGINT) == 1 ||
-                                       sigismember(&p, SIGHUP) == 1 || sigismember(&p, SIGQUIT) == 1);
+        if (sigpending(&p) != 0)
+                return false;
+        for (size_t i = 0; i < GR_ELEMENTSOF(ending_signals); i++)
+                if (sigismember(&p, ending_signals[i]) == 1)
+                        return true;
+        return false;
 }
 
 /* Who of the tree was looked at for GPU files: a process is looked at when it is first seen,
@@ -556,19 +571,12 @@ static void ladder_round(struct run *r, int *child_status, bool *child_done, uin
         gr_ladder_done(&l);
 }
 
-/* Has the command itself ended (a zombie, or reaped)? With a pty it is the shim's child, which
- * the shim leaves to us, a zombie until then: its PID stays its own. */
-static bool command_ended(const struct run *r)
-{
-        gr_stat st;
-        return gr_proc_read_stat(NULL, r->cmd_pid, &st) < 0 || st.state == 'Z' || st.state == 'X';
-}
-
 /* The signal that ended gpureap (INT, HUP, QUIT), to the command alone, and time to act on it:
  * until the command has ended, another such signal comes, or the grace is over (what it used is
  * taken from the grace of the rest). A SIGINT is a KeyboardInterrupt to Python, and its handler
- * runs; SIGTERM to the group right after it, as before, killed Python in the handler. Returns
- * the milliseconds waited. */
+ * runs; SIGTERM to the group right after it, as before, killed Python in the handler. The
+ * command's pidfd tells its end (with a pty it is the shim's child, which the shim leaves to
+ * us: not reaped, its PID stays its own). Returns the milliseconds waited. */
 static uint64_t pass_on_and_wait(struct run *r, int sig, uint64_t grace)
 {
         uint64_t t0 = gr_now_ms();
@@ -580,16 +588,17 @@ static uint64_t pass_on_and_wait(struct run *r, int sig, uint64_t grace)
         }
         for (;;) {
                 uint64_t spent = gr_now_ms() - t0;
-                if (spent >= grace || command_ended(r))
+                if (spent >= grace)
                         break;
                 struct pollfd p[2] = { { .fd = pfd, .events = POLLIN }, { .fd = r->sigfd, .events = POLLIN } };
                 if (poll(p, 2, (int)(grace - spent)) < 0 && errno != EINTR)
                         break;
+                if (p[0].revents)
+                        break; /* the command has ended */
                 bool again = false;
                 struct signalfd_siginfo si;
                 while (p[1].revents && read(r->sigfd, &si, sizeof(si)) == sizeof(si))
-                        again = again || si.ssi_signo == SIGINT || si.ssi_signo == SIGTERM ||
-                                si.ssi_signo == SIGHUP || si.ssi_signo == SIGQUIT;
+                        again = again || ends_run((int)si.ssi_signo);
                 if (again)
                         break; /* told again: the rest of the teardown now */
         }
@@ -1168,7 +1177,7 @@ int cmd_run(int argc, char **argv)
                         } else if (r.tty.kind == RUN_TTY_PTY && sig == SIGWINCH) {
                                 run_tty_winch(&r.tty);
                         } else {
-                                bool ends = sig == SIGINT || sig == SIGTERM || sig == SIGHUP || sig == SIGQUIT;
+                                bool ends = ends_run(sig);
                                 if (!ends && !child_done) /* reaped: its PID may be another's already */
                                         kill(r.cmd_pid, sig); /* pass it on */
                                 if (ends && !got_signal) {

@@ -443,12 +443,14 @@ static int open_and_stat(struct scan *sc, pid_t pid, gr_stat *st)
 
 /* A process whose main thread ended alone (pthread_exit) while others run on: the leader's
  * stat says Z and its fd directory is empty, but the process, its files and its contexts live
- * on. Returns the directory of a live thread of it (task/TID, which has the same fd, maps, net,
- * status and cmdline files) with that thread's stat, or -1 when no thread is alive. skip: how
- * many live threads to pass over first (a thread may have a file table of its own, made by
- * unshare(CLONE_FILES): the process's files are then in another thread's). */
-#define LIVE_THREADS_READ 64 /* at most this many of a process's threads are read */
-static int live_thread_dir(int piddir, pid_t pid, unsigned skip, gr_stat *tst)
+ * on. Calls fn with the directory of each live thread of it in turn (task/TID, which has the
+ * same fd, maps, net, status and cmdline files) and that thread's stat, at most
+ * LIVE_THREADS_READ of them, until fn returns non-zero (a thread may have a file table of its
+ * own, made by unshare(CLONE_FILES): the process's files are then in another thread's).
+ * Returns fn's non-zero answer, or 0. */
+#define LIVE_THREADS_READ 64
+static int each_live_thread(int piddir, pid_t pid, int (*fn)(int tdir, const gr_stat *tst, void *userdata),
+                            void *userdata)
 {
         int td = openat(piddir, "task", O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
         if (td < 0)
@@ -458,9 +460,10 @@ static int live_thread_dir(int piddir, pid_t pid, unsigned skip, gr_stat *tst)
                 close(td);
                 return -1;
         }
-        int found = -1;
+        int r = 0;
+        unsigned n = 0;
         struct dirent *de;
-        while (found < 0 && (de = readdir(d))) {
+        while (r == 0 && n < LIVE_THREADS_READ && (de = readdir(d))) {
                 pid_t tid;
                 if (!parse_pid_name(de->d_name, &tid) || tid == pid)
                         continue;
@@ -469,34 +472,48 @@ static int live_thread_dir(int piddir, pid_t pid, unsigned skip, gr_stat *tst)
                         continue;
                 char buf[1024];
                 size_t len;
-                if (gr_read_file_at(fd, "stat", buf, sizeof(buf), &len) == 0 && gr_parse_stat(buf, len, tst) == 0 &&
-                    tst->state != 'Z' && tst->state != 'X' && skip-- == 0)
-                        found = fd;
-                else
-                        close(fd);
+                gr_stat tst;
+                if (gr_read_file_at(fd, "stat", buf, sizeof(buf), &len) == 0 && gr_parse_stat(buf, len, &tst) == 0 &&
+                    tst.state != 'Z' && tst.state != 'X') {
+                        n++;
+                        r = fn(fd, &tst, userdata);
+                }
+                close(fd);
         }
         closedir(d);
-        return found;
+        return r;
 }
 
-/* scan_holding, through a live thread when the leader has ended alone: the process is then
- * as alive as that thread, and its state is the thread's */
+struct thread_holding {
+        struct scan *sc;
+        gr_process *p;
+        unsigned *unreadable;
+        bool first;
+};
+
+/* one live thread's files as the process's; non-zero once they hold a device file (or on
+ * -ENOMEM) */
+static int thread_holding(int tdir, const gr_stat *tst, void *userdata)
+{
+        struct thread_holding *th = userdata;
+        if (th->first)
+                th->p->state = tst->state; /* alive: as its first live thread */
+        th->first = false;
+        int q = scan_holding(th->sc, tdir, th->p, th->unreadable);
+        return q < 0 ? q : th->p->hold != NULL;
+}
+
+/* scan_holding, through its live threads when the leader has ended alone: the process is then
+ * as alive as they are, and its state is the first one's */
 static int scan_holding_any(struct scan *sc, int piddir, gr_process *p, unsigned *unreadable)
 {
         if (p->state != 'Z' && p->state != 'X')
                 return scan_holding(sc, piddir, p, unreadable);
-        gr_stat tst;
-        int q = 0;
-        for (unsigned k = 0; k < LIVE_THREADS_READ && !p->hold && q == 0; k++) {
-                int tdir = live_thread_dir(piddir, p->pid, k, &tst);
-                if (tdir < 0)
-                        return k == 0 ? scan_holding(sc, piddir, p, unreadable) : 0;
-                if (k == 0)
-                        p->state = tst.state; /* alive: as its first live thread */
-                q = scan_holding(sc, tdir, p, unreadable);
-                close(tdir);
-        }
-        return q;
+        struct thread_holding th = { sc, p, unreadable, true };
+        int r = each_live_thread(piddir, p->pid, thread_holding, &th);
+        if (th.first) /* no live thread: a zombie */
+                return scan_holding(sc, piddir, p, unreadable);
+        return r == -ENOMEM ? r : 0;
 }
 
 /* The /proc scan of one process: 0 when the slot was filled, 1 when the process vanished,
@@ -937,6 +954,21 @@ void gr_proc_table_free(gr_proc_table *t)
         free(t);
 }
 
+struct thread_fds {
+        const char *devdir;
+        size_t devdir_len;
+        struct sock_list *socks;
+        gr_holding **h;
+};
+
+/* one live thread's device files; non-zero once it holds one (or on an error) */
+static int thread_fds(int tdir, const gr_stat *tst, void *userdata)
+{
+        struct thread_fds *tf = userdata;
+        tf->socks->n = 0;
+        return scan_fds(tdir, tf->devdir, tf->devdir_len, tf->h, tf->socks, NULL);
+}
+
 int gr_proc_holding(const char *proc_root, const char *dev_dir, pid_t pid, gr_holding **ret)
 {
         const char *devdir = dev_dir ? dev_dir : gr_dev_dir_default();
@@ -960,16 +992,10 @@ int gr_proc_holding(const char *proc_root, const char *dev_dir, pid_t pid, gr_ho
         if (r == 0 && entries == 0 && gr_read_file_at(fd, "stat", buf, sizeof(buf), &len) == 0 &&
             gr_parse_stat(buf, len, &st) == 0 && (st.state == 'Z' || st.state == 'X')) {
                 /* no fd at all and the leader has ended: if the process lives on in its
-                 * threads, its files are theirs (see live_thread_dir), as the scan reads them */
-                for (unsigned k = 0; k < LIVE_THREADS_READ && !h && r == 0; k++) {
-                        gr_stat tst;
-                        int tdir = live_thread_dir(fd, pid, k, &tst);
-                        if (tdir < 0)
-                                break;
-                        socks->n = 0;
-                        r = scan_fds(tdir, devdir, devdir_len, &h, socks, NULL);
-                        close(tdir);
-                }
+                 * threads, its files are theirs (each_live_thread), as the scan reads them */
+                struct thread_fds tf = { devdir, devdir_len, socks, &h };
+                int q = each_live_thread(fd, pid, thread_fds, &tf);
+                r = q < 0 ? q : 0;
         }
         free(socks);
         close(fd);
