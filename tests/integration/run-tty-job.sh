@@ -7,7 +7,7 @@
 . "$(dirname "$0")/tty-lib.sh"
 
 # the command on the terminal: in gpureap's session, a group of its own in the foreground
-NOECHO=1 term fg --size 33 101 -- "$GPUREAP" run -- sh "$T/waitgo.sh"
+NOECHO=1 term fg --size 33 101 -- "$GPUREAP" run -- bash "$T/waitgo.sh"
 c=$(jpid cmd) m=$(jpid member)
 wait_foreground "$c"
 wait_screen "listening on 8000" # after its stty -echo
@@ -50,7 +50,7 @@ ok "the terminal is back with gpureap's job when it exits"
 modes_restored modes.after "the terminal's modes after the run are those before it (the command's -echo undone)"
 
 # Ctrl-C from the terminal: to the command's group, not to gpureap; the command's status counts
-term int -- "$GPUREAP" run --json "$T/int.json" -- sh "$T/interrupt.sh"
+term int -- "$GPUREAP" run --json "$T/int.json" -- bash "$T/interrupt.sh"
 c=$(jpid cmd) m=$(jpid member)
 wait_foreground "$c"
 wait_state "$c" S
@@ -87,7 +87,7 @@ modes_restored modes.after "not found (127): the terminal back, in its modes"
 
 # Ctrl-Z, then bg: both run on in the background, the shell keeps the terminal; a read from
 # the terminal there stops the job (SIGTTIN), and fg brings it back with the terminal
-term bg -- "$GPUREAP" run -- sh "$T/readline.sh"
+term bg -- "$GPUREAP" run -- bash "$T/readline.sh"
 c=$(jpid cmd)
 wait_foreground "$c"
 ctl keys 1a
@@ -111,7 +111,7 @@ grep -q "^foreground job" "$J/events" || fail "terminal: $(grep foreground "$J/e
 modes_restored modes.after "modes restored after the job came back from the background"
 
 # bg to the end: the run ends in the background, the shell keeps its terminal
-term bg-end -- "$GPUREAP" run -- sh "$T/waitgo.sh"
+term bg-end -- "$GPUREAP" run -- bash "$T/waitgo.sh"
 c=$(jpid cmd)
 wait_foreground "$c"
 ctl keys 1a

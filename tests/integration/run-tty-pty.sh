@@ -6,7 +6,7 @@
 . "$TESTLIB"
 . "$(dirname "$0")/tty-lib.sh"
 
-term pty --size 33 101 -- "$GPUREAP" run --ready-log 'listening on [0-9]+' --ready-file "$T/ready" -- sh "$T/waitgo.sh"
+term pty --size 33 101 -- "$GPUREAP" run --ready-log 'listening on [0-9]+' --ready-file "$T/ready" -- bash "$T/waitgo.sh"
 c=$(jpid cmd) m=$(jpid member)
 wait_screen "listening on 8000"
 grep -aq "size 33 101" "$J/screen" && grep -aq "stdout is a terminal" "$J/screen" && grep -aq "stdin is a terminal" "$J/screen" ||
@@ -45,7 +45,7 @@ modes_restored modes.after "the terminal's modes after the run are those before 
 [ ! -e "$T/ready" ] || fail "the ready file outlived the run"
 
 # keys reach the command; Ctrl-C ends it; exit 130, gpureap itself not signalled
-term keys -- "$GPUREAP" run --ready-log listening -- sh "$T/readline.sh"
+term keys -- "$GPUREAP" run --ready-log listening -- bash "$T/readline.sh"
 wait_screen listening
 wait_raw
 touch "$J/go"
@@ -55,7 +55,7 @@ grep -aq "read 'hi'" "$J/screen" || fail "the command did not get the line: $(ca
 [ "$JOB_RC" = 5 ] || fail "the run exited $JOB_RC"
 ok "keys typed at the terminal reach the command through the pty"
 
-term int -- "$GPUREAP" run --ready-log listening --json "$T/int.json" -- sh "$T/interrupt.sh"
+term int -- "$GPUREAP" run --ready-log listening --json "$T/int.json" -- bash "$T/interrupt.sh"
 c=$(jpid cmd) m=$(jpid member)
 wait_screen listening
 wait_raw
@@ -71,7 +71,7 @@ ok "nothing left after Ctrl-C"
 modes_restored modes.after "modes restored after Ctrl-C"
 
 # the other ends: gpureap signalled, a missed readiness, a stall; the modes always put back
-term term -- "$GPUREAP" run --ready-log listening -- sh "$T/waitgo.sh"
+term term -- "$GPUREAP" run --ready-log listening -- bash "$T/waitgo.sh"
 m=$(jpid member)
 wait_screen listening
 wait_raw
@@ -120,7 +120,7 @@ printf 'loading  10%%\rloading  50%%\rloading 100%%\r\n'
 printf '\033[1;32mready\033[0m\n'
 while [ ! -e "$J/go" ]; do sleep 0.02; done
 SH
-term bar -- "$GPUREAP" run --ready-log '^ready$' --ready-file "$T/ready2" --stall-timeout 1h -- sh "$T/progress.sh"
+term bar -- "$GPUREAP" run --ready-log '^ready$' --ready-file "$T/ready2" --stall-timeout 1h -- bash "$T/progress.sh"
 i=0; until [ -s "$T/ready2" ]; do i=$((i + 1)); [ $i -lt 1000 ] || fail "'^ready\$' did not match a coloured line: $(cat -v "$J/screen")"; sleep 0.01; done
 ok "a line from the pty is matched without its escape sequences and carriage returns"
 term_done

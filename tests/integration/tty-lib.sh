@@ -5,6 +5,12 @@ PTYJOB=$(dirname "${BASH_SOURCE[0]}")/../helper/ptyjob.py
 export GPUREAP_SYSLOG_SOCKET=$T/nolog
 export PIDS
 
+# The scripts below run under bash, never sh: dash vforks its external commands (the loops'
+# sleep), and a Ctrl-Z that lands between the vfork and the exec stops the child while its parent
+# waits for that exec in the kernel, where no stop reaches it: the job never stops. That is
+# dash's, with or without gpureap (seen 1 in 60 with a job-control shell running 'sh SCRIPT'
+# directly, 2 in 40 under 'gpureap run'); bash forks, and its parent stops with the child.
+#
 # the commands run under gpureap: $J is the terminal's directory, $J/go lets them finish; the
 # PIDs they record go to $PIDS (killed at the end) and $J/pids (this terminal's)
 cat >"$T/report.sh" <<'SH'
