@@ -29,6 +29,7 @@ typedef struct gr_stat {
         bool kthread;        /* PF_KTHREAD in the flags (field 9) */
         uint64_t start_time; /* clock ticks after boot (field 22) */
         uint64_t cpu_ticks;  /* utime + stime (fields 14 and 15) */
+        unsigned n_threads;  /* num_threads (field 20); 0 where a recorded tree has none */
 } gr_stat;
 
 /* Parse /proc/PID/stat. comm may hold spaces, ')' and newlines: it ends at the last ')'. comm
@@ -245,6 +246,12 @@ int gr_proc_load_details(const gr_proc_options *opts, gr_process *p);
 int gr_proc_load_net(const gr_proc_options *opts, gr_process *p);
 gr_process *gr_proc_table_find(const gr_proc_table *t, pid_t pid);
 void gr_proc_table_free(gr_proc_table *t);
+
+/* A live process whose own file table shows no device file, read again through its threads
+ * that have a table of their own (unshare(CLONE_FILES)), which the full /proc scan does not
+ * read for every threaded process: for those the driver names as context owners. Fills p's
+ * holding (and t's count) where one holds; 0, or -ENOMEM */
+int gr_proc_read_thread_files(const gr_proc_options *opts, gr_proc_table *t, gr_process *p);
 
 /* The NVIDIA device files one process holds (fds only: no maps, no details); 0 with *ret NULL
  * when it holds none, -errno when its fd directory cannot be read */

@@ -161,12 +161,17 @@ int gr_snapshot_take(const gr_snapshot_options *opts, gr_snapshot **ret)
         s->hidepid = detect_hidepid(po.proc_root);
         if (s->procs)
                 load_lineage(&po, s->procs);
-        /* context owners that hold no device file themselves (ghosts' zombies, other
+        /* context owners that hold no device file in their own table: a live one may hold
+         * them in a thread's (unshare(CLONE_FILES)); the others (ghosts' zombies, other
          * namespaces) still get their details read */
         for (unsigned i = 0; s->procs && i < s->gpu->n_gpus; i++) {
                 const gr_gpu *g = &s->gpu->gpus[i];
                 for (unsigned j = 0; j < g->n_procs; j++) {
                         gr_process *p = gr_proc_table_find(s->procs, (pid_t)g->procs[j].pid);
+                        if (p && !p->hold && gr_proc_read_thread_files(&po, s->procs, p) == -ENOMEM) {
+                                gr_snapshot_free(s);
+                                return -ENOMEM;
+                        }
                         if (p && !p->has_details)
                                 gr_proc_load_details(&po, p);
                 }

@@ -31,6 +31,10 @@
  *   leader-exit-unshared   the same, but the first thread started takes a file table of its own
  *                          (unshare(CLONE_FILES)) and closes every fd above 2 in it, and a second
  *                          one keeps the process's table: the GPU is in the second thread's
+ *   thread-holds           start a thread that takes a file table of its own (unshare(CLONE_FILES):
+ *                          a copy, with the device files), then close every fd above 2 in the
+ *                          leader's: the leader lives on, /proc/PID/fd shows no device file, and
+ *                          only the thread's table (task/TID/fd) holds the GPU
  *   sleep                  sleep until killed
  *   exit                   exit 0 */
 #include <errno.h>
@@ -149,6 +153,17 @@ static void *unsharing_thread(void *arg)
         if (unshare(CLONE_FILES) == 0)
                 for (int fd = 3; fd < 1024; fd++)
                         close(fd);
+        __atomic_store_n(&unshared_done, 1, __ATOMIC_SEQ_CST);
+        for (;;)
+                pause();
+        return arg;
+}
+
+/* takes a copy of the process's table and keeps it */
+static void *keeping_thread(void *arg)
+{
+        if (unshare(CLONE_FILES) != 0)
+                die("unshare(CLONE_FILES)");
         __atomic_store_n(&unshared_done, 1, __ATOMIC_SEQ_CST);
         for (;;)
                 pause();
@@ -366,6 +381,14 @@ int main(int argc, char **argv)
                         if (pthread_create(&t2, NULL, sleeper_thread, NULL) != 0)
                                 return 1;
                         pthread_exit(NULL);
+                } else if (strcmp(v, "thread-holds") == 0) {
+                        pthread_t t1;
+                        if (pthread_create(&t1, NULL, keeping_thread, NULL) != 0)
+                                return 1;
+                        while (!__atomic_load_n(&unshared_done, __ATOMIC_SEQ_CST))
+                                usleep(1000);
+                        for (int fd = 3; fd < 1024; fd++)
+                                close(fd);
                 } else if (strcmp(v, "sleep") == 0) {
                         sleep_forever();
                 } else if (strcmp(v, "exit") == 0) {

@@ -2,7 +2,8 @@
 # A holder whose main thread ended alone (pthread_exit) while another thread runs on: the
 # leader's stat says Z and its /proc/PID/fd is empty, but the process, its device files and its
 # context live on in the other thread. It is a live holder (found through the live thread's fd
-# directory), never a zombie that released everything, and reap --pid ends it for good.
+# directory), never a zombie that released everything, and reap --pid ends it for good. And a
+# live process whose device files are in a thread's own file table is their holder too.
 . "$TESTLIB"
 
 launch cuda 0 0 512 pidfile "$PIDS" holder leader-exit
@@ -44,6 +45,22 @@ for s in proc bpf; do
         jqok ".gpus[0].holders == [{pid: $split, fds: 3}]" "$s scan: found through the thread that has the process's files"
 done
 kill -KILL "$split"
+
+# a live leader whose own table holds nothing, while a thread's own table (unshare(CLONE_FILES))
+# holds the GPU: the process holds it, as the driver says, through that thread's fd directory
+launch cuda 0 0 512 pidfile "$PIDS" thread thread-holds sleep
+wait_role thread
+th=$(pid_of thread)
+for _ in $(seq 500); do ls -l "/proc/$th/fd" | grep -q nvidia0 || break; sleep 0.01; done
+! ls -l "/proc/$th/fd" | grep -q nvidia || fail "the leader's table still has the device files"
+ls -l /proc/"$th"/task/*/fd | grep -q nvidia0 || fail "no thread of $th holds the device files"
+for s in proc bpf; do
+        GPUREAP_SCAN=$s gr status --json
+        [ "$s" = proc ] || [ "$(jq -r .proc.scan "$T/out")" = bpf ] || continue
+        jqok ".gpus[0].holders == [{pid: $th, fds: 3}]" "$s scan: a thread's own table holds the GPU of a live process"
+        jqok ".processes[] | select(.pid == $th) | .state == \"S\"" "$s scan: its state is its leader's"
+done
+kill -KILL "$th"
 
 # under gpureap run: looked at while its leader is a zombie, ended, and its memory awaited
 "$GPUREAP" run --json "$T/run.json" -- "$GPUHOLD" cuda 0 0 1000 pidfile "$PIDS" run-holder leader-exit \

@@ -24,6 +24,7 @@ static void stat_plain(void **state)
         assert_int_equal(st.ppid, 1);
         assert_int_equal(st.pgrp, 4242);
         assert_int_equal(st.session, 4242);
+        assert_int_equal(st.n_threads, 1);
         assert_int_equal(st.start_time, 123456);
 }
 

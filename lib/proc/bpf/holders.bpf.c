@@ -53,12 +53,11 @@ int gr_holders(struct bpf_iter__task_file *ctx)
         if (!task || !file)
                 return 0;
         /* /proc/PID/fd shows the leader's table; the kernel already skips threads sharing it.
-         * A thread reached here has a table of its own, or its leader has ended alone
-         * (pthread_exit: the leader's table is gone, the process lives on in its threads, and
-         * user space reads a live thread's fd directory): only the latter is named. */
+         * A thread reached here has a table of its own (unshare(CLONE_FILES)), or its leader
+         * has ended alone (pthread_exit: the leader's table is gone, the process lives on in
+         * its threads): either way its process is named, and user space reads the fd
+         * directories of the threads (task/TID/fd) where the leader's holds nothing. */
         __u32 tgid = BPF_CORE_READ(task, tgid);
-        if (BPF_CORE_READ(task, pid) != tgid && BPF_CORE_READ(task, group_leader, files) != NULL)
-                return 0;
         struct inode *inode = BPF_CORE_READ(file, f_inode);
         if (!inode)
                 return 0;
