@@ -625,6 +625,7 @@ int cmd_serve(int argc, char **argv)
         };
         const char *socket_opt = NULL, *group = NULL, *listen_opt = "127.0.0.1:9835";
         struct serve sv = { .interval_ms = 1000 };
+        sv.so.proc.keep_bpf = true; /* loaded once, not at every look */
         if (nvml_timeout_from_env(&sv.so.gpu.timeout_ms) < 0)
                 return EXIT_USAGE;
         optind = 1;

@@ -225,6 +225,8 @@ typedef struct gr_proc_options {
         const pid_t *skip;       /* PIDs left out (gpureap's own NVML helper) */
         size_t n_skip;
         unsigned threads;        /* 0: one per CPU (at most 8) when there are many processes */
+        bool keep_bpf;           /* a resident caller (serve): the BPF program, once loaded, is
+                                  * kept for the next scans while the device files stay the same */
 } gr_proc_options;
 
 const char *gr_proc_root_default(void);

@@ -8,6 +8,7 @@
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -161,7 +162,44 @@ static int read_iter(int fd, pid_t **ret, size_t *ret_n)
 
 struct gr_bpf_scan {
         struct gr_holders_bpf *skel;
+        char devdir[4096];
+        uint32_t majors[MAJORS_MAX];
+        unsigned n_majors;
+        struct inode_set set; /* what the program was given, to tell whether it still fits */
 };
+
+static int cmp_u64(const void *a, const void *b)
+{
+        uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+        return x < y ? -1 : x > y;
+}
+
+static void device_files(const char *devdir, struct inode_set *set, uint32_t *majors, unsigned *n_majors)
+{
+        memset(set, 0, sizeof(*set));
+        int dfd = open(devdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (dfd >= 0)
+                collect_inodes(dfd, false, 0, set);
+        qsort(set->ino, set->n, sizeof(set->ino[0]), cmp_u64);
+        *n_majors = read_majors(majors, MAJORS_MAX);
+}
+
+bool gr_bpf_fits(const gr_bpf_scan *b, const char *devdir)
+{
+        if (!b || strcmp(b->devdir, devdir) != 0)
+                return false;
+        struct inode_set *set = malloc(sizeof(*set));
+        if (!set)
+                return false;
+        uint32_t majors[MAJORS_MAX];
+        unsigned n_majors;
+        device_files(devdir, set, majors, &n_majors);
+        bool same = n_majors == b->n_majors && memcmp(majors, b->majors, n_majors * sizeof(majors[0])) == 0 &&
+                    set->n == b->set.n && set->full == b->set.full &&
+                    memcmp(set->ino, b->set.ino, set->n * sizeof(set->ino[0])) == 0;
+        free(set);
+        return same;
+}
 
 void gr_bpf_close(gr_bpf_scan *b)
 {
@@ -178,16 +216,12 @@ int gr_bpf_open(const char *devdir, gr_bpf_scan **ret, char *why, size_t why_siz
                 say(why, why_size, "the kernel has no BTF (/sys/kernel/btf/vmlinux: %s)", strerror(-r));
                 return r;
         }
-        struct inode_set *set = calloc(1, sizeof(*set));
         gr_bpf_scan *b = calloc(1, sizeof(*b));
-        if (!set || !b) {
-                free(set);
-                free(b);
+        if (!b)
                 return -ENOMEM;
-        }
-        int dfd = open(devdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (dfd >= 0)
-                collect_inodes(dfd, false, 0, set);
+        struct inode_set *set = &b->set;
+        gr_strlcpy(b->devdir, devdir, sizeof(b->devdir));
+        device_files(devdir, set, b->majors, &b->n_majors);
         int r;
         if (set->full) {
                 r = -E2BIG;
@@ -201,11 +235,9 @@ int gr_bpf_open(const char *devdir, gr_bpf_scan **ret, char *why, size_t why_siz
                 say(why, why_size, "the BPF program did not open: %s", strerror(-r));
                 goto fail;
         }
-        uint32_t majors[MAJORS_MAX];
-        unsigned n_majors = read_majors(majors, MAJORS_MAX);
-        b->skel->rodata->n_majors = n_majors;
-        for (unsigned i = 0; i < n_majors; i++)
-                b->skel->rodata->majors[i] = majors[i];
+        b->skel->rodata->n_majors = b->n_majors;
+        for (unsigned i = 0; i < b->n_majors; i++)
+                b->skel->rodata->majors[i] = b->majors[i];
         r = gr_holders_bpf__load(b->skel);
         if (r < 0) {
                 say(why, why_size, "the BPF program did not load: %s", strerror(-r));
@@ -219,11 +251,9 @@ int gr_bpf_open(const char *devdir, gr_bpf_scan **ret, char *why, size_t why_siz
                         goto fail;
                 }
         }
-        free(set);
         *ret = b;
         return 0;
 fail:
-        free(set);
         gr_bpf_close(b);
         return r;
 }
@@ -265,6 +295,11 @@ int gr_bpf_run(gr_bpf_scan *b, pid_t **ret, size_t *ret_n, char *why, size_t why
 
 void gr_bpf_close(gr_bpf_scan *b)
 {
+}
+
+bool gr_bpf_fits(const gr_bpf_scan *b, const char *devdir)
+{
+        return false;
 }
 
 #endif

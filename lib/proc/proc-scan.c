@@ -781,40 +781,68 @@ static uint64_t open_files(void)
         return v;
 }
 
+/* The program a resident caller keeps (gr_proc_options.keep_bpf): loading it costs ~15 ms a
+ * look, running it well under a millisecond on a quiet host. One scan at a time uses it. */
+static pthread_mutex_t kept_lock = PTHREAD_MUTEX_INITIALIZER;
+static gr_bpf_scan *kept_bpf;
+
 /* The BPF scan loaded, or NULL with why the /proc scan reads every fd directory instead (why
- * empty when that was asked for) */
-static gr_bpf_scan *choose_bpf(const char *root, const char *devdir, char *why, size_t why_size)
+ * empty when that was asked for). With keep, a kept program that still fits the device files is
+ * used whatever the number of open files (its load is paid), and one loaded now is kept; the
+ * caller then holds kept_lock until it has done with it. */
+static gr_bpf_scan *choose_bpf(const char *root, const char *devdir, bool keep, char *why, size_t why_size)
 {
         why[0] = '\0';
         const char *mode = getenv("GPUREAP_SCAN");
         if (mode && strcmp(mode, "proc") == 0)
-                return false;
+                return NULL;
         bool forced = mode && strcmp(mode, "bpf") == 0;
         if (mode && *mode && !forced && strcmp(mode, "auto") != 0) {
                 snprintf(why, why_size, "GPUREAP_SCAN=%s is not proc, bpf or auto", mode);
-                return false;
+                return NULL;
         }
         if (strcmp(root, "/proc") != 0) {
                 /* the iterator sees the running kernel, not a recorded tree */
                 snprintf(why, why_size, "the /proc root is not /proc");
-                return false;
+                return NULL;
         }
         if (!gr_proc_in_init_pidns()) {
                 snprintf(why, why_size, "/proc is not of the initial PID namespace");
-                return false;
+                return NULL;
         }
         if (!forced && !may_load_bpf()) {
                 snprintf(why, why_size, "not root (nor CAP_BPF and CAP_PERFMON)");
-                return false;
-        }
-        uint64_t files = forced ? UINT64_MAX : open_files();
-        if (files < BPF_MIN_FILES) {
-                snprintf(why, why_size, "%llu open files: reading them costs less than loading the BPF program",
-                         (unsigned long long)files);
                 return NULL;
         }
+        if (keep) {
+                pthread_mutex_lock(&kept_lock);
+                if (gr_bpf_fits(kept_bpf, devdir))
+                        return kept_bpf;
+                gr_bpf_close(kept_bpf); /* the device files changed: loaded again for them */
+                kept_bpf = NULL;
+        }
+        uint64_t files = forced ? UINT64_MAX : open_files();
         gr_bpf_scan *b = NULL;
-        return gr_bpf_open(devdir, &b, why, why_size) == 0 ? b : NULL;
+        if (files < BPF_MIN_FILES)
+                snprintf(why, why_size, "%llu open files: reading them costs less than loading the BPF program",
+                         (unsigned long long)files);
+        else if (gr_bpf_open(devdir, &b, why, why_size) < 0)
+                b = NULL;
+        if (keep) {
+                kept_bpf = b;
+                if (!b)
+                        pthread_mutex_unlock(&kept_lock);
+        }
+        return b;
+}
+
+/* The scan has done with the program chosen */
+static void release_bpf(gr_bpf_scan *b)
+{
+        if (b && b == kept_bpf)
+                pthread_mutex_unlock(&kept_lock);
+        else
+                gr_bpf_close(b);
 }
 
 struct bpf_run {
@@ -894,7 +922,7 @@ int gr_proc_scan(const gr_proc_options *opts, gr_proc_table **ret)
         }
         t->clock_ticks = sysconf(_SC_CLK_TCK);
         t->boot_time = read_boot_time(rootfd);
-        gr_bpf_scan *bpf = choose_bpf(root, devdir, t->scan_fallback, sizeof(t->scan_fallback));
+        gr_bpf_scan *bpf = choose_bpf(root, devdir, opts && opts->keep_bpf, t->scan_fallback, sizeof(t->scan_fallback));
 
         /* netlink answers for the running system only, not for a recorded /proc tree */
         gr_netns_cache *netns = gr_netns_cache_new(strcmp(opt_proc_root(opts), "/proc") == 0);
@@ -923,7 +951,7 @@ int gr_proc_scan(const gr_proc_options *opts, gr_proc_table **ret)
         } else if (!bpf) {
                 run_phase(&sc, PHASE_FULL, n_threads);
         }
-        gr_bpf_close(bpf);
+        release_bpf(bpf);
         free(sc.cand_slots);
         gr_netns_cache_free(netns);
         close(rootfd);

@@ -72,4 +72,36 @@ done
 for r in owner child monitor ctlonly deleted; do wait_state "$(pid_of "$r")" gone; done
 GPUREAP_SCAN=bpf gr status --json
 jqok "[.processes[] | select(.devices != null)] == [] and .proc.scan == \"bpf\"" "bpf: no holder once they ended"
+
+# gpureap serve keeps the program it loaded for its next looks, as long as the device files are
+# the same ones: one program, the same one, across its refreshes; a new device file, a new load
+if command -v bpftool >/dev/null; then
+        progs() { bpftool prog show -j 2>/dev/null | jq -c '[.[] | select(.name == "gr_holders") | .id]'; }
+        served_scan() { "$GPUREAP" status --json 2>/dev/null | jq -r '.proc.scan // empty'; }
+        GPUREAP_SCAN=bpf GPUREAP_SYSLOG_SOCKET=$T/nolog "$GPUREAP" serve --interval 100ms --listen none >"$T/serve.out" 2>&1 &
+        SERVE=$!
+        LAUNCHED="$LAUNCHED $SERVE"
+        i=0; until [ "$(served_scan)" = bpf ]; do i=$((i + 1)); [ $i -lt 500 ] || fail "serve never used the iterator: $(cat "$T/serve.out")"; sleep 0.02; done
+        first=$(progs)
+        [ "$(jq length <<<"$first")" = 1 ] || fail "serve has $first loaded"
+        launch pidfile "$PIDS" late open nvidia0 sleep
+        wait_role late
+        late=$(pid_of late)
+        i=0; until "$GPUREAP" status --json 2>/dev/null | jq -e ".processes[] | select(.pid == $late) | .devices != null" >/dev/null; do
+                i=$((i + 1)); [ $i -lt 500 ] || fail "serve never saw the holder started after its first look"; sleep 0.02
+        done
+        [ "$(progs)" = "$first" ] || fail "serve's program was not kept: $first, then $(progs)"
+        ok "serve keeps its program across looks ($first), and it finds a holder started since"
+        truncate -s 4096 "$T/dev/nvidia5"
+        i=0; until [ "$(progs)" != "$first" ] && [ "$(jq length <<<"$(progs)")" = 1 ]; do
+                i=$((i + 1)); [ $i -lt 500 ] || fail "a new device file, and serve still has $(progs)"; sleep 0.02
+        done
+        ok "a new device file: the program loaded again for it, the old one gone ($first, now $(progs))"
+        kill -TERM "$SERVE"
+        wait "$SERVE" 2>/dev/null || true
+        [ "$(progs)" = "[]" ] || fail "serve ended and left $(progs) loaded"
+        ok "serve ended: no program of it is left"
+else
+        echo "# bpftool is not installed: serve's kept program not checked"
+fi
 done_testing
