@@ -4,6 +4,10 @@
                                          touches CUDA (it inherits the device fds), both sleep
   cuda_procs.py launcher PIDFILE N GIB   a launcher without CUDA starts N CUDA workers; worker 0
                                          double-forks, so its CUDA process is reparented at once
+  cuda_procs.py thread-table PIDFILE GIB allocate GIB, then a thread takes a copy of the file
+                                         table (unshare(CLONE_FILES)) and the main thread closes
+                                         its own /dev/nvidia* fds: the process lives on, holding
+                                         the GPU only through that thread's table
 Each process appends "ROLE PID" to PIDFILE once it is set up. Memory is taken with plain
 allocations (torch tensors), never managed memory."""
 import os
@@ -64,12 +68,40 @@ def launcher(pidfile, n, gib):
     sleep_forever()
 
 
+def thread_table(pidfile, gib):
+    import ctypes
+    import threading
+    x = allocate(gib)
+    libc = ctypes.CDLL(None, use_errno=True)
+    copied = threading.Event()
+
+    def keeper():
+        if libc.unshare(0x400) != 0:  # CLONE_FILES
+            sys.exit("unshare(CLONE_FILES): errno %d" % ctypes.get_errno())
+        copied.set()
+        sleep_forever()
+
+    threading.Thread(target=keeper, daemon=True).start()
+    copied.wait()
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            if os.readlink("/proc/self/fd/" + fd).startswith("/dev/nvidia"):
+                os.close(int(fd))
+        except OSError:
+            pass
+    record(pidfile, "owner")
+    sleep_forever()
+    del x
+
+
 if __name__ == "__main__":
     mode = sys.argv[1]
     if mode == "ghost":
         ghost(sys.argv[2], float(sys.argv[3]))
     elif mode == "launcher":
         launcher(sys.argv[2], int(sys.argv[3]), float(sys.argv[4]))
+    elif mode == "thread-table":
+        thread_table(sys.argv[2], float(sys.argv[3]))
     elif mode == "worker":
         worker(sys.argv[2], sys.argv[3], float(sys.argv[4]))
     else:
