@@ -316,6 +316,8 @@ static int write_atomically(const char *path, const gr_snapshot *s, const gr_dia
         int r = fflush(f) == 0 && fsync(fileno(f)) == 0 ? 0 : -errno;
         if (fclose(f) != 0 && r == 0)
                 r = -errno;
+        if (r == 0 && output_path_ok("--textfile", path) < 0) /* replaced since the start */
+                r = -EEXIST;
         if (r == 0 && rename(tmp, path) < 0)
                 r = -errno;
         if (r < 0)
@@ -366,6 +368,8 @@ int cmd_metrics(int argc, char **argv)
                 error_msg("--textfile needs a file name");
                 return EXIT_USAGE;
         }
+        if (textfile && output_path_ok("--textfile", textfile) < 0)
+                return EXIT_USAGE;
         struct gpu_selection sel = { .list = gpus[0] ? gpus : NULL };
         gr_snapshot *s = NULL;
         gr_diagnosis *d = NULL;

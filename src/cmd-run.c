@@ -19,6 +19,7 @@
 #include <syslog.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -80,6 +81,8 @@ struct run {
         bool ready_log_set, no_cgroup, quiet;
         const char *json_path;
         const char *ready_file;
+        dev_t ready_dev;           /* the ready file as written: removed at the end only if still it */
+        ino_t ready_ino;
         bool announced;
         regex_t ready_re;
         char cgroup[4096];
@@ -807,11 +810,19 @@ static void announce_ready(struct run *r)
         bool ok = fd >= 0 && write(fd, line, (size_t)n) == n;
         if (fd >= 0 && close(fd) != 0)
                 ok = false;
-        if (!ok || rename(tmp, r->ready_file) < 0) {
-                error_msg("cannot write '%s': %s", r->ready_file, strerror(errno));
+        bool fits = ok && output_path_ok("--ready-file", r->ready_file) == 0; /* replaced since the start? */
+        if (!fits || rename(tmp, r->ready_file) < 0) {
+                if (!ok || fits)
+                        error_msg("cannot write '%s': %s", r->ready_file, strerror(errno));
                 if (fd >= 0)
                         unlink(tmp);
                 r->ready_file = NULL; /* nothing of ours to remove at the end */
+                return;
+        }
+        struct stat st;
+        if (stat(r->ready_file, &st) == 0) { /* removed at the end only while it is still ours */
+                r->ready_dev = st.st_dev;
+                r->ready_ino = st.st_ino;
         }
 }
 
@@ -876,11 +887,15 @@ static void write_result(const struct run *r, int code, const char *ended, const
                 bool ok = fd >= 0 && write(fd, text, len) == (ssize_t)len && write(fd, "\n", 1) == 1 && fsync(fd) == 0;
                 if (fd >= 0 && close(fd) != 0)
                         ok = false;
-                if (!ok || rename(tmp, r->json_path) < 0) {
-                        error_msg("cannot write '%s': %s", r->json_path, strerror(errno));
-                        if (fd >= 0)
-                                unlink(tmp);
+                if (ok && output_path_ok("--json", r->json_path) < 0) { /* replaced since the start */
+                        unlink(tmp);
+                        json_object_put(o);
+                        return;
                 }
+                if (!ok || rename(tmp, r->json_path) < 0)
+                        error_msg("cannot write '%s': %s", r->json_path, strerror(errno));
+                if (fd >= 0 && !ok)
+                        unlink(tmp);
         }
         json_object_put(o);
 }
@@ -931,6 +946,8 @@ int cmd_run(int argc, char **argv)
                                 error_msg("--ready-file needs a file name");
                                 return EXIT_USAGE;
                         }
+                        if (output_path_ok("--ready-file", optarg) < 0)
+                                return EXIT_USAGE;
                         r.ready_file = optarg;
                         break;
                 case 'j':
@@ -938,6 +955,8 @@ int cmd_run(int argc, char **argv)
                                 error_msg("--json needs a file name ('-' for stdout)");
                                 return EXIT_USAGE;
                         }
+                        if (strcmp(optarg, "-") != 0 && output_path_ok("--json", optarg) < 0)
+                                return EXIT_USAGE;
                         r.json_path = optarg;
                         break;
                 case 'G': if (parse_duration_option(optarg, &r.grace, true) < 0) return EXIT_USAGE; break;
@@ -1265,8 +1284,10 @@ int cmd_run(int argc, char **argv)
                         r.killed_term == 1 ? "" : "es", r.killed_kill, r.reaped_orphans, gpu_note,
                         r.cgroup[0] || (!r.cgroup_tried && !r.no_cgroup) ? "" : "; no cgroup (subreaper only)");
         }
-        if (r.ready_file && r.announced)
-                unlink(r.ready_file); /* not ready any more */
+        struct stat rst;
+        if (r.ready_file && r.announced && lstat(r.ready_file, &rst) == 0 && S_ISREG(rst.st_mode) &&
+            rst.st_dev == r.ready_dev && rst.st_ino == r.ready_ino)
+                unlink(r.ready_file); /* not ready any more (and only the file written: never what replaced it) */
         if (r.json_path)
                 write_result(&r, code, ended, run_error, got_signal, child_done ? &child_status : NULL, end_ms,
                              drain_met, drain_ms);

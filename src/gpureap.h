@@ -216,6 +216,7 @@ int self_plan_options(struct gr_plan_options *po);
 int env_path_trusted(const char *var, const char *path);
 /* before a command signals anything: no foreign /proc, no device directory root does not own */
 int signalling_env_ok(const char *cmd);
+int output_path_ok(const char *option, const char *path);
 void self_plan_options_release(struct gr_plan_options *po);
 
 #endif

@@ -76,6 +76,20 @@ int env_path_trusted(const char *var, const char *path)
  * a GPU, so as root it must be root's. -1 (the message printed) when it may not go on. */
 int signalling_env_ok(const char *cmd)
 {
+        /* a child PID namespace that sees another namespace's /proc (unshare -fp without
+         * --mount-proc, a container given the host's /proc): the PIDs judged there are not the
+         * ones a signal reaches (pidfd_open and kill resolve in our own namespace) */
+        char self[32];
+        ssize_t n = readlink("/proc/self", self, sizeof(self) - 1);
+        uint64_t v = 0;
+        if (n > 0)
+                self[n] = '\0';
+        if (n <= 0 || gr_parse_u64(self, &v) < 0 || v != (uint64_t)getpid()) {
+                error_msg("%s signals processes by the PIDs /proc shows, and this /proc is not of gpureap's own PID "
+                          "namespace (/proc/self is '%s', gpureap is PID %d): mount one of its own (unshare --mount-proc)",
+                          cmd, n > 0 ? self : "missing", (int)getpid());
+                return -1;
+        }
         const char *pr = getenv("GPUREAP_PROC_ROOT");
         if (pr && *pr && strcmp(pr, "/proc") != 0 && strcmp(pr, "/proc/") != 0) {
                 error_msg("%s signals the processes of this machine: not with GPUREAP_PROC_ROOT='%s' (a recorded "
@@ -86,4 +100,24 @@ int signalling_env_ok(const char *cmd)
         if (dev && *dev && env_path_trusted("GPUREAP_DEV_DIR", dev) < 0)
                 return -1;
         return 0;
+}
+
+/* An output file that gpureap writes whole and renames into place (--json, --ready-file,
+ * --textfile) replaces what its path names: only a regular file, or nothing yet. A device (as
+ * root, --json /dev/null would have made /dev/null a file), a directory, a FIFO or a symbolic
+ * link is refused. -1 (the message printed) when it may not be written. */
+int output_path_ok(const char *option, const char *path)
+{
+        struct stat st;
+        if (lstat(path, &st) < 0)
+                return 0; /* nothing there yet (or the write will say why not) */
+        if (S_ISREG(st.st_mode))
+                return 0;
+        error_msg("%s '%s' is not a regular file (%s): gpureap replaces the file it writes; give a new path or a "
+                  "regular file's", option, path,
+                  S_ISLNK(st.st_mode)   ? "a symbolic link"
+                  : S_ISDIR(st.st_mode) ? "a directory"
+                  : S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) ? "a device"
+                                        : "a FIFO or socket");
+        return -1;
 }

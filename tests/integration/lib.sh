@@ -38,7 +38,8 @@ cleanup() {
         # a 'gpureap run' killed by a test leaves its (empty) leaf cgroup: ours to remove
         local mnt d
         mnt=$(awk '$9 == "cgroup2" { print $5; exit }' /proc/self/mountinfo 2>/dev/null)
-        for pid in $LAUNCHED; do
+        # (and one a terminal test started as its job: recorded as "gpureap PID")
+        for pid in $LAUNCHED $(awk '$1 == "gpureap" && $2 ~ /^[0-9]+$/ {print $2}' "$PIDS"); do
                 [ -n "$mnt" ] || break
                 for d in $(find "$mnt" -maxdepth 6 -type d -name "gpureap-run-$pid" 2>/dev/null); do
                         rmdir "$d" 2>/dev/null || true
