@@ -352,14 +352,21 @@ static void drain_targets(const gr_snapshot *s, const gr_plan *plan, uint64_t *t
 }
 
 /* What a target forks while the ladder runs (a leftover that forks on SIGTERM, a launcher that
- * restarts its workers) gets the same checks as the plan's and the current rung: a child of a
- * member of the ladder (by parentage, never by a group number that a newcomer may have reused)
- * that holds an NVIDIA device file, or with --tree one in a target's group */
+ * restarts its workers) gets the plan's checks and selection and the current rung: a process
+ * the snapshot did not have (what it had, the plan judged), that is a child of a member of the
+ * ladder (by parentage, never by a group number that a newcomer may have reused), or, born
+ * since the plan, in a target's group whose leader is gone and that was the targets' alone (no
+ * process of it alive at the snapshot but the targets: a group shared with a live job, or one of
+ * gpureap's callers', tells nothing of who forked what), and that holds a device file of the
+ * chosen GPUs (with --tree, any process of such a group). With --only, only children of
+ * members: the caller named exactly what to end. */
 struct tree_watch {
         const gr_snapshot *s;
         const gr_plan_options *po;
-        pid_t pgids[GR_PLAN_MAX];  /* the targets' groups */
+        pid_t pgids[GR_PLAN_MAX];  /* the targets' groups that were theirs alone */
         size_t n_pgids;
+        uint64_t minors;           /* bit m: /dev/nvidia<m> is of a chosen GPU (with --gpu) */
+        bool minors_set;
         bool tree;
         uint64_t since_ticks;      /* born after this (clock ticks since boot): new since the plan */
         uint64_t next_ms;
@@ -397,25 +404,43 @@ static bool group_ours(struct tree_watch *tw, pid_t g)
         return gone;
 }
 
+/* Does it hold a device file of the chosen GPUs (any NVIDIA file without --gpu)? */
+static bool holds_chosen(const struct tree_watch *tw, const gr_holding *h)
+{
+        if (!h)
+                return false;
+        if (!tw->minors_set)
+                return true;
+        for (unsigned i = 0; i < h->n_gpus; i++)
+                if (h->gpus[i].minor < 64 && (tw->minors >> h->gpus[i].minor & 1))
+                        return true;
+        return false;
+}
+
 static int fork_cb(pid_t pid, const gr_stat *st, void *userdata)
 {
         struct tree_watch *tw = userdata;
         if (st->state == 'Z' || st->kthread || is_member(tw->l, pid))
                 return 0;
+        const gr_process *known = gr_proc_table_find(tw->s->procs, pid);
+        if (known && known->start_time == st->start_time)
+                return 0; /* in the snapshot: the plan judged it (spared, or not chosen) */
         /* forked by a member: its parent still is one, or (a child whose parent exited at once,
          * reparented) it was born since the plan into a target's group that is still theirs */
         bool in_group = false;
         for (size_t k = 0; k < tw->n_pgids && !in_group; k++)
                 in_group = st->pgrp == tw->pgids[k];
         bool forked = is_member(tw->l, st->ppid) ||
-                      (in_group && pid != st->pgrp && st->start_time >= tw->since_ticks && group_ours(tw, st->pgrp));
+                      (in_group && tw->po->n_only == 0 && pid != st->pgrp && st->start_time >= tw->since_ticks &&
+                       group_ours(tw, st->pgrp));
         if (!forked)
                 return 0;
         if (!(tw->tree && in_group)) {
                 gr_holding *h = NULL;
-                if (gr_proc_holding(tw->s->proc_root, tw->s->dev_dir, pid, &h) < 0 || !h)
-                        return 0; /* a child that holds no GPU is none of a GPU reap's business */
+                bool chosen = gr_proc_holding(tw->s->proc_root, tw->s->dev_dir, pid, &h) == 0 && holds_chosen(tw, h);
                 free(h);
+                if (!chosen)
+                        return 0; /* a child that holds none of the GPUs is none of this reap's business */
         }
         if (tw->n_found < GR_ELEMENTSOF(tw->found)) {
                 tw->found[tw->n_found] = pid;
@@ -452,7 +477,10 @@ static void tree_refresh(gr_ladder *l, void *userdata)
                         p.ppid = st.ppid;
                         p.pgrp = st.pgrp;
                         p.state = st.state;
-                        if (gr_plan_refusal(tw->s, NULL, tw->po, &p) == GR_REFUSE_NONE)
+                        /* the plan's selection too: --user, the job, cgroup, container or pod */
+                        bool selected = (!tw->po->user_set || (p.has_uid && p.uid == tw->po->user)) &&
+                                        (!tw->po->scope || gr_scope_contains(tw->po->scope, &p) != GR_SCOPE_OUT);
+                        if (selected && gr_plan_refusal(tw->s, NULL, tw->po, &p) == GR_REFUSE_NONE)
                                 gr_ladder_add(l, p.pid, p.start_time, &p.uid);
                 }
                 if (fd >= 0)
@@ -536,9 +564,18 @@ static bool run_plan(struct reap *r, const gr_snapshot *s, const gr_plan *plan)
         tw->since_ticks = now_ticks > back ? now_ticks - back : 0;
         for (size_t i = 0; i < plan->n && tw->n_pgids < GR_ELEMENTSOF(tw->pgids); i++) {
                 const gr_process *t = gr_proc_table_find(s->procs, plan->targets[i].pid);
-                if (plan->targets[i].refused == GR_REFUSE_NONE && t && t->pgrp > 1 && t->pgrp != r->po.self_pgrp)
+                if (plan->targets[i].refused == GR_REFUSE_NONE && t && t->pgrp > 1 &&
+                    gr_plan_group_targets_alone(s, plan, &r->po, t->pgrp))
                         tw->pgids[tw->n_pgids++] = t->pgrp;
         }
+        for (unsigned i = 0; r->po.gpus && i < s->gpu->n_gpus; i++)
+                if (gr_gpu_matches_list(&s->gpu->gpus[i], r->po.gpus) && s->gpu->gpus[i].minor >= 0 &&
+                    s->gpu->gpus[i].minor < 64) {
+                        tw->minors |= 1ULL << s->gpu->gpus[i].minor;
+                        tw->minors_set = true;
+                }
+        if (r->po.gpus && !tw->minors_set)
+                tw->minors_set = true; /* chosen GPUs without a device file known: nothing matches */
         /* --timeout bounds the whole command: the SIGKILL comes early enough to take effect */
         for (size_t i = 0; i < plan->n; i++) {
                 const gr_target *t = &plan->targets[i];

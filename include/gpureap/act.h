@@ -98,6 +98,10 @@ size_t gr_plan_count(const gr_plan *p); /* targets that will be signalled */
  * made: forks into a target's group during the kill) */
 gr_refusal gr_plan_refusal(const gr_snapshot *s, const gr_diagnosis *d, const gr_plan_options *o,
                            const gr_process *p);
+/* Was process group pgrp the plan's targets' alone at the snapshot (every live process of it a
+ * target that is signalled), and not the group of gpureap or of one of its callers? Only then
+ * may a newcomer in it be taken for one of theirs */
+bool gr_plan_group_targets_alone(const gr_snapshot *s, const gr_plan *plan, const gr_plan_options *o, pid_t pgrp);
 
 typedef enum gr_kill_result {
         GR_KILL_ENDED,        /* it ended after SIGTERM */

@@ -167,6 +167,38 @@ static int add(struct builder *b, pid_t pid, gr_plan_why why, gr_refusal judged)
         return 0;
 }
 
+/* The group of gpureap or of one of its callers (the shell that runs it, timeout(1), which
+ * makes a group of its own, a script without job control, whose group holds the pipe reading
+ * gpureap's output): never extended into */
+static bool callers_group(const gr_snapshot *s, const gr_plan_options *o, pid_t pgrp)
+{
+        if (o->self_pgrp > 0 && pgrp == o->self_pgrp)
+                return true;
+        for (size_t i = 0; i < o->n_ancestors; i++) {
+                const gr_process *a = gr_proc_table_find(s->procs, o->ancestors[i]);
+                if (a && a->pgrp == pgrp)
+                        return true;
+        }
+        return false;
+}
+
+bool gr_plan_group_targets_alone(const gr_snapshot *s, const gr_plan *plan, const gr_plan_options *o, pid_t pgrp)
+{
+        if (pgrp <= 1 || !s->procs || callers_group(s, o, pgrp))
+                return false;
+        for (size_t k = 0; k < s->procs->n; k++) {
+                const gr_process *q = &s->procs->procs[k];
+                if (q->pgrp != pgrp || q->state == 'Z' || q->state == 'X')
+                        continue;
+                bool target = false;
+                for (size_t j = 0; j < plan->n && !target; j++)
+                        target = plan->targets[j].pid == q->pid && plan->targets[j].refused == GR_REFUSE_NONE;
+                if (!target)
+                        return false;
+        }
+        return true;
+}
+
 static int cmp_target(const void *a, const void *b)
 {
         pid_t x = ((const gr_target *)a)->pid, y = ((const gr_target *)b)->pid;
@@ -232,8 +264,9 @@ int gr_plan_make(const gr_snapshot *s, const gr_diagnosis *d, const gr_plan_opti
                         if (p->targets[i].refused != GR_REFUSE_NONE)
                                 continue;
                         const gr_process *t = gr_proc_table_find(s->procs, p->targets[i].pid);
-                        /* never gpureap's own group: the pipe reading its output, its callers */
-                        if (t && o->self_pgrp > 0 && t->pgrp == o->self_pgrp)
+                        /* never gpureap's own group nor its callers': the pipe reading its
+                         * output, the shell or timeout(1) that runs it */
+                        if (t && callers_group(s, o, t->pgrp))
                                 continue;
                         /* never into a group that runs a live job: a batch script without job
                          * control keeps every job it starts in its own group; such a group's
