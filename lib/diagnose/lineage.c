@@ -371,12 +371,46 @@ static void judge_root(const struct dx *x, const gr_process *r, gr_evidence_list
                       f.launcher_text, x->s && r->seen && r->seen->end == GR_END_EXIT ? "failed" : "is gone");
 }
 
-/* Step 1: started by 'gpureap run' (GPUREAP_RUN_PID); the kernel does not keep that PID
- * reserved, so the supervisor must still be a gpureap that started before it */
+/* The PID a process has in its own (innermost) PID namespace, as it would give it to its
+ * children (GPUREAP_RUN_PID is what 'gpureap run' read of itself) */
+static pid_t own_ns_pid(const gr_process *q)
+{
+        return q->n_nspid > 0 ? q->nspid[q->n_nspid - 1] : q->pid;
+}
+
+/* Step 1: started by 'gpureap run' (GPUREAP_RUN_PID, the number the run had in its own PID
+ * namespace); the kernel does not keep that PID reserved. The run is alive when a live
+ * ancestor of the process has that number (in its own namespace: a run that is a container's
+ * PID 1 exports 1), whatever the run's binary is called (a symlink, a renamed copy): members
+ * stay below it, as it is their subreaper. Otherwise, in gpureap's own namespace, the process of
+ * that PID must be a gpureap that started before it; from a PID namespace of its own, that PID
+ * names nothing here: unsure, never a sure leftover. */
 static bool judge_supervisor(const struct dx *x, const gr_process *p, gr_evidence_list *ev, struct judged *j)
 {
         if (p->run_pid <= 0)
                 return false;
+        const gr_process *a = dx_find(x, p->ppid);
+        for (int depth = 0; a && depth < 64; depth++) {
+                if (!dx_alive(a))
+                        break;
+                if (own_ns_pid(a) == p->run_pid && a->start_time <= p->start_time) {
+                        ev_add(ev, GR_EV_RUN_SUPERVISOR, GR_LEAN_LIVE, "gpureap run %d alive (PID %d here)",
+                               (int)p->run_pid, (int)a->pid);
+                        judge(j, GR_JUDGE_LIVE, GR_SURE, "supervised by 'gpureap run' (PID %d)", (int)a->pid);
+                        return true;
+                }
+                if (a->pid <= 1 || a->ppid == a->pid)
+                        break;
+                a = dx_find(x, a->ppid);
+        }
+        if (p->n_nspid > 1) {
+                ev_add(ev, GR_EV_RUN_SUPERVISOR, GR_LEAN_NEUTRAL, "gpureap run %d of another PID namespace: not an ancestor",
+                       (int)p->run_pid);
+                judge(j, GR_JUDGE_UNSURE, GR_UNSURE,
+                      "started by 'gpureap run' (PID %d in its PID namespace), which is not among its live ancestors",
+                      (int)p->run_pid);
+                return true;
+        }
         const gr_process *sup = dx_find(x, p->run_pid);
         if (!sup && x->s->procs_partial)
                 return false;

@@ -1,0 +1,66 @@
+#!/bin/bash
+# A holder started by a live 'gpureap run' is a live job, whatever the run's binary is called
+# and whichever PID namespace the run is in. Before (found by the adversarial review), the run
+# was recognised by its name alone, and GPUREAP_RUN_PID read as a PID of gpureap's own
+# namespace: (a) a run through a symlink named 'grun' and (b) a run that is PID 1 of a PID
+# namespace of its own (a container's entrypoint) made its live holder a SURE leftover, which
+# the default plan would kill. Shown with reap --dry-run --only (it never adds targets).
+. "$TESTLIB"
+export GPUREAP_SYSLOG_SOCKET=$T/nolog
+verdict() { jq -r ".processes[] | select(.pid == $1) | .verdict | \"\\(.judgement) \\(.confidence)\"" "$T/out"; }
+planned() { # PID: reap's default plan, limited to it, would kill it?
+        gr reap --dry-run --gpu 0 --only "$1@$(awk '{print $22}' "/proc/$1/stat")"
+        grep -Eq "^  kill +$1 " "$T/out"
+}
+
+# (a) through a symlink: the run's comm is 'grun'
+ln -s "$GPUREAP" "$T/grun"
+"$T/grun" run --quiet --no-cgroup -- "$GPUHOLD" pidfile "$PIDS" a cuda 0 0 100 sleep >/dev/null 2>&1 &
+R=$!
+LAUNCHED="$LAUNCHED $R"
+wait_role a
+H=$(pid_of a)
+[ "$(cat "/proc/$(awk '{print $4}' "/proc/$H/stat")/comm")" = grun ] || fail "the run is not named grun"
+gr status --json
+[ "$(verdict "$H")" = "live sure" ] || fail "(a) the holder of a live run named grun: $(verdict "$H")"
+ok "(a) a live run through a symlink named grun: its holder is a live job ($(verdict "$H"))"
+! planned "$H" || fail "(a) the default plan would kill it: $(cat "$T/out")"
+ok "(a) and the default plan spares it"
+term_and_wait "$R"
+
+# (b) the run is PID 1 of a PID namespace of its own; the holder records its host PID (it sees
+# the host's /proc through a bind mount), as the fake driver lists host PIDs like the real one
+if [ "$(id -u)" -eq 0 ] && unshare -p -f -m --mount-proc true 2>/dev/null; then
+        mkdir "$T/hp"
+        unshare -m --propagation private bash -c "mount --bind /proc '$T/hp' && exec unshare -fp --mount-proc \
+                '$GPUREAP' run --quiet --no-cgroup -- unshare -m bash -c \"mount --bind '$T/hp' /proc && exec '$GPUHOLD' pidfile '$PIDS' b cuda 0 0 100 sleep\"" \
+                >/dev/null 2>&1 &
+        R=$!
+        LAUNCHED="$LAUNCHED $R"
+        wait_role b
+        H=$(pid_of b)
+        S=$(awk '{print $4}' "/proc/$H/stat")
+        grep -q "NSpid:.*[[:space:]]1$" "/proc/$S/status" || fail "(b) the run is not PID 1 of its namespace: $(grep NSpid "/proc/$S/status")"
+        gr status --json
+        [ "$(verdict "$H")" = "live sure" ] || fail "(b) the holder of a live run that is its namespace's PID 1: $(verdict "$H")"
+        ok "(b) a live run that is PID 1 of its own PID namespace: its holder is a live job"
+        ! planned "$H" || fail "(b) the default plan would kill it: $(cat "$T/out")"
+        ok "(b) and the default plan spares it"
+        kill -KILL "$S" 2>/dev/null || true # the namespace's init: the namespace ends with it
+        wait_state "$H" gone
+else
+        echo "# (b) skipped: needs root and PID namespaces"
+fi
+
+# control: the run is gone (SIGKILL): its holder is a sure leftover, as before
+"$GPUREAP" run --quiet --no-cgroup -- "$GPUHOLD" pidfile "$PIDS" c cuda 0 0 100 sleep >/dev/null 2>&1 &
+R=$!
+LAUNCHED="$LAUNCHED $R"
+wait_role c
+H=$(pid_of c)
+kill -KILL "$R"
+wait "$R" 2>/dev/null || true
+gr status --json
+[ "$(verdict "$H")" = "leftover sure" ] || fail "(control) the holder of a killed run: $(verdict "$H")"
+ok "(control) the run killed: its holder is a sure leftover"
+done_testing
