@@ -71,6 +71,30 @@ static bool init_like(const struct dx *x, const gr_process *child, const gr_proc
         return init_name(parent->comm);
 }
 
+/* The PID a process has in its own (innermost) PID namespace, as it would give it to its
+ * children (GPUREAP_RUN_PID and the gpureap-run-N cgroup carry what 'gpureap run' read of
+ * itself) */
+static pid_t own_ns_pid(const gr_process *q)
+{
+        return q->n_nspid > 0 ? q->nspid[q->n_nspid - 1] : q->pid;
+}
+
+/* A live ancestor of p that has the number n in its own PID namespace and started no later
+ * than p: 'gpureap run' n, whatever its binary is called (its members stay below it, their
+ * subreaper; a container's entrypoint run is 1 there) */
+static const gr_process *run_ancestor(const struct dx *x, const gr_process *p, pid_t n)
+{
+        const gr_process *a = dx_find(x, p->ppid);
+        for (int depth = 0; a && depth < 64 && dx_alive(a); depth++) {
+                if (own_ns_pid(a) == n && a->start_time <= p->start_time)
+                        return a;
+                if (a->pid <= 1 || a->ppid == a->pid)
+                        break;
+                a = dx_find(x, a->ppid);
+        }
+        return NULL;
+}
+
 static const char *comm_of(const struct dx *x, pid_t pid)
 {
         const gr_process *p = dx_find(x, pid);
@@ -134,6 +158,7 @@ struct root_facts {
         bool runtime_alive;       /* its parent is a live container runtime (containerd-shim, conmon) */
         bool parent_alive;        /* its parent is alive (an init or a subreaper): not gone */
         bool run_alive;           /* for a 'gpureap run' cgroup: its supervisor lives */
+        bool run_unknown;         /* ... or cannot be told: the cgroup's number is of another PID namespace */
         char cg_name[128];
         bool nohup;               /* ignores SIGHUP: started to outlive its terminal */
         /* what 'gpureap serve' saw (docs/verdicts.md, step 4.0) */
@@ -223,6 +248,13 @@ static void root_evidence(const struct dx *x, const gr_process *r, gr_evidence_l
                 f->run_alive = sp && dx_alive(sp) && strcmp(sp->comm, "gpureap") == 0 && sp->start_time <= r->start_time;
                 if (!sp && (x->s->procs_partial || x->hidden))
                         f->run_alive = true; /* not seen is not dead */
+                /* the run's own number, as its cgroup's name has it: a live ancestor with it
+                 * is the run (renamed, or in a PID namespace of its own) */
+                if (!f->run_alive && sup > 0 && run_ancestor(x, r, (pid_t)sup))
+                        f->run_alive = true;
+                /* from a PID namespace of its own that number names nothing here */
+                if (!f->run_alive && r->n_nspid > 1)
+                        f->run_unknown = true;
         }
         f->ns_init = r->n_nspid > 1 && r->nspid[r->n_nspid - 1] == 1;
         f->parent_alive = dx_alive(parent);
@@ -317,6 +349,9 @@ static void judge_root(const struct dx *x, const gr_process *r, gr_evidence_list
                       (int)(f.session_alive ? r->session : r->pgrp), comm_of(x, f.session_alive ? r->session : r->pgrp));
         } else if (f.mark == MARK_ENV) {
                 judge(j, GR_JUDGE_LEFTOVER, GR_SURE, "a worker (%s) whose launcher is gone", f.mark_text);
+        } else if (f.cg == GR_CG_RUN && f.run_unknown) {
+                judge(j, GR_JUDGE_UNSURE, GR_UNSURE, "in the cgroup of 'gpureap run' (PID %s in its PID namespace), which is not among its live ancestors",
+                      f.cg_name);
         } else if (f.cg == GR_CG_RUN && !f.run_alive) {
                 judge(j, GR_JUDGE_LEFTOVER, GR_SURE, "in the cgroup of 'gpureap run' (PID %s), which was killed", f.cg_name);
         } else if (f.cg == GR_CG_SERVICE || f.cg == GR_CG_RUN) {
@@ -371,13 +406,6 @@ static void judge_root(const struct dx *x, const gr_process *r, gr_evidence_list
                       f.launcher_text, x->s && r->seen && r->seen->end == GR_END_EXIT ? "failed" : "is gone");
 }
 
-/* The PID a process has in its own (innermost) PID namespace, as it would give it to its
- * children (GPUREAP_RUN_PID is what 'gpureap run' read of itself) */
-static pid_t own_ns_pid(const gr_process *q)
-{
-        return q->n_nspid > 0 ? q->nspid[q->n_nspid - 1] : q->pid;
-}
-
 /* Step 1: started by 'gpureap run' (GPUREAP_RUN_PID, the number the run had in its own PID
  * namespace); the kernel does not keep that PID reserved. The run is alive when a live
  * ancestor of the process has that number (in its own namespace: a run that is a container's
@@ -389,19 +417,12 @@ static bool judge_supervisor(const struct dx *x, const gr_process *p, gr_evidenc
 {
         if (p->run_pid <= 0)
                 return false;
-        const gr_process *a = dx_find(x, p->ppid);
-        for (int depth = 0; a && depth < 64; depth++) {
-                if (!dx_alive(a))
-                        break;
-                if (own_ns_pid(a) == p->run_pid && a->start_time <= p->start_time) {
-                        ev_add(ev, GR_EV_RUN_SUPERVISOR, GR_LEAN_LIVE, "gpureap run %d alive (PID %d here)",
-                               (int)p->run_pid, (int)a->pid);
-                        judge(j, GR_JUDGE_LIVE, GR_SURE, "supervised by 'gpureap run' (PID %d)", (int)a->pid);
-                        return true;
-                }
-                if (a->pid <= 1 || a->ppid == a->pid)
-                        break;
-                a = dx_find(x, a->ppid);
+        const gr_process *a = run_ancestor(x, p, p->run_pid);
+        if (a) {
+                ev_add(ev, GR_EV_RUN_SUPERVISOR, GR_LEAN_LIVE, "gpureap run %d alive (PID %d here)", (int)p->run_pid,
+                       (int)a->pid);
+                judge(j, GR_JUDGE_LIVE, GR_SURE, "supervised by 'gpureap run' (PID %d)", (int)a->pid);
+                return true;
         }
         if (p->n_nspid > 1) {
                 ev_add(ev, GR_EV_RUN_SUPERVISOR, GR_LEAN_NEUTRAL, "gpureap run %d of another PID namespace: not an ancestor",

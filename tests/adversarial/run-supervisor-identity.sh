@@ -48,6 +48,28 @@ if [ "$(id -u)" -eq 0 ] && unshare -p -f -m --mount-proc true 2>/dev/null; then
         ok "(b) and the default plan spares it"
         kill -KILL "$S" 2>/dev/null || true # the namespace's init: the namespace ends with it
         wait_state "$H" gone
+        # (b2) the same with the run's cgroup (gpureap-run-1: its number there) and a holder
+        # without GPUREAP_RUN_PID in its environment: the cgroup is what ties it to the run
+        unshare -m --propagation private bash -c "mount --bind /proc '$T/hp' && exec unshare -fp --mount-proc \
+                '$GPUREAP' run --quiet -- unshare -m bash -c \"mount --bind '$T/hp' /proc && exec env -u GPUREAP_RUN_PID '$GPUHOLD' pidfile '$PIDS' b2 cuda 0 0 100 sleep\"" \
+                >/dev/null 2>&1 &
+        R=$!
+        LAUNCHED="$LAUNCHED $R"
+        wait_role b2
+        H=$(pid_of b2)
+        S=$(awk '{print $4}' "/proc/$H/stat")
+        for _ in $(seq 300); do grep -q "gpureap-run-1$" "/proc/$H/cgroup" && break; sleep 0.01; done # moved at 50 ms
+        if grep -q "gpureap-run-1$" "/proc/$H/cgroup"; then
+                gr status --json
+                [ "$(verdict "$H")" = "live likely" ] || fail "(b2) the holder in the cgroup gpureap-run-1 of a live run: $(verdict "$H")"
+                ok "(b2) in the cgroup of a live run that is its namespace's PID 1: a live job ($(verdict "$H"))"
+                ! planned "$H" || fail "(b2) the default plan would kill it: $(cat "$T/out")"
+                ok "(b2) and the default plan spares it"
+        else
+                echo "# (b2) skipped: the run made no cgroup there ($(cat "/proc/$H/cgroup"))"
+        fi
+        term_and_wait "$S" 2>/dev/null || kill -KILL "$S" 2>/dev/null || true
+        wait_state "$H" gone
 else
         echo "# (b) skipped: needs root and PID namespaces"
 fi
