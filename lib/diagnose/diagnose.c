@@ -428,11 +428,24 @@ static unsigned ghost_holders(const struct dx *x, const struct gpu_view *gv, pid
          * candidate untied to it is sure only when it has no live parent but PID 1 (a ghost's
          * child is reparented when the ghost dies): one with a live parent may be the family
          * of something else that runs */
-        bool lone_orphan = false;
+        bool lone_orphan = false, not_its_child = false;
         if (n == 1 && n_tied == 0) {
                 const gr_process *h = dx_find(x, out[0]);
                 const gr_process *parent = h ? dx_find(x, h->ppid) : NULL;
                 lone_orphan = h && (h->ppid <= 1 || !dx_alive(parent));
+                /* but not a process that leads a session of its own (a daemon: a child the
+                 * ghost forked after CUDA init stays in its session), nor, where the ghost is
+                 * still in the table (a zombie), one that started before it or runs as another
+                 * user: it cannot have inherited the ghost's files */
+                const gr_process *g = dx_find(x, ghost);
+                if (lone_orphan && h->session == h->pid)
+                        lone_orphan = false;
+                if (h && g && (h->start_time < g->start_time || (h->has_uid && g->has_uid && h->uid != g->uid)))
+                        not_its_child = true;
+        }
+        if (not_its_child) {
+                *ret_conf = GR_UNSURE;
+                return n;
         }
         if (gv->n_ghosts == 1 && ((n == 1 && (n_tied == 1 || lone_orphan)) || (n_tied > 0 && n_tied == n)))
                 c = GR_SURE;
