@@ -513,8 +513,9 @@ static void judge_holder(const struct dx *x, gr_holder_verdict *v)
                 gr_format_bytes(o ? o->used_bytes : GR_UNKNOWN_U64, mem, sizeof(mem));
                 ev_add(ev, GR_EV_GHOST, GR_LEAN_LEFTOVER, "keeps the memory of PID %d (%s), %s", (int)v->ghost,
                        dx_find(x, v->ghost) ? "a zombie" : "gone", mem);
-                judge(&j, GR_JUDGE_LEFTOVER, v->ghost_confidence,
-                      "it keeps the GPU memory of PID %d, which is gone, through files it inherited", (int)v->ghost);
+                judge(&j, GR_JUDGE_LEFTOVER, v->ghost_confidence, "it keeps the GPU memory of PID %d, which is gone, through %s",
+                      (int)v->ghost, p->hold && p->hold->n_fds == 0 ? "mappings it inherited (its files are closed)"
+                                                                   : "files it inherited");
                 goto done;
         }
         /* walk up through live parents that are not inits: the root of its chain */
