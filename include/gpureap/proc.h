@@ -32,6 +32,10 @@ typedef struct gr_stat {
         unsigned n_threads;  /* num_threads (field 20); 0 where a recorded tree has none */
 } gr_stat;
 
+/* Is a process of this name an init that takes in orphans (systemd, tini, a container
+ * runtime's shim, gpureap run...)? */
+bool gr_proc_comm_is_init(const char *comm);
+
 /* Parse /proc/PID/stat. comm may hold spaces, ')' and newlines: it ends at the last ')'. comm
  * comes back made safe to show (gr_text_sanitize); a state that is not a letter as '?'. */
 int gr_parse_stat(const char *buf, size_t len, gr_stat *ret);
@@ -262,8 +266,9 @@ int gr_proc_read_thread_files(const gr_proc_options *opts, gr_proc_table *t, gr_
  * process that closed its files: the mappings keep the file, and the context, alive) is seen
  * by neither scan. Where the driver lists memory of a process that is gone and nothing holds
  * the GPU, the snapshot looks for such processes: the maps of every process that holds
- * nothing, for at most budget_us; each one found gets a holding of its mappings alone (n_fds
- * 0, maps_read, the GPUs it maps with 0 fds). Records the search in t; 0, or -ENOMEM */
+ * nothing and whose parent is gone or an init (where the fork of a dead process is), for at
+ * most budget_us; each one found gets a holding of its mappings alone (n_fds 0, maps_read, the
+ * GPUs it maps with 0 fds). Records the search in t; 0, or -ENOMEM */
 int gr_proc_find_map_holders(const gr_proc_options *opts, gr_proc_table *t, uint64_t budget_us);
 
 /* The NVIDIA device files one process holds (fds only: no maps, no details); 0 with *ret NULL

@@ -1085,6 +1085,13 @@ int gr_proc_find_map_holders(const gr_proc_options *opts, gr_proc_table *t, uint
                 gr_process *p = &t->procs[i];
                 if (p->hold || p->kthread || p->state == 'Z' || p->state == 'X')
                         continue;
+                /* a fork whose parent is gone: reparented to an init (or a subreaper), or its
+                 * parent is not here; a process with a live parent of its own is left alone (a
+                 * host's thousands of them would each cost a read of their maps) */
+                const gr_process *parent = gr_proc_table_find(t, p->ppid);
+                if (p->ppid > 1 && parent && parent->state != 'Z' && parent->state != 'X' &&
+                    !gr_proc_comm_is_init(parent->comm))
+                        continue;
                 if (mono_us() - t0 > budget_us) {
                         t->maps_search_complete = false;
                         break;
