@@ -32,14 +32,19 @@ term_and_wait "$R"
 # the host's /proc through a bind mount), as the fake driver lists host PIDs like the real one
 if [ "$(id -u)" -eq 0 ] && unshare -p -f -m --mount-proc true 2>/dev/null; then
         mkdir "$T/hp"
-        unshare -m --propagation private bash -c "mount --bind /proc '$T/hp' && exec unshare -fp --mount-proc \
-                '$GPUREAP' run --quiet --no-cgroup -- unshare -m bash -c \"mount --bind '$T/hp' /proc && exec '$GPUHOLD' pidfile '$PIDS' b cuda 0 0 100 sleep\"" \
-                >/dev/null 2>&1 &
-        R=$!
-        LAUNCHED="$LAUNCHED $R"
-        wait_role b
-        H=$(pid_of b)
-        S=$(awk '{print $4}' "/proc/$H/stat")
+        # in_ns ROLE [RUN OPTION] [COMMAND PREFIX...]: gpuhold as ROLE under that run; H, S
+        in_ns() {
+                local role=$1 opt=${2:-}
+                shift 2
+                unshare -m --propagation private bash -c "mount --bind /proc '$T/hp' && exec unshare -fp --mount-proc \
+                        '$GPUREAP' run --quiet $opt -- unshare -m bash -c \"mount --bind '$T/hp' /proc && exec $* '$GPUHOLD' pidfile '$PIDS' $role cuda 0 0 100 sleep\"" \
+                        >/dev/null 2>&1 &
+                LAUNCHED="$LAUNCHED $!"
+                wait_role "$role"
+                H=$(pid_of "$role")
+                S=$(awk '{print $4}' "/proc/$H/stat")
+        }
+        in_ns b --no-cgroup
         grep -q "NSpid:.*[[:space:]]1$" "/proc/$S/status" || fail "(b) the run is not PID 1 of its namespace: $(grep NSpid "/proc/$S/status")"
         gr status --json
         [ "$(verdict "$H")" = "live sure" ] || fail "(b) the holder of a live run that is its namespace's PID 1: $(verdict "$H")"
@@ -50,14 +55,7 @@ if [ "$(id -u)" -eq 0 ] && unshare -p -f -m --mount-proc true 2>/dev/null; then
         wait_state "$H" gone
         # (b2) the same with the run's cgroup (gpureap-run-1: its number there) and a holder
         # without GPUREAP_RUN_PID in its environment: the cgroup is what ties it to the run
-        unshare -m --propagation private bash -c "mount --bind /proc '$T/hp' && exec unshare -fp --mount-proc \
-                '$GPUREAP' run --quiet -- unshare -m bash -c \"mount --bind '$T/hp' /proc && exec env -u GPUREAP_RUN_PID '$GPUHOLD' pidfile '$PIDS' b2 cuda 0 0 100 sleep\"" \
-                >/dev/null 2>&1 &
-        R=$!
-        LAUNCHED="$LAUNCHED $R"
-        wait_role b2
-        H=$(pid_of b2)
-        S=$(awk '{print $4}' "/proc/$H/stat")
+        in_ns b2 "" env -u GPUREAP_RUN_PID
         for _ in $(seq 300); do grep -q "gpureap-run-1$" "/proc/$H/cgroup" && break; sleep 0.01; done # moved at 50 ms
         if grep -q "gpureap-run-1$" "/proc/$H/cgroup"; then
                 gr status --json

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Every real-GPU check in one go, for an NVIDIA machine: ghost, orphans, reap, run, threads, the scenario
+# Every real-GPU check in one go (each sources lib.sh), for an NVIDIA machine: ghost, orphans, reap, run, threads, the scenario
 # corpus with real CUDA processes, and (with RUNBENCH) the status benchmark against nvidia-smi.
 #   tests/gpu/all.sh GPUREAP OUTDIR [RUNBENCH]
 # Each part keeps to its own rules (see its header): no reset, no setting changed, only its own

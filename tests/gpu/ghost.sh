@@ -4,25 +4,11 @@
 # It never resets or reconfigures the GPU, and it signals only the processes it started (by the
 # PIDs they recorded). Takes 2 GiB of GPU memory with a plain allocation.
 set -u
-G=${1:?gpureap binary}
-OUT=${2:?output folder}
-HERE=$(cd "$(dirname "$0")" && pwd)
-mkdir -p "$OUT"
-PIDS=$OUT/pids
-: >"$PIDS"
-rc=0
-mine() { awk '{print $2}' "$PIDS"; }
-cleanup() {
-        for p in $(mine); do kill -KILL "$p" 2>/dev/null; done
-        [ -n "${MON:-}" ] && kill -KILL "$MON" 2>/dev/null
-        wait 2>/dev/null
-}
-trap cleanup EXIT
+. "$(dirname "$0")/lib.sh"
 wait_role() { # ROLE: until recorded, at most 120 s
         for _ in $(seq 1200); do grep -q "^$1 " "$PIDS" && return 0; sleep 0.1; done
         echo "FAIL $1 never started"; exit 1
 }
-pid_of() { awk -v r="$1" '$1 == r {print $2}' "$PIDS" | tail -n1; }
 
 "$G" status --json >"$OUT/base.json"
 echo "baseline exit $?"

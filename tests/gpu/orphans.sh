@@ -5,17 +5,7 @@
 #   tests/gpu/orphans.sh GPUREAP_BINARY OUTDIR
 # Never resets or reconfigures the GPU; signals only the PIDs its own processes recorded.
 set -u
-G=${1:?gpureap binary}
-OUT=${2:?output folder}
-HERE=$(cd "$(dirname "$0")" && pwd)
-mkdir -p "$OUT"
-PIDS=$OUT/pids
-: >"$PIDS"
-cleanup() {
-        for p in $(awk '{print $2}' "$PIDS"); do kill -KILL "$p" 2>/dev/null; done
-        wait 2>/dev/null
-}
-trap cleanup EXIT
+. "$(dirname "$0")/lib.sh"
 # the launcher leads its own session, as one started from a login shell or by nohup+setsid does
 # (a background job of this script would share the group of the harness's shell, which is alive:
 # then the workers are rightly unsure)

@@ -5,18 +5,7 @@
 # gpureap's plan (--dry-run) must name only our processes; the reap itself is limited to them
 # with --pid. Never resets or reconfigures the GPU.
 set -u
-G=${1:?gpureap binary}
-OUT=${2:?output folder}
-HERE=$(cd "$(dirname "$0")" && pwd)
-mkdir -p "$OUT"
-PIDS=$OUT/pids
-: >"$PIDS"
-rc=0
-cleanup() {
-        for p in $(awk '{print $2}' "$PIDS"); do kill -KILL "$p" 2>/dev/null; done
-        wait 2>/dev/null
-}
-trap cleanup EXIT
+. "$(dirname "$0")/lib.sh"
 wait_n() { # PATTERN N: until N lines match, at most 180 s
         for _ in $(seq 1800); do [ "$(grep -c "$1" "$PIDS")" -ge "$2" ] && return 0; sleep 0.1; done
         echo "FAIL '$1' never reached $2"; exit 1

@@ -4,13 +4,7 @@
 #   tests/gpu/run.sh GPUREAP_BINARY OUTDIR
 # Everything signalled is inside gpureap run's own tree. Never resets or reconfigures the GPU.
 set -u
-G=${1:?gpureap binary}
-OUT=${2:?output folder}
-HERE=$(cd "$(dirname "$0")" && pwd)
-mkdir -p "$OUT"
-PIDS=$OUT/pids
-: >"$PIDS"
-rc=0
+. "$(dirname "$0")/lib.sh"
 "$G" status --json >"$OUT/before.json"
 "$G" run --grace 5s -- python3 "$HERE/cuda_procs.py" launcher "$PIDS" 4 2 >"$OUT/run.out" 2>"$OUT/run.err" &
 g=$!

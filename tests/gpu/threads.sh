@@ -6,18 +6,7 @@
 # It never resets or reconfigures the GPU, and it signals only the process it started (by the
 # PID it recorded; reap is limited to it with --pid). Takes 1 GiB with a plain allocation.
 set -u
-G=${1:?gpureap binary}
-OUT=${2:?output folder}
-HERE=$(cd "$(dirname "$0")" && pwd)
-mkdir -p "$OUT"
-PIDS=$OUT/pids
-: >"$PIDS"
-rc=0
-cleanup() {
-        for p in $(awk '{print $2}' "$PIDS"); do kill -KILL "$p" 2>/dev/null; done
-        wait 2>/dev/null
-}
-trap cleanup EXIT
+. "$(dirname "$0")/lib.sh"
 "$G" status --json >"$OUT/base.json"
 python3 "$HERE/cuda_procs.py" thread-table "$PIDS" 1 &
 for _ in $(seq 1200); do grep -q "^owner " "$PIDS" && break; sleep 0.1; done
