@@ -937,6 +937,7 @@ int cmd_run(int argc, char **argv)
                 { NULL, 0, NULL, 0 },
         };
         struct run r = { .grace = 5000, .drain_timeout = 30000, .out_fd = -1, .err_fd = -1, .sigfd = -1 };
+        const char *ready_log = NULL;
         optind = 1;
         int c;
         while ((c = getopt_long(argc, argv, "+G:M:p:l:R:S:D:Cqj:F:T:h", opts, NULL)) != -1) {
@@ -977,10 +978,14 @@ int cmd_run(int argc, char **argv)
                         break;
                 }
                 case 'l':
+                        /* checked now (a usage error), compiled once nothing can end the run
+                         * before it starts: an early exit leaves nothing allocated */
                         if (regcomp(&r.ready_re, optarg, REG_EXTENDED | REG_NOSUB) != 0) {
                                 error_msg("invalid regular expression '%s'", optarg);
                                 return EXIT_USAGE;
                         }
+                        regfree(&r.ready_re);
+                        ready_log = optarg;
                         r.ready_log_set = true;
                         break;
                 case 'h':
@@ -1048,6 +1053,10 @@ int cmd_run(int argc, char **argv)
             pipe2(execp, O_CLOEXEC) < 0) {
                 error_msg("cannot create pipes: %s", strerror(errno));
                 return EXIT_RUN_FAILED;
+        }
+        if (ready_log && regcomp(&r.ready_re, ready_log, REG_EXTENDED | REG_NOSUB) != 0) {
+                error_msg("invalid regular expression '%s'", ready_log); /* it was valid a moment ago */
+                return EXIT_USAGE;
         }
         r.start_ms = r.last_activity_ms = r.stall_check_ms = gr_now_ms();
         char gpid[32];
