@@ -14,6 +14,7 @@
 #include "gpureap/basic.h"
 #include "gpureap/tree.h"
 #include "gpureap.h"
+#include "procevents.h"
 
 static void reap_usage(FILE *f)
 {
@@ -71,6 +72,7 @@ struct reap {
         struct gpu_selection sel;
         gr_scope scope;
         json_object *out;          /* the --json result, filled as things happen */
+        int events_fd;             /* the kernel's process events, from before the snapshot; -1 */
 };
 
 static const char *const why_names[] = { "leftover", "asked (--pid)", "asked (--all)", "its process group (--tree)",
@@ -358,8 +360,8 @@ static void drain_targets(const gr_snapshot *s, const gr_plan *plan, uint64_t *t
  * since the plan, in a target's group whose leader is gone and that was the targets' alone (no
  * process of it alive at the snapshot but the targets: a group shared with a live job, or one of
  * gpureap's callers', tells nothing of who forked what), and that holds a device file of the
- * chosen GPUs (with --tree, any process of such a group). With --only, only children of
- * members: the caller named exactly what to end. */
+ * chosen GPUs (with --tree, any process of such a group), born while a member of that group
+ * may still have lived (after all of them ended, a process in it has taken its number). */
 struct tree_watch {
         const gr_snapshot *s;
         const gr_plan_options *po;
@@ -369,6 +371,22 @@ struct tree_watch {
         bool minors_set;
         bool tree;
         uint64_t since_ticks;      /* born after this (clock ticks since boot): new since the plan */
+        long hz;
+        /* the members and their groups, and when the ladder first saw each one ended (clock
+         * ticks since boot, 0 while it runs): a newcomer is taken for a fork into a group only
+         * if it was born while a member of that group may still have lived (a group whose
+         * members are all gone cannot grow, except by a new process that took its number) */
+        struct { pid_t pid, pgrp; uint64_t done_ticks; } mem[1024];
+        size_t n_mem;
+        /* With the kernel's process events (root): who forked whom, in order. The live
+         * descendants of the targets: the targets, then each child forked by one of them while
+         * it lived, each removed when it ends (a PID taken again afterwards is someone else's).
+         * A newcomer is theirs exactly when it is among them; groups and times are not needed.
+         * lineage_ok false (no events, some lost, too many): the rules above instead. */
+        int events_fd;
+        bool lineage_ok;
+        pid_t lineage[4096];
+        size_t n_lineage;
         uint64_t next_ms;
         gr_ladder *l;
         pid_t found[256];
@@ -381,6 +399,20 @@ static bool is_member(const gr_ladder *l, pid_t pid)
         for (size_t i = 0; i < l->n; i++)
                 if (l->m[i].ref.pid == pid)
                         return true;
+        return false;
+}
+
+/* Is the process that has this PID now a member itself, not another that took its number once
+ * the member ended (the same start time)? */
+static bool is_member_now(const struct tree_watch *tw, pid_t pid)
+{
+        for (size_t i = 0; i < tw->l->n; i++) {
+                const gr_ladder_member *m = &tw->l->m[i];
+                if (m->ref.pid != pid)
+                        continue;
+                gr_stat st;
+                return gr_proc_read_stat(tw->s->proc_root, pid, &st) == 0 && st.start_time == m->ref.start_time;
+        }
         return false;
 }
 
@@ -417,6 +449,69 @@ static bool holds_chosen(const struct tree_watch *tw, const gr_holding *h)
         return false;
 }
 
+static uint64_t boot_ticks(long hz)
+{
+        struct timespec bt;
+        clock_gettime(CLOCK_BOOTTIME, &bt);
+        return (uint64_t)bt.tv_sec * (uint64_t)hz + (uint64_t)bt.tv_nsec / (1000000000ULL / (uint64_t)hz);
+}
+
+static void watch_member(struct tree_watch *tw, pid_t pid, pid_t pgrp)
+{
+        if (tw->n_mem < GR_ELEMENTSOF(tw->mem))
+                tw->mem[tw->n_mem++] = (__typeof__(tw->mem[0])){ pid, pgrp, 0 };
+}
+
+/* Could a member of group g have been alive at this start time (clock ticks)? */
+static bool group_lived_at(const struct tree_watch *tw, pid_t g, uint64_t start)
+{
+        for (size_t i = 0; i < tw->n_mem; i++)
+                if (tw->mem[i].pgrp == g && (tw->mem[i].done_ticks == 0 || start <= tw->mem[i].done_ticks + 2))
+                        return true;
+        return false;
+}
+
+static bool in_lineage(const struct tree_watch *tw, pid_t pid)
+{
+        for (size_t i = 0; i < tw->n_lineage; i++)
+                if (tw->lineage[i] == pid)
+                        return true;
+        return false;
+}
+
+static void lineage_fork(pid_t parent, pid_t child, void *userdata)
+{
+        struct tree_watch *tw = userdata;
+        if (!tw->lineage_ok || !in_lineage(tw, parent) || in_lineage(tw, child))
+                return;
+        if (tw->n_lineage == GR_ELEMENTSOF(tw->lineage)) {
+                tw->lineage_ok = false; /* more than it can follow: the rules without events */
+                return;
+        }
+        tw->lineage[tw->n_lineage++] = child;
+}
+
+static void lineage_exit(pid_t pid, int wait_status, void *userdata)
+{
+        (void)wait_status;
+        struct tree_watch *tw = userdata;
+        for (size_t i = 0; i < tw->n_lineage; i++)
+                if (tw->lineage[i] == pid) {
+                        tw->lineage[i] = tw->lineage[--tw->n_lineage];
+                        return;
+                }
+}
+
+/* What the kernel told since the last look, in its order */
+static void read_lineage(struct tree_watch *tw)
+{
+        if (tw->events_fd < 0 || !tw->lineage_ok)
+                return;
+        bool lost = false;
+        if (procev_read_lineage(tw->events_fd, lineage_fork, lineage_exit, tw, &lost) < 0 || lost)
+                tw->lineage_ok = false;
+}
+
 static int fork_cb(pid_t pid, const gr_stat *st, void *userdata)
 {
         struct tree_watch *tw = userdata;
@@ -430,9 +525,10 @@ static int fork_cb(pid_t pid, const gr_stat *st, void *userdata)
         bool in_group = false;
         for (size_t k = 0; k < tw->n_pgids && !in_group; k++)
                 in_group = st->pgrp == tw->pgids[k];
-        bool forked = is_member(tw->l, st->ppid) ||
-                      (in_group && tw->po->n_only == 0 && pid != st->pgrp && st->start_time >= tw->since_ticks &&
-                       group_ours(tw, st->pgrp));
+        bool forked = tw->lineage_ok ? in_lineage(tw, pid)
+                                     : is_member_now(tw, st->ppid) ||
+                                               (in_group && pid != st->pgrp && st->start_time >= tw->since_ticks &&
+                                                group_lived_at(tw, st->pgrp, st->start_time) && group_ours(tw, st->pgrp));
         if (!forked)
                 return 0;
         if (!(tw->tree && in_group)) {
@@ -452,11 +548,21 @@ static int fork_cb(pid_t pid, const gr_stat *st, void *userdata)
 static void tree_refresh(gr_ladder *l, void *userdata)
 {
         struct tree_watch *tw = userdata;
+        /* each round: when a member was first seen ended */
+        uint64_t ticks = 0;
+        for (size_t i = 0; i < l->n; i++) {
+                if (!l->m[i].done)
+                        continue;
+                for (size_t k = 0; k < tw->n_mem; k++)
+                        if (tw->mem[k].pid == l->m[i].ref.pid && tw->mem[k].done_ticks == 0)
+                                tw->mem[k].done_ticks = ticks ? ticks : (ticks = boot_ticks(tw->hz));
+        }
         uint64_t now = gr_now_ms();
         if (now < tw->next_ms && !l->final_look)
                 return;
         tw->next_ms = now + 50; /* a walk of /proc each time: not at every 10 ms round */
         tw->l = l;
+        read_lineage(tw);
         tw->n_found = 0;
         if (gr_proc_walk(tw->s->proc_root, fork_cb, tw) < 0)
                 return;
@@ -480,8 +586,9 @@ static void tree_refresh(gr_ladder *l, void *userdata)
                         /* the plan's selection too: --user, the job, cgroup, container or pod */
                         bool selected = (!tw->po->user_set || (p.has_uid && p.uid == tw->po->user)) &&
                                         (!tw->po->scope || gr_scope_contains(tw->po->scope, &p) != GR_SCOPE_OUT);
-                        if (selected && gr_plan_refusal(tw->s, NULL, tw->po, &p) == GR_REFUSE_NONE)
-                                gr_ladder_add(l, p.pid, p.start_time, &p.uid);
+                        if (selected && gr_plan_refusal(tw->s, NULL, tw->po, &p) == GR_REFUSE_NONE &&
+                            gr_ladder_add(l, p.pid, p.start_time, &p.uid) > 0)
+                                watch_member(tw, p.pid, p.pgrp);
                 }
                 if (fd >= 0)
                         close(fd);
@@ -555,15 +662,25 @@ static bool run_plan(struct reap *r, const gr_snapshot *s, const gr_plan *plan)
         tw->s = s;
         tw->po = &r->po;
         tw->tree = r->po.tree;
-        struct timespec bt;
-        clock_gettime(CLOCK_BOOTTIME, &bt);
+        tw->events_fd = r->events_fd;
+        tw->lineage_ok = r->events_fd >= 0;
+        for (size_t i = 0; i < plan->n && tw->n_lineage < GR_ELEMENTSOF(tw->lineage); i++)
+                if (plan->targets[i].refused == GR_REFUSE_NONE)
+                        tw->lineage[tw->n_lineage++] = plan->targets[i].pid;
+        /* what happened since the snapshot, before any signal: a target that ended since then
+         * leaves the lineage (its PID may be another's by the time it is looked at) */
+        read_lineage(tw);
         long hz = sysconf(_SC_CLK_TCK);
-        uint64_t now_ticks = (uint64_t)bt.tv_sec * (uint64_t)hz + (uint64_t)bt.tv_nsec / (1000000000ULL / (uint64_t)hz);
+        tw->hz = hz > 0 ? hz : 100;
+        hz = tw->hz;
+        uint64_t now_ticks = boot_ticks(hz);
         uint64_t since_plan = (gr_wall_ms() > s->taken_at_ms ? gr_wall_ms() - s->taken_at_ms : 0) + 1000;
         uint64_t back = since_plan * (uint64_t)hz / 1000;
         tw->since_ticks = now_ticks > back ? now_ticks - back : 0;
         for (size_t i = 0; i < plan->n && tw->n_pgids < GR_ELEMENTSOF(tw->pgids); i++) {
                 const gr_process *t = gr_proc_table_find(s->procs, plan->targets[i].pid);
+                if (plan->targets[i].refused == GR_REFUSE_NONE && t)
+                        watch_member(tw, t->pid, t->pgrp);
                 if (plan->targets[i].refused == GR_REFUSE_NONE && t && t->pgrp > 1 &&
                     gr_plan_group_targets_alone(s, plan, &r->po, t->pgrp))
                         tw->pgids[tw->n_pgids++] = t->pgrp;
@@ -722,7 +839,7 @@ static int verify_and_report(struct reap *r, uint64_t gpus, bool watched_anythin
 
 int cmd_reap(int argc, char **argv)
 {
-        struct reap r = { .grace = 5000, .timeout = 30000 };
+        struct reap r = { .grace = 5000, .timeout = 30000, .events_fd = -1 };
         int pa = parse_args(&r, argc, argv);
         if (pa != 0)
                 return pa > 0 ? EXIT_CLEAN : EXIT_USAGE;
@@ -756,6 +873,17 @@ int cmd_reap(int argc, char **argv)
         /* the drain watcher initialises NVML while the snapshot is taken */
         if (!r.dry && gr_drain_start(&r.so.gpu, &drain) < 0)
                 drain = NULL;
+        /* who forks whom from now on, for what the targets fork while they are ended (root;
+         * without it, the rules of tree_watch) */
+        r.events_fd = r.dry ? -1 : procev_open();
+#ifdef GPUREAP_TEST_HOOKS
+        if (r.events_fd >= 0 && getenv("GPUREAP_TEST_NO_EVENTS")) { /* as without CAP_NET_ADMIN */
+                close(r.events_fd);
+                r.events_fd = -1;
+        }
+#endif
+        if (r.events_fd < 0)
+                r.events_fd = -1;
         int q = gr_snapshot_take(&r.so, &s);
         if (q < 0) {
                 error_msg("cannot take a snapshot: %s", strerror(-q));
@@ -891,6 +1019,8 @@ int cmd_reap(int argc, char **argv)
                 state_write("last-reap", st);
         }
 out:
+        if (r.events_fd >= 0)
+                close(r.events_fd);
         emit_json(&r, code);
         json_object_put(r.out);
         fflush(stdout);

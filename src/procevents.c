@@ -1,5 +1,6 @@
 /* The kernel's process events (the netlink process connector, CN_IDX_PROC): for 'gpureap serve',
- * how each process ended, which no /proc scan can tell after the fact. Needs CAP_NET_ADMIN;
+ * how each process ended, which no /proc scan can tell after the fact; for 'gpureap reap', who
+ * forked whom while it ends its targets. Needs CAP_NET_ADMIN;
  * without it serve still runs, and says that exit causes are not known. */
 #include <errno.h>
 #include <stddef.h>
@@ -52,7 +53,19 @@ int procev_open(void)
         return fd;
 }
 
+static int read_events(int fd, procev_fork_fn on_fork, procev_exit_fn on_exit, void *userdata, bool *ret_lost);
+
 int procev_read(int fd, procev_exit_fn on_exit, void *userdata, bool *ret_lost)
+{
+        return read_events(fd, NULL, on_exit, userdata, ret_lost);
+}
+
+int procev_read_lineage(int fd, procev_fork_fn on_fork, procev_exit_fn on_exit, void *userdata, bool *ret_lost)
+{
+        return read_events(fd, on_fork, on_exit, userdata, ret_lost);
+}
+
+static int read_events(int fd, procev_fork_fn on_fork, procev_exit_fn on_exit, void *userdata, bool *ret_lost)
 {
         static char buf[65536] __attribute__((aligned(NLMSG_ALIGNTO)));
         int n_exits = 0;
@@ -84,13 +97,24 @@ int procev_read(int fd, procev_exit_fn on_exit, void *userdata, bool *ret_lost)
                         struct proc_event ev;
                         memset(&ev, 0, sizeof(ev));
                         memcpy(&ev, cn->data, cn->len < sizeof(ev) ? cn->len : sizeof(ev));
+                        if (on_fork && ev.what == PROC_EVENT_FORK &&
+                            cn->len >= offsetof(struct proc_event, event_data) + sizeof(ev.event_data.fork)) {
+                                /* a new process, not a thread of one */
+                                if (ev.event_data.fork.child_pid == ev.event_data.fork.child_tgid) {
+                                        on_fork((pid_t)ev.event_data.fork.parent_tgid, (pid_t)ev.event_data.fork.child_tgid,
+                                                userdata);
+                                        n_exits++;
+                                }
+                                continue;
+                        }
                         if (ev.what != PROC_EVENT_EXIT ||
                             cn->len < offsetof(struct proc_event, event_data) + sizeof(ev.event_data.exit))
                                 continue;
                         /* the process ends when its thread group leader does */
                         if (ev.event_data.exit.process_pid != ev.event_data.exit.process_tgid)
                                 continue;
-                        on_exit((pid_t)ev.event_data.exit.process_tgid, (int)ev.event_data.exit.exit_code, userdata);
+                        if (on_exit)
+                                on_exit((pid_t)ev.event_data.exit.process_tgid, (int)ev.event_data.exit.exit_code, userdata);
                         n_exits++;
                 }
         }

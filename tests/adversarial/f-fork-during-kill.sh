@@ -1,8 +1,9 @@
 #!/bin/bash
 # A leftover that forks when it gets SIGTERM (its child keeps the GPU files, the parent exits):
 # the ladder pins the planned PIDs only (no refresh without --tree), so the child is never
-# signalled. 1. plain 'reap' (default plan); 2. 'reap --tree' (control: the group is re-read);
-# 3. 'slurm-epilog' of the leftover's job: the ended job's scope is not re-read either, so a
+# signalled. 1. plain 'reap' (default plan); 1b. 'reap --only PID@START' (serve's --reap-after:
+# found by the second adversarial review, once newcomers were held to the plan's selection);
+# 2. 'reap --tree' (control: the group is re-read); 3. 'slurm-epilog' of the leftover's job: the ended job's scope is not re-read either, so a
 # job's leftover can outlive the epilog and have the node drained instead of cleaned.
 . "$TESTLIB"
 . "$(dirname "$0")/f-lib.sh"
@@ -27,9 +28,14 @@ last_alive() {
         return 1
 }
 
-for mode in plain tree epilog; do
+for mode in plain only tree epilog no-events; do
         case $mode in
         plain) start_forker; gr reap --yes --grace 300ms --timeout 3s ;;
+        no-events) start_forker # without the kernel's process events (not root): by parentage and group
+                RC=0
+                GPUREAP_TEST_NO_EVENTS=1 "$GPUREAP_TEST_HOOKS" reap --yes --grace 300ms --timeout 3s >"$T/out" 2>"$T/err" || RC=$? ;;
+        only) start_forker # serve's --reap-after: exactly the leftover it saw, by PID and start
+                gr reap --yes --only "$first@$(awk '{print $22}' "/proc/$first/stat")" --grace 300ms --timeout 3s ;;
         tree) start_forker; gr reap --yes --tree --grace 300ms --timeout 3s ;;
         epilog) start_forker SLURM_JOB_ID=91
                 SLURM_JOB_ID=91 SLURM_JOB_UID=0 SLURM_JOB_GPUS=0 gr slurm-epilog --timeout 3s --grace 300ms ;;
