@@ -242,8 +242,9 @@ static void root_evidence(const struct dx *x, const gr_process *r, gr_evidence_l
                  * is the run (renamed, or in a PID namespace of its own) */
                 if (!f->run_alive && sup > 0 && run_ancestor(x, r, (pid_t)sup))
                         f->run_alive = true;
-                /* from a PID namespace of its own that number names nothing here */
-                if (!f->run_alive && r->n_nspid > 1)
+                /* from a PID namespace of its own that number names nothing here; alive
+                 * since before it under another name: a renamed gpureap, or not the run */
+                if (!f->run_alive && (r->n_nspid > 1 || (sp && dx_alive(sp) && sp->start_time <= r->start_time)))
                         f->run_unknown = true;
         }
         f->ns_init = r->n_nspid > 1 && r->nspid[r->n_nspid - 1] == 1;
@@ -425,6 +426,16 @@ static bool judge_supervisor(const struct dx *x, const gr_process *p, gr_evidenc
         const gr_process *sup = dx_find(x, p->run_pid);
         if (!sup && x->s->procs_partial)
                 return false;
+        if (dx_alive(sup) && strcmp(sup->comm, "gpureap") != 0 && sup->start_time <= p->start_time) {
+                /* alive since before it, not named gpureap: a run through a renamed binary that
+                 * started it through another process (srun, docker exec), or a copied marker */
+                ev_add(ev, GR_EV_RUN_SUPERVISOR, GR_LEAN_NEUTRAL, "gpureap run %d: PID %d is %s, alive since before it",
+                       (int)p->run_pid, (int)p->run_pid, sup->comm);
+                judge(j, GR_JUDGE_UNSURE, GR_UNSURE,
+                      "started by 'gpureap run' (PID %d), and PID %d is alive but named '%s': a renamed gpureap, or another process",
+                      (int)p->run_pid, (int)p->run_pid, sup->comm);
+                return true;
+        }
         bool alive = dx_alive(sup) && strcmp(sup->comm, "gpureap") == 0 && sup->start_time <= p->start_time;
         ev_add(ev, GR_EV_RUN_SUPERVISOR, alive ? GR_LEAN_LIVE : GR_LEAN_LEFTOVER, "gpureap run %d %s",
                (int)p->run_pid, alive ? "alive" : "gone");

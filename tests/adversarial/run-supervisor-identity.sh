@@ -28,6 +28,26 @@ ok "(a) a live run through a symlink named grun: its holder is a live job ($(ver
 ok "(a) and the default plan spares it"
 term_and_wait "$R"
 
+# (c) the live run named grun starts its job's worker through another process (srun's
+# slurmstepd, an MPI daemon, docker exec -e): the worker carries GPUREAP_RUN_PID but is not the
+# run's descendant. A live process of that PID, older than the worker, not named gpureap: a
+# renamed run, or not the run at all: unsure, never a sure leftover (the second review)
+"$T/grun" run --quiet --no-cgroup -- bash -c 'echo "crun $GPUREAP_RUN_PID" >>"$1"; exec sleep 60' x "$PIDS" >/dev/null 2>&1 &
+R=$!
+LAUNCHED="$LAUNCHED $R"
+wait_role crun
+N=$(pid_of crun)
+GPUREAP_RUN_PID=$N setsid "$GPUHOLD" pidfile "$PIDS" cdaemon worker "$PIDS" c-worker 0 0 100 sleep &
+LAUNCHED="$LAUNCHED $!"
+wait_role c-worker
+H=$(pid_of c-worker)
+gr status --json
+[ "$(verdict "$H")" = "unsure unsure" ] || fail "(c) a worker of the live run grun, started outside its tree: $(verdict "$H")"
+ok "(c) a worker of a live run named grun, started outside its tree: unsure"
+! planned "$H" || fail "(c) the default plan would kill it: $(cat "$T/out")"
+ok "(c) and the default plan spares it"
+term_and_wait "$R"
+
 # (b) the run is PID 1 of a PID namespace of its own; the holder records its host PID (it sees
 # the host's /proc through a bind mount), as the fake driver lists host PIDs like the real one
 if [ "$(id -u)" -eq 0 ] && unshare -p -f -m --mount-proc true 2>/dev/null; then
