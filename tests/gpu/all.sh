@@ -1,5 +1,5 @@
 #!/bin/bash
-# Every real-GPU check in one go (each sources lib.sh), for an NVIDIA machine: ghost, orphans, reap, run, threads, the scenario
+# Every real-GPU check in one go (each sources lib.sh), for an NVIDIA machine: ghost, orphans, reap, run, threads, maps, the scenario
 # corpus with real CUDA processes, and (with RUNBENCH) the status benchmark against nvidia-smi.
 #   tests/gpu/all.sh GPUREAP OUTDIR [RUNBENCH]
 # Each part keeps to its own rules (see its header): no reset, no setting changed, only its own
@@ -28,6 +28,7 @@ part orphans 180 bash "$HERE/orphans.sh" "$G" "$OUT/orphans"
 part reap 240 bash "$HERE/reap.sh" "$G" "$OUT/reap"
 part run 180 bash "$HERE/run.sh" "$G" "$OUT/run"
 part threads 180 bash "$HERE/threads.sh" "$G" "$OUT/threads"
+part maps 180 bash "$HERE/maps.sh" "$G" "$OUT/maps"
 [ -n "$RB" ] && part bench-status 240 bash "$HERE/../../bench/bench-status-gpu.sh" "$G" "$(realpath "$RB")" "${BENCH_RUNS:-50}"
 part scenarios "${SCENARIO_TIMEOUT:-300}" bash "$HERE/scenarios.sh" "$G" "$OUT/scenarios"
 nvidia-smi >"$OUT/nvidia-smi-after.txt" 2>&1

@@ -4,6 +4,10 @@
                                          touches CUDA (it inherits the device fds), both sleep
   cuda_procs.py launcher PIDFILE N GIB   a launcher without CUDA starts N CUDA workers; worker 0
                                          double-forks, so its CUDA process is reparented at once
+  cuda_procs.py map-keeper PIDFILE GIB   allocate GIB, fork a child that closes every fd above 2
+                                         (keeping the mappings) and sleeps; the parent sleeps
+  cuda_procs.py footprint                print the NVIDIA fds and mappings of a process after
+                                         cuInit alone, after a context, and of a fork after it
   cuda_procs.py thread-table PIDFILE GIB allocate GIB, then a thread takes a copy of the file
                                          table (unshare(CLONE_FILES)) and the main thread closes
                                          its own /dev/nvidia* fds: the process lives on, holding
@@ -68,6 +72,54 @@ def launcher(pidfile, n, gib):
     sleep_forever()
 
 
+def map_keeper(pidfile, gib):
+    x = allocate(gib)
+    child = os.fork()
+    if child == 0:
+        os.closerange(3, 65536)
+        record(pidfile, "keeper")
+        sleep_forever()
+    record(pidfile, "owner")
+    sleep_forever()
+    del x
+
+
+def nvidia_footprint(pid="self"):
+    fds = 0
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            fds += os.readlink(f"/proc/{pid}/fd/{fd}").startswith("/dev/nvidia")
+        except OSError:
+            pass
+    with open(f"/proc/{pid}/maps") as f:
+        maps = sum(" /dev/nvidia" in line for line in f)
+    gpu_fds = 0
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            t = os.readlink(f"/proc/{pid}/fd/{fd}")
+            gpu_fds += t.startswith("/dev/nvidia") and t[11:].isdigit()
+        except OSError:
+            pass
+    return f"nvidia fds {fds} (on /dev/nvidiaN: {gpu_fds}), nvidia mappings {maps}"
+
+
+def footprint():
+    import ctypes
+    cuda = ctypes.CDLL("libcuda.so.1")
+    print("cuInit:", cuda.cuInit(0), nvidia_footprint(), flush=True)
+    x = allocate(0.25)
+    print("with a context (torch, 256 MiB):", nvidia_footprint(), flush=True)
+    r, w = os.pipe()
+    child = os.fork()
+    if child == 0:
+        os.read(r, 1)
+        os._exit(0)
+    print("its fork:", nvidia_footprint(child), flush=True)
+    os.write(w, b"x")
+    os.waitpid(child, 0)
+    del x
+
+
 def thread_table(pidfile, gib):
     import ctypes
     import threading
@@ -100,6 +152,10 @@ if __name__ == "__main__":
         ghost(sys.argv[2], float(sys.argv[3]))
     elif mode == "launcher":
         launcher(sys.argv[2], int(sys.argv[3]), float(sys.argv[4]))
+    elif mode == "map-keeper":
+        map_keeper(sys.argv[2], float(sys.argv[3]))
+    elif mode == "footprint":
+        footprint()
     elif mode == "thread-table":
         thread_table(sys.argv[2], float(sys.argv[3]))
     elif mode == "worker":
