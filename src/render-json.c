@@ -410,13 +410,6 @@ struct json_object *status_json(const gr_snapshot *s, const gr_diagnosis *d, con
         /* which scan found the holders, and why not the kernel-side one */
         add(pr, "scan", s->procs && s->procs->scan != GR_SCAN_UNKNOWN ? json_object_new_string(gr_scan_kind_name(s->procs->scan)) : NULL);
         add(pr, "scan_fallback", s->procs && s->procs->scan_fallback[0] ? j_text(s->procs->scan_fallback) : NULL);
-        json_object *ms = NULL;
-        if (s->procs && s->procs->maps_searched) {
-                ms = json_object_new_object();
-                add(ms, "processes_read", json_object_new_int64(s->procs->maps_search_read));
-                add(ms, "complete", json_object_new_boolean(s->procs->maps_search_complete));
-        }
-        add(pr, "maps_search", ms);
         add(root, "proc", pr);
 
         json_object *view = json_object_new_object();

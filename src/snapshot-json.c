@@ -424,13 +424,6 @@ int snapshot_from_json_buffer(const char *buf, size_t len, const char *path, gr_
                 get_str(pr, "scan", scan, sizeof(scan));
                 t->scan = strcmp(scan, "bpf") == 0 ? GR_SCAN_BPF : strcmp(scan, "proc") == 0 ? GR_SCAN_PROC : GR_SCAN_UNKNOWN;
                 get_str(pr, "scan_fallback", t->scan_fallback, sizeof(t->scan_fallback));
-                json_object *ms = get(pr, "maps_search");
-                if (ms && json_object_get_type(ms) == json_type_object) {
-                        json_object *c = get(ms, "complete");
-                        t->maps_searched = true;
-                        t->maps_search_complete = c && json_object_get_type(c) == json_type_boolean && json_object_get_boolean(c);
-                        t->maps_search_read = (unsigned)get_int(ms, "processes_read", 0);
-                }
                 json_object *slow = get(pr, "slow");
                 s->proc_slow = slow && json_object_get_type(slow) == json_type_boolean && json_object_get_boolean(slow);
                 r = load_gpus(root, rep);

@@ -32,10 +32,6 @@ typedef struct gr_stat {
         unsigned n_threads;  /* num_threads (field 20); 0 where a recorded tree has none */
 } gr_stat;
 
-/* Is a process of this name an init that takes in orphans (systemd, tini, a container
- * runtime's shim, gpureap run...)? */
-bool gr_proc_comm_is_init(const char *comm);
-
 /* Parse /proc/PID/stat. comm may hold spaces, ')' and newlines: it ends at the last ')'. comm
  * comes back made safe to show (gr_text_sanitize); a state that is not a letter as '?'. */
 int gr_parse_stat(const char *buf, size_t len, gr_stat *ret);
@@ -221,9 +217,6 @@ typedef struct gr_proc_table {
         long clock_ticks;        /* sysconf(_SC_CLK_TCK) */
         gr_scan_kind scan;
         char scan_fallback[160]; /* why the /proc scan was used, "" when it was not or by choice */
-        /* the mappings search (gr_proc_find_map_holders): done, of how many processes, all? */
-        bool maps_searched, maps_search_complete;
-        unsigned maps_search_read;
 } gr_proc_table;
 
 typedef struct gr_proc_options {
@@ -261,15 +254,6 @@ void gr_proc_table_free(gr_proc_table *t);
  * read for every threaded process: for those the driver names as context owners. Fills p's
  * holding (and t's count) where one holds; 0, or -ENOMEM */
 int gr_proc_read_thread_files(const gr_proc_options *opts, gr_proc_table *t, gr_process *p);
-
-/* A process that maps an NVIDIA device file without holding one open (a fork of a CUDA
- * process that closed its files: the mappings keep the file, and the context, alive) is seen
- * by neither scan. Where the driver lists memory of a process that is gone and nothing holds
- * the GPU, the snapshot looks for such processes: the maps of every process that holds
- * nothing and whose parent is gone or an init (where the fork of a dead process is), for at
- * most budget_us; each one found gets a holding of its mappings alone (n_fds 0, maps_read, the
- * GPUs it maps with 0 fds). Records the search in t; 0, or -ENOMEM */
-int gr_proc_find_map_holders(const gr_proc_options *opts, gr_proc_table *t, uint64_t budget_us);
 
 /* The NVIDIA device files one process holds (fds only: no maps, no details); 0 with *ret NULL
  * when it holds none, -errno when its fd directory cannot be read */

@@ -45,22 +45,11 @@ struct builder {
         size_t cap;
 };
 
-/* A process that only maps the GPU's device file (no fd open on it) */
-static bool maps_minor(const gr_process *proc, int minor)
-{
-        if (!proc->hold || proc->hold->n_fds > 0 || minor < 0)
-                return false;
-        for (unsigned i = 0; i < proc->hold->n_gpus; i++)
-                if (proc->hold->gpus[i].minor == (unsigned)minor)
-                        return true;
-        return false;
-}
-
 static uint64_t gpus_of(const gr_snapshot *s, const gr_process *proc)
 {
         uint64_t m = 0;
         for (unsigned i = 0; i < s->gpu->n_gpus && i < 64; i++)
-                if (gr_process_fds_on_minor(proc, s->gpu->gpus[i].minor) > 0 || maps_minor(proc, s->gpu->gpus[i].minor))
+                if (gr_process_fds_on_minor(proc, s->gpu->gpus[i].minor) > 0)
                         m |= 1ULL << i;
                 else
                         for (unsigned j = 0; j < s->gpu->gpus[i].n_procs; j++)

@@ -324,11 +324,8 @@ static int judge_roles(struct dx *x)
                 gr_holder_verdict *v = &d->holders[d->n_holders++];
                 v->pid = p->pid;
                 v->process = p;
-                /* the GPUs it has files of open, or, holding none open, maps (the mappings
-                 * search: a fork that closed its files) */
-                bool maps_only = p->hold->n_fds == 0 && p->hold->maps_read;
                 for (unsigned k = 0; k < p->hold->n_gpus; k++)
-                        if (p->hold->gpus[k].minor < 64 && (p->hold->gpus[k].n_fds > 0 || maps_only))
+                        if (p->hold->gpus[k].minor < 64 && p->hold->gpus[k].n_fds > 0)
                                 v->minors |= 1ULL << p->hold->gpus[k].minor;
                 if (p->state == 'Z')
                         v->conditions |= GR_COND_ZOMBIE;
@@ -458,11 +455,6 @@ static unsigned ghost_holders(const struct dx *x, const struct gpu_view *gv, pid
                 c = GR_UNSURE;
         if (c == GR_SURE && x->partial_view)
                 c = GR_LIKELY; /* a holder it could not inspect may be the one */
-        for (unsigned k = 0; k < n && c == GR_SURE; k++) {
-                const gr_process *h = dx_find(x, out[k]);
-                if (h && h->hold && h->hold->n_fds == 0)
-                        c = GR_LIKELY; /* it only maps the device: less to go on than open files */
-        }
         *ret_conf = c;
         return n;
 }
@@ -511,11 +503,7 @@ static int ghost_findings(struct dx *x, const struct gpu_view *gv, bool *dirty, 
                 f->related = ghost;
                 f->memory = o->used_bytes;
                 if (torn_down) {
-                        /* nothing holds it, as far as was looked: the mappings search (when it
-                         * ran out of time) may have missed one that maps the device alone */
-                        const gr_proc_table *t = x->s->procs;
-                        bool maps_missed = t && t->maps_searched && !t->maps_search_complete;
-                        f->confidence = x->partial_view || maps_missed ? GR_UNSURE : GR_SURE;
+                        f->confidence = x->partial_view ? GR_UNSURE : GR_SURE;
                         *stale = true;
                         continue;
                 }

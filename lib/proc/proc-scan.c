@@ -8,7 +8,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
-#include <time.h>
 #include <unistd.h>
 #include <linux/capability.h>
 #include <linux/kcmp.h>
@@ -1023,97 +1022,6 @@ static int thread_fds(int tdir, const gr_stat *tst, void *userdata)
         struct thread_fds *tf = userdata;
         tf->socks->n = 0;
         return scan_fds(tdir, tf->devdir, tf->devdir_len, tf->h, tf->socks, NULL);
-}
-
-struct map_holding {
-        const char *devdir;
-        size_t devdir_len;
-        gr_holding *h;
-        bool nomem;
-};
-
-static int map_holding_line(const char *line, size_t len, void *userdata)
-{
-        struct map_holding *mh = userdata;
-        if (!gr_maps_line_is_nvidia(line, len, mh->devdir, mh->devdir_len))
-                return 0;
-        const char *path = memchr(line, '/', len);
-        char buf[512];
-        size_t n = len - (size_t)(path - line);
-        if (n >= sizeof(buf))
-                n = sizeof(buf) - 1;
-        memcpy(buf, path, n);
-        buf[n] = '\0';
-        unsigned minor = 0;
-        gr_dev_kind k = gr_classify_device_path(mh->devdir, mh->devdir_len, buf, &minor);
-        if (k == GR_DEV_NONE)
-                return 0;
-        if (!mh->h && !(mh->h = calloc(1, sizeof(*mh->h)))) {
-                mh->nomem = true;
-                return 1;
-        }
-        mh->h->maps_read = true;
-        mh->h->n_maps++;
-        if (k == GR_DEV_GPU) {
-                bool have = false;
-                for (unsigned i = 0; i < mh->h->n_gpus && !have; i++)
-                        have = mh->h->gpus[i].minor == minor;
-                if (!have && mh->h->n_gpus < GR_HOLD_GPUS_MAX)
-                        mh->h->gpus[mh->h->n_gpus++].minor = minor;
-        }
-        return 0;
-}
-
-static uint64_t mono_us(void)
-{
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
-}
-
-int gr_proc_find_map_holders(const gr_proc_options *opts, gr_proc_table *t, uint64_t budget_us)
-{
-        const char *devdir = opt_dev_dir(opts);
-        size_t devdir_len = strlen(devdir);
-        while (devdir_len > 1 && devdir[devdir_len - 1] == '/')
-                devdir_len--;
-        uint64_t t0 = mono_us();
-        t->maps_searched = true;
-        t->maps_search_complete = true;
-        t->maps_search_read = 0;
-        for (size_t i = 0; i < t->n; i++) {
-                gr_process *p = &t->procs[i];
-                if (p->hold || p->kthread || p->state == 'Z' || p->state == 'X')
-                        continue;
-                /* a fork whose parent is gone: reparented to an init (or a subreaper), or its
-                 * parent is not here; a process with a live parent of its own is left alone (a
-                 * host's thousands of them would each cost a read of their maps) */
-                const gr_process *parent = gr_proc_table_find(t, p->ppid);
-                if (p->ppid > 1 && parent && parent->state != 'Z' && parent->state != 'X' &&
-                    !gr_proc_comm_is_init(parent->comm))
-                        continue;
-                if (mono_us() - t0 > budget_us) {
-                        t->maps_search_complete = false;
-                        break;
-                }
-                int fd = open_pid_dir(opt_proc_root(opts), p->pid);
-                if (fd < 0)
-                        continue;
-                struct map_holding mh = { devdir, devdir_len, NULL, false };
-                gr_read_lines_at(fd, "maps", map_holding_line, &mh);
-                t->maps_search_read++;
-                if (mh.nomem) {
-                        close(fd);
-                        return -ENOMEM;
-                }
-                if (mh.h) {
-                        p->hold = mh.h;
-                        t->n_holders++;
-                        load_details_at(fd, p);
-                }
-                close(fd);
-        }
-        return 0;
 }
 
 int gr_proc_read_thread_files(const gr_proc_options *opts, gr_proc_table *t, gr_process *p)

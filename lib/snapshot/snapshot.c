@@ -104,31 +104,6 @@ static void load_lineage(const gr_proc_options *po, gr_proc_table *t)
         }
 }
 
-/* Does the driver list memory of a process that is gone (or a zombie) on a GPU that no
- * process holds a device file of? Then a process that only maps the device may keep it (a
- * fork that closed its files), and the maps are searched for one, for at most this long */
-#define MAP_SEARCH_BUDGET_US 200000
-static bool needs_map_search(const gr_snapshot *s)
-{
-        if (s->pidns == GR_PIDNS_OTHER)
-                return false; /* the driver's host PIDs match nothing here anyway */
-        for (unsigned i = 0; i < s->gpu->n_gpus; i++) {
-                const gr_gpu *g = &s->gpu->gpus[i];
-                if (!g->procs_ok)
-                        continue;
-                bool orphaned = false, held = false;
-                for (unsigned j = 0; j < g->n_procs && !orphaned; j++) {
-                        const gr_process *p = gr_proc_table_find(s->procs, (pid_t)g->procs[j].pid);
-                        orphaned = !p || p->state == 'Z' || p->state == 'X';
-                }
-                for (size_t k = 0; orphaned && !held && k < s->procs->n; k++)
-                        held = gr_process_fds_on_minor(&s->procs->procs[k], g->minor) > 0;
-                if (orphaned && !held)
-                        return true;
-        }
-        return false;
-}
-
 int gr_snapshot_take(const gr_snapshot_options *opts, gr_snapshot **ret)
 {
         gr_snapshot *s = calloc(1, sizeof(*s));
@@ -184,10 +159,6 @@ int gr_snapshot_take(const gr_snapshot_options *opts, gr_snapshot **ret)
         }
         s->pidns = detect_pidns(po.proc_root);
         s->hidepid = detect_hidepid(po.proc_root);
-        if (s->procs && needs_map_search(s) && gr_proc_find_map_holders(&po, s->procs, MAP_SEARCH_BUDGET_US) < 0) {
-                gr_snapshot_free(s);
-                return -ENOMEM;
-        }
         if (s->procs)
                 load_lineage(&po, s->procs);
         /* context owners that hold no device file in their own table: a live one may hold

@@ -35,9 +35,6 @@
  *                          a copy, with the device files), then close every fd above 2 in the
  *                          leader's: the leader lives on, /proc/PID/fd shows no device file, and
  *                          only the thread's table (task/TID/fd) holds the GPU
- *   keep-by-maps           map every open regular file (the device files, the context), then close
- *                          every fd above 2: what it holds, it holds through its mappings alone
- *                          (a fork of a CUDA process that closed its files without an exec)
  *   sleep                  sleep until killed
  *   exit                   exit 0 */
 #include <errno.h>
@@ -384,15 +381,6 @@ int main(int argc, char **argv)
                         if (pthread_create(&t2, NULL, sleeper_thread, NULL) != 0)
                                 return 1;
                         pthread_exit(NULL);
-                } else if (strcmp(v, "keep-by-maps") == 0) {
-                        for (int fd = 3; fd < 1024; fd++) {
-                                struct stat st;
-                                if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0 &&
-                                    mmap(NULL, 4096, PROT_READ, MAP_SHARED, fd, 0) == MAP_FAILED)
-                                        die("mmap");
-                        }
-                        for (int fd = 3; fd < 1024; fd++)
-                                close(fd);
                 } else if (strcmp(v, "thread-holds") == 0) {
                         pthread_t t1;
                         if (pthread_create(&t1, NULL, keeping_thread, NULL) != 0)
