@@ -18,7 +18,10 @@ for fn in nvmlDeviceGetComputeRunningProcesses_v3 nvmlDeviceGetMemoryInfo_v2 nvm
                 SLURM_JOB_ID=55 SLURM_JOB_UID=0 SLURM_JOB_GPUS=$gpus gr slurm-epilog --timeout 3s --grace 200ms
                 ms=$(( ($(date +%s%N) - t0) / 1000000 ))
                 echo "# hang $fn, SLURM_JOB_GPUS='$gpus': exit $RC in $ms ms: $(tail -n 1 "$T/err")"
-                if [ "$ms" -le 4500 ]; then ok "hang in $fn (SLURM_JOB_GPUS='$gpus'): the epilog returned in $ms ms (exit $RC)"
+                # bounded by its deadline, not by the hung calls (before: 15-20 s, each snapshot
+                # waiting its 5 s); the margin is for a loaded 2-core machine (5.3 s seen once
+                # beside another test suite), not a figure of speed
+                if [ "$ms" -le 6500 ]; then ok "hang in $fn (SLURM_JOB_GPUS='$gpus'): the epilog returned in $ms ms (exit $RC)"
                 else bad "hang in $fn (SLURM_JOB_GPUS='$gpus'): 'slurm-epilog --timeout 3s' took $ms ms (exit $RC)"; fi
                 lp=$(pid_of "left-$fn-$gpus")
                 if [ "$RC" -eq 0 ] && alive "$lp"; then
