@@ -663,17 +663,24 @@ static void run_supervisor_marker(void **state)
                 gr_diagnosis_free(d);
                 gr_snapshot_free(s);
         }
-        /* the PID of the supervisor now names another program: it was killed */
-        gr_snapshot *s = snap_new(1);
-        base_tree(s);
-        proc(s, 500, 10, 500, 10, 'S', "bash");
-        gr_process *p = proc(s, 501, 1, 501, 501, 'S', "python3");
-        p->run_pid = 500;
-        hold_cuda(p, 0);
-        gr_diagnosis *d = diagnose(s);
-        assert_int_equal(gr_diagnosis_holder(d, 501)->judgement, GR_JUDGE_LEFTOVER);
-        gr_diagnosis_free(d);
-        gr_snapshot_free(s);
+        /* the PID of the supervisor now names another program, started after the holder (a
+         * PID taken again): the supervisor was killed; started before it under another name
+         * (a renamed gpureap that started it through srun or docker exec, or a copied marker):
+         * unsure, never a sure leftover */
+        for (int older = 0; older <= 1; older++) {
+                gr_snapshot *s = snap_new(1);
+                base_tree(s);
+                proc(s, 500, 10, 500, 10, 'S', "bash")->start_time = older ? 50 : 200;
+                gr_process *p = proc(s, 501, 1, 501, 501, 'S', "python3");
+                p->run_pid = 500;
+                p->start_time = 100;
+                hold_cuda(p, 0);
+                gr_diagnosis *d = diagnose(s);
+                assert_int_equal(gr_diagnosis_holder(d, 501)->judgement, older ? GR_JUDGE_UNSURE : GR_JUDGE_LEFTOVER);
+                assert_int_equal(gr_diagnosis_holder(d, 501)->confidence, older ? GR_UNSURE : GR_SURE);
+                gr_diagnosis_free(d);
+                gr_snapshot_free(s);
+        }
 }
 
 static void service_daemon_is_not_an_orphan(void **state)
