@@ -385,7 +385,7 @@ struct tree_watch {
          * lineage_ok false (no events, some lost, too many): the rules above instead. */
         int events_fd;
         bool lineage_ok;
-        pid_t lineage[4096];
+        struct { pid_t pid; uint64_t start; } lineage[4096]; /* start 0: ended before it was read */
         size_t n_lineage;
         uint64_t next_ms;
         gr_ladder *l;
@@ -471,35 +471,51 @@ static bool group_lived_at(const struct tree_watch *tw, pid_t g, uint64_t start)
         return false;
 }
 
-static bool in_lineage(const struct tree_watch *tw, pid_t pid)
+static ssize_t lineage_index(const struct tree_watch *tw, pid_t pid)
 {
         for (size_t i = 0; i < tw->n_lineage; i++)
-                if (tw->lineage[i] == pid)
-                        return true;
-        return false;
+                if (tw->lineage[i].pid == pid)
+                        return (ssize_t)i;
+        return -1;
+}
+
+/* Is this process (PID and start time) one of the targets' live descendants? The start time
+ * makes a PID that another process took since unlike it */
+static bool in_lineage(const struct tree_watch *tw, pid_t pid, uint64_t start)
+{
+        ssize_t i = lineage_index(tw, pid);
+        return i >= 0 && tw->lineage[i].start == start;
 }
 
 static void lineage_fork(pid_t parent, pid_t child, void *userdata)
 {
         struct tree_watch *tw = userdata;
-        if (!tw->lineage_ok || !in_lineage(tw, parent) || in_lineage(tw, child))
+        if (!tw->lineage_ok || lineage_index(tw, parent) < 0 || lineage_index(tw, child) >= 0)
                 return;
         if (tw->n_lineage == GR_ELEMENTSOF(tw->lineage)) {
                 tw->lineage_ok = false; /* more than it can follow: the rules without events */
                 return;
         }
-        tw->lineage[tw->n_lineage++] = child;
+        gr_stat st;
+        uint64_t start = gr_proc_read_stat(tw->s->proc_root, child, &st) == 0 ? st.start_time : 0;
+        tw->lineage[tw->n_lineage].pid = child;
+        tw->lineage[tw->n_lineage++].start = start;
 }
 
 static void lineage_exit(pid_t pid, int wait_status, void *userdata)
 {
         (void)wait_status;
         struct tree_watch *tw = userdata;
-        for (size_t i = 0; i < tw->n_lineage; i++)
-                if (tw->lineage[i] == pid) {
-                        tw->lineage[i] = tw->lineage[--tw->n_lineage];
-                        return;
-                }
+        ssize_t i = lineage_index(tw, pid);
+        if (i < 0)
+                return;
+        /* the main thread may have ended alone (pthread_exit): the kernel tells it as the
+         * process's exit while its other threads run on, and fork */
+        gr_stat st;
+        if (gr_proc_read_stat(tw->s->proc_root, pid, &st) == 0 && st.start_time == tw->lineage[i].start &&
+            (st.state != 'Z' || gr_proc_zombie_leader_alive(tw->s->proc_root, pid)))
+                return;
+        tw->lineage[i] = tw->lineage[--tw->n_lineage];
 }
 
 /* What the kernel told since the last look, in its order */
@@ -510,6 +526,17 @@ static void read_lineage(struct tree_watch *tw)
         bool lost = false;
         if (procev_read_lineage(tw->events_fd, lineage_fork, lineage_exit, tw, &lost) < 0 || lost)
                 tw->lineage_ok = false;
+}
+
+/* Was a process whose parent is ppid reparented (its parent ended: ppid is an init, a
+ * subreaper, or gone)? A live parent of another kind forked it itself: a process that joined a
+ * target's group with setpgid is not the targets' */
+static bool reparented(const struct tree_watch *tw, pid_t ppid)
+{
+        gr_stat st;
+        if (ppid <= 1 || gr_proc_read_stat(tw->s->proc_root, ppid, &st) < 0 || st.state == 'Z' || st.state == 'X')
+                return true;
+        return gr_proc_comm_is_init(st.comm);
 }
 
 static int fork_cb(pid_t pid, const gr_stat *st, void *userdata)
@@ -525,10 +552,11 @@ static int fork_cb(pid_t pid, const gr_stat *st, void *userdata)
         bool in_group = false;
         for (size_t k = 0; k < tw->n_pgids && !in_group; k++)
                 in_group = st->pgrp == tw->pgids[k];
-        bool forked = tw->lineage_ok ? in_lineage(tw, pid)
+        bool forked = tw->lineage_ok ? in_lineage(tw, pid, st->start_time)
                                      : is_member_now(tw, st->ppid) ||
                                                (in_group && pid != st->pgrp && st->start_time >= tw->since_ticks &&
-                                                group_lived_at(tw, st->pgrp, st->start_time) && group_ours(tw, st->pgrp));
+                                                group_lived_at(tw, st->pgrp, st->start_time) && group_ours(tw, st->pgrp) &&
+                                                reparented(tw, st->ppid));
         if (!forked)
                 return 0;
         if (!(tw->tree && in_group)) {
@@ -665,8 +693,10 @@ static bool run_plan(struct reap *r, const gr_snapshot *s, const gr_plan *plan)
         tw->events_fd = r->events_fd;
         tw->lineage_ok = r->events_fd >= 0;
         for (size_t i = 0; i < plan->n && tw->n_lineage < GR_ELEMENTSOF(tw->lineage); i++)
-                if (plan->targets[i].refused == GR_REFUSE_NONE)
-                        tw->lineage[tw->n_lineage++] = plan->targets[i].pid;
+                if (plan->targets[i].refused == GR_REFUSE_NONE) {
+                        tw->lineage[tw->n_lineage].pid = plan->targets[i].pid;
+                        tw->lineage[tw->n_lineage++].start = plan->targets[i].start_time;
+                }
         /* what happened since the snapshot, before any signal: a target that ended since then
          * leaves the lineage (its PID may be another's by the time it is looked at) */
         read_lineage(tw);
@@ -875,7 +905,9 @@ int cmd_reap(int argc, char **argv)
                 drain = NULL;
         /* who forks whom from now on, for what the targets fork while they are ended (root;
          * without it, the rules of tree_watch) */
-        r.events_fd = r.dry ? -1 : procev_open();
+        /* The events name processes by their PIDs in the initial PID namespace: elsewhere they
+         * are not the numbers /proc shows here (a namespace's 29757 is another process there) */
+        r.events_fd = r.dry || !gr_proc_in_init_pidns() ? -1 : procev_open();
 #ifdef GPUREAP_TEST_HOOKS
         if (r.events_fd >= 0 && getenv("GPUREAP_TEST_NO_EVENTS")) { /* as without CAP_NET_ADMIN */
                 close(r.events_fd);

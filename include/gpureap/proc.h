@@ -32,6 +32,10 @@ typedef struct gr_stat {
         unsigned n_threads;  /* num_threads (field 20); 0 where a recorded tree has none */
 } gr_stat;
 
+/* Is a process of this name an init that takes in orphans (systemd, tini, a container
+ * runtime's shim, gpureap run...)? */
+bool gr_proc_comm_is_init(const char *comm);
+
 /* Parse /proc/PID/stat. comm may hold spaces, ')' and newlines: it ends at the last ')'. comm
  * comes back made safe to show (gr_text_sanitize); a state that is not a letter as '?'. */
 int gr_parse_stat(const char *buf, size_t len, gr_stat *ret);

@@ -47,16 +47,6 @@ static void judge(struct judged *j, gr_judgement what, gr_confidence conf, const
 }
 
 /* Inits and subreapers by name: their children were started by them or handed to them */
-static bool init_name(const char *comm)
-{
-        static const char *const names[] = { "systemd", "init", "tini", "docker-init", "dumb-init",
-                                             "catatonit", "s6-svscan", "runit", "runsvdir", "gpureap",
-                                             "pause" /* Kubernetes' pod sandbox, PID 1 of a shared namespace */ };
-        for (size_t i = 0; i < GR_ELEMENTSOF(names); i++)
-                if (strcmp(comm, names[i]) == 0)
-                        return true;
-        return strncmp(comm, "containerd-shim", 15) == 0 || strcmp(comm, "conmon") == 0;
-}
 
 /* Is parent an init that takes in orphans? Missing (gone, or outside this view) counts as one.
  * The host's PID 1 always is, whatever its name; a container's init only when it is a known
@@ -68,7 +58,7 @@ static bool init_like(const struct dx *x, const gr_process *child, const gr_proc
         bool ns_init = parent->n_nspid > 1 && parent->nspid[parent->n_nspid - 1] == 1;
         if (parent->pid == 1 && !ns_init && x->s->pidns != GR_PIDNS_OTHER)
                 return true;
-        return init_name(parent->comm);
+        return gr_proc_comm_is_init(parent->comm);
 }
 
 /* The PID a process has in its own (innermost) PID namespace, as it would give it to its

@@ -580,3 +580,14 @@ gr_cgroup_kind gr_cgroup_manager(const char *cgroup, char *ret_name, size_t size
                 gr_strlcpy(ret_name, kind == GR_CG_NONE ? "" : name, size);
         return kind;
 }
+
+bool gr_proc_comm_is_init(const char *comm)
+{
+        static const char *const names[] = { "systemd", "init", "tini", "docker-init", "dumb-init",
+                                             "catatonit", "s6-svscan", "runit", "runsvdir", "gpureap",
+                                             "pause" /* Kubernetes' pod sandbox, PID 1 of a shared namespace */ };
+        for (size_t i = 0; i < GR_ELEMENTSOF(names); i++)
+                if (strcmp(comm, names[i]) == 0)
+                        return true;
+        return strncmp(comm, "containerd-shim", 15) == 0 || strcmp(comm, "conmon") == 0;
+}
