@@ -33,7 +33,7 @@ ok "bash and zsh completions installed"
 [ -x "$T/root/usr/lib/gpureap/slurm-epilog" ] && [ -x "$T/root/usr/lib/gpureap/slurm-prolog" ] || fail "no Slurm scripts"
 grep -qx "exec /usr/bin/gpureap slurm-epilog --drain" "$T/root/usr/lib/gpureap/slurm-epilog" || fail "the Epilog does not run /usr/bin/gpureap: $(cat "$T/root/usr/lib/gpureap/slurm-epilog")"
 ok "Slurm prolog and epilog scripts installed"
-lintian --no-tag-display-limit "$deb" >"$T/lintian" 2>&1 || true
+TMPDIR=$T lintian --no-tag-display-limit "$deb" >"$T/lintian" 2>&1 || true # its scratch dirs in ours: removed with it
 if grep -q '^E:' "$T/lintian"; then
         cat "$T/lintian" >&2
         fail "lintian reports errors"
