@@ -576,7 +576,8 @@ static int fork_cb(pid_t pid, const gr_stat *st, void *userdata)
 static void tree_refresh(gr_ladder *l, void *userdata)
 {
         struct tree_watch *tw = userdata;
-        /* each round: when a member was first seen ended */
+        /* each round: when a member was first seen ended (the rules without events need it,
+         * also once events were lost) */
         uint64_t ticks = 0;
         for (size_t i = 0; i < l->n; i++) {
                 if (!l->m[i].done)
@@ -715,14 +716,11 @@ static bool run_plan(struct reap *r, const gr_snapshot *s, const gr_plan *plan)
                     gr_plan_group_targets_alone(s, plan, &r->po, t->pgrp))
                         tw->pgids[tw->n_pgids++] = t->pgrp;
         }
+        tw->minors_set = r->po.gpus != NULL; /* chosen GPUs without a device file known: nothing matches */
         for (unsigned i = 0; r->po.gpus && i < s->gpu->n_gpus; i++)
                 if (gr_gpu_matches_list(&s->gpu->gpus[i], r->po.gpus) && s->gpu->gpus[i].minor >= 0 &&
-                    s->gpu->gpus[i].minor < 64) {
+                    s->gpu->gpus[i].minor < 64)
                         tw->minors |= 1ULL << s->gpu->gpus[i].minor;
-                        tw->minors_set = true;
-                }
-        if (r->po.gpus && !tw->minors_set)
-                tw->minors_set = true; /* chosen GPUs without a device file known: nothing matches */
         /* --timeout bounds the whole command: the SIGKILL comes early enough to take effect */
         for (size_t i = 0; i < plan->n; i++) {
                 const gr_target *t = &plan->targets[i];
@@ -904,9 +902,8 @@ int cmd_reap(int argc, char **argv)
         if (!r.dry && gr_drain_start(&r.so.gpu, &drain) < 0)
                 drain = NULL;
         /* who forks whom from now on, for what the targets fork while they are ended (root;
-         * without it, the rules of tree_watch) */
-        /* The events name processes by their PIDs in the initial PID namespace: elsewhere they
-         * are not the numbers /proc shows here (a namespace's 29757 is another process there) */
+         * without it, the rules of tree_watch). The events name processes by their PIDs in the
+         * initial PID namespace: elsewhere those are not the numbers /proc shows */
         r.events_fd = r.dry || !gr_proc_in_init_pidns() ? -1 : procev_open();
 #ifdef GPUREAP_TEST_HOOKS
         if (r.events_fd >= 0 && getenv("GPUREAP_TEST_NO_EVENTS")) { /* as without CAP_NET_ADMIN */

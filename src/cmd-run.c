@@ -791,6 +791,33 @@ static uint64_t gpus_owned_by_tree(const struct run *r)
 }
 
 /* Ready: told once, to systemd and to --ready-file (written whole, then renamed) */
+/* Write path whole: a temp file beside it, then renamed, so that a reader never sees half of
+ * it; data and then tail, synced first with sync. What its path names is replaced only when it
+ * is a regular file or nothing (output_path_ok, again just before the rename: it may have been
+ * replaced since the start). true when written; false with the reason printed, the temp file
+ * removed. */
+static bool replace_file(const char *option, const char *path, const char *data, size_t len, const char *tail,
+                         bool sync)
+{
+        char tmp[4096];
+        int fd = -1;
+        if (snprintf(tmp, sizeof(tmp), "%s.%d.tmp", path, (int)getpid()) < (int)sizeof(tmp))
+                fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
+        size_t tlen = strlen(tail);
+        bool ok = fd >= 0 && write(fd, data, len) == (ssize_t)len && write(fd, tail, tlen) == (ssize_t)tlen &&
+                  (!sync || fsync(fd) == 0);
+        if (fd >= 0 && close(fd) != 0)
+                ok = false;
+        bool fits = ok && output_path_ok(option, path) == 0;
+        if (fits && rename(tmp, path) == 0)
+                return true;
+        if (!ok || fits)
+                error_msg("cannot write '%s': %s", path, strerror(errno));
+        if (fd >= 0)
+                unlink(tmp);
+        return false;
+}
+
 static void announce_ready(struct run *r)
 {
         if (r->announced)
@@ -801,21 +828,9 @@ static void announce_ready(struct run *r)
         sd_notify_send(msg);
         if (!r->ready_file)
                 return;
-        char tmp[4096];
-        int fd = -1;
-        if (snprintf(tmp, sizeof(tmp), "%s.%d.tmp", r->ready_file, (int)getpid()) < (int)sizeof(tmp))
-                fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
         char line[64];
         int n = snprintf(line, sizeof(line), "ready %d %lld\n", (int)r->cmd_pid, (long long)now_ms_since(r));
-        bool ok = fd >= 0 && write(fd, line, (size_t)n) == n;
-        if (fd >= 0 && close(fd) != 0)
-                ok = false;
-        bool fits = ok && output_path_ok("--ready-file", r->ready_file) == 0; /* replaced since the start? */
-        if (!fits || rename(tmp, r->ready_file) < 0) {
-                if (!ok || fits)
-                        error_msg("cannot write '%s': %s", r->ready_file, strerror(errno));
-                if (fd >= 0)
-                        unlink(tmp);
+        if (!replace_file("--ready-file", r->ready_file, line, (size_t)n, "", false)) {
                 r->ready_file = NULL; /* nothing of ours to remove at the end */
                 return;
         }
@@ -878,24 +893,7 @@ static void write_result(const struct run *r, int code, const char *ended, const
                 puts(text);
                 fflush(stdout);
         } else {
-                /* written whole, then renamed: a reader never sees half a result */
-                char tmp[4096];
-                int fd = -1;
-                if (snprintf(tmp, sizeof(tmp), "%s.%d.tmp", r->json_path, (int)getpid()) < (int)sizeof(tmp))
-                        fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
-                size_t len = strlen(text);
-                bool ok = fd >= 0 && write(fd, text, len) == (ssize_t)len && write(fd, "\n", 1) == 1 && fsync(fd) == 0;
-                if (fd >= 0 && close(fd) != 0)
-                        ok = false;
-                if (ok && output_path_ok("--json", r->json_path) < 0) { /* replaced since the start */
-                        unlink(tmp);
-                        json_object_put(o);
-                        return;
-                }
-                if (!ok || rename(tmp, r->json_path) < 0)
-                        error_msg("cannot write '%s': %s", r->json_path, strerror(errno));
-                if (fd >= 0 && !ok)
-                        unlink(tmp);
+                replace_file("--json", r->json_path, text, strlen(text), "\n", true);
         }
         json_object_put(o);
 }

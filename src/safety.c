@@ -79,15 +79,14 @@ int signalling_env_ok(const char *cmd)
         /* a child PID namespace that sees another namespace's /proc (unshare -fp without
          * --mount-proc, a container given the host's /proc): the PIDs judged there are not the
          * ones a signal reaches (pidfd_open and kill resolve in our own namespace) */
-        char self[32];
-        ssize_t n = readlink("/proc/self", self, sizeof(self) - 1);
-        uint64_t v = 0;
-        if (n > 0)
-                self[n] = '\0';
-        if (n <= 0 || gr_parse_u64(self, &v) < 0 || v != (uint64_t)getpid()) {
+        pid_t self = gr_proc_self_pid();
+        if (self != getpid()) {
+                char shown[16] = "missing";
+                if (self > 0)
+                        snprintf(shown, sizeof(shown), "%d", (int)self);
                 error_msg("%s signals processes by the PIDs /proc shows, and this /proc is not of gpureap's own PID "
                           "namespace (/proc/self is '%s', gpureap is PID %d): mount one of its own (unshare --mount-proc)",
-                          cmd, n > 0 ? self : "missing", (int)getpid());
+                          cmd, shown, (int)getpid());
                 return -1;
         }
         const char *pr = getenv("GPUREAP_PROC_ROOT");

@@ -295,6 +295,9 @@ int gr_proc_same_process(const char *proc_root, pid_t pid, uint64_t start_time);
 /* We run in the kernel's initial PID namespace and /proc is of it: PIDs here are the numbers
  * the kernel's BPF iterators and the NVIDIA driver report */
 bool gr_proc_in_init_pidns(void);
+/* The PID /proc/self names (0 when it cannot be read): gpureap's own only where /proc is of
+ * its PID namespace */
+pid_t gr_proc_self_pid(void);
 
 /* ---- one process, pinned (lib/proc/pidref.c) ---- */
 

@@ -182,6 +182,15 @@ static bool callers_group(const gr_snapshot *s, const gr_plan_options *o, pid_t 
         return false;
 }
 
+/* Is pid among the first n targets of the plan, one that will be signalled? */
+static bool signalled_target(const gr_plan *plan, size_t n, pid_t pid)
+{
+        for (size_t j = 0; j < n; j++)
+                if (plan->targets[j].pid == pid && plan->targets[j].refused == GR_REFUSE_NONE)
+                        return true;
+        return false;
+}
+
 bool gr_plan_group_targets_alone(const gr_snapshot *s, const gr_plan *plan, const gr_plan_options *o, pid_t pgrp)
 {
         if (pgrp <= 1 || !s->procs || callers_group(s, o, pgrp))
@@ -190,10 +199,7 @@ bool gr_plan_group_targets_alone(const gr_snapshot *s, const gr_plan *plan, cons
                 const gr_process *q = &s->procs->procs[k];
                 if (q->pgrp != pgrp || q->state == 'Z' || q->state == 'X')
                         continue;
-                bool target = false;
-                for (size_t j = 0; j < plan->n && !target; j++)
-                        target = plan->targets[j].pid == q->pid && plan->targets[j].refused == GR_REFUSE_NONE;
-                if (!target)
+                if (!signalled_target(plan, plan->n, q->pid))
                         return false;
         }
         return true;
@@ -276,10 +282,8 @@ int gr_plan_make(const gr_snapshot *s, const gr_diagnosis *d, const gr_plan_opti
                         for (size_t k = 0; t && t->pgrp > 1 && s->procs && k < s->procs->n; k++) {
                                 const gr_process *q = &s->procs->procs[k];
                                 const gr_holder_verdict *v = q->pgrp == t->pgrp ? gr_diagnosis_holder(d, q->pid) : NULL;
-                                bool target = false; /* the targets themselves were chosen */
-                                for (size_t j = 0; v && j < n && !target; j++)
-                                        target = p->targets[j].pid == q->pid && p->targets[j].refused == GR_REFUSE_NONE;
-                                if (v && !target && v->role != GR_ROLE_MONITOR && v->judgement != GR_JUDGE_LEFTOVER) {
+                                /* the targets themselves were chosen */
+                                if (v && !signalled_target(p, n, q->pid) && v->role != GR_ROLE_MONITOR && v->judgement != GR_JUDGE_LEFTOVER) {
                                         live_group = true;
                                         r = add(&b, q->pid, GR_WHY_TREE, judged_refusal(v, false));
                                 }

@@ -39,6 +39,15 @@ static const char *opt_dev_dir(const gr_proc_options *o)
         return o && o->dev_dir ? o->dev_dir : gr_dev_dir_default();
 }
 
+/* The device directory's length without its trailing slashes, as paths are compared to it */
+static size_t dev_dir_len(const char *devdir)
+{
+        size_t n = strlen(devdir);
+        while (n > 1 && devdir[n - 1] == '/')
+                n--;
+        return n;
+}
+
 static bool parse_pid_name(const char *name, pid_t *ret)
 {
         uint64_t v;
@@ -756,12 +765,18 @@ bool gr_proc_in_init_pidns(void)
         unsigned long long ino;
         if (sscanf(link, "pid:[%llu]", &ino) != 1 || ino != 0xEFFFFFFCULL) /* PROC_PID_INIT_INO */
                 return false;
-        n = readlink("/proc/self", link, sizeof(link) - 1);
+        return gr_proc_self_pid() == getpid();
+}
+
+pid_t gr_proc_self_pid(void)
+{
+        char link[32];
+        ssize_t n = readlink("/proc/self", link, sizeof(link) - 1);
         if (n <= 0)
-                return false;
+                return 0;
         link[n] = '\0';
-        uint64_t self;
-        return gr_parse_u64(link, &self) == 0 && self == (uint64_t)getpid();
+        uint64_t v;
+        return gr_parse_u64(link, &v) == 0 && v <= INT32_MAX ? (pid_t)v : 0;
 }
 
 /* Below this many open files (system-wide, /proc/sys/fs/file-nr) reading every fd directory
@@ -897,9 +912,7 @@ int gr_proc_scan(const gr_proc_options *opts, gr_proc_table **ret)
 {
         const char *root = opt_proc_root(opts);
         const char *devdir = opt_dev_dir(opts);
-        size_t devdir_len = strlen(devdir);
-        while (devdir_len > 1 && devdir[devdir_len - 1] == '/')
-                devdir_len--;
+        size_t devdir_len = dev_dir_len(devdir);
 
         int rootfd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (rootfd < 0)
@@ -1029,9 +1042,7 @@ int gr_proc_read_thread_files(const gr_proc_options *opts, gr_proc_table *t, gr_
         if (p->hold || p->state == 'Z' || p->state == 'X')
                 return 0;
         const char *devdir = opt_dev_dir(opts);
-        size_t devdir_len = strlen(devdir);
-        while (devdir_len > 1 && devdir[devdir_len - 1] == '/')
-                devdir_len--;
+        size_t devdir_len = dev_dir_len(devdir);
         int fd = open_pid_dir(opt_proc_root(opts), p->pid);
         if (fd < 0)
                 return fd;
@@ -1057,9 +1068,7 @@ int gr_proc_read_thread_files(const gr_proc_options *opts, gr_proc_table *t, gr_
 int gr_proc_holding(const char *proc_root, const char *dev_dir, pid_t pid, gr_holding **ret)
 {
         const char *devdir = dev_dir ? dev_dir : gr_dev_dir_default();
-        size_t devdir_len = strlen(devdir);
-        while (devdir_len > 1 && devdir[devdir_len - 1] == '/')
-                devdir_len--;
+        size_t devdir_len = dev_dir_len(devdir);
         int fd = open_pid_dir(proc_root ? proc_root : gr_proc_root_default(), pid);
         if (fd < 0)
                 return fd;
@@ -1075,18 +1084,16 @@ int gr_proc_holding(const char *proc_root, const char *dev_dir, pid_t pid, gr_ho
         char buf[1024];
         size_t len;
         struct stat task;
-        if (r == 0 && entries == 0 && gr_read_file_at(fd, "stat", buf, sizeof(buf), &len) == 0 &&
-            gr_parse_stat(buf, len, &st) == 0 && (st.state == 'Z' || st.state == 'X')) {
-                /* no fd at all and the leader has ended: if the process lives on in its
-                 * threads, its files are theirs (each_live_thread), as the scan reads them */
+        /* no fd at all and the leader has ended: if the process lives on in its threads, its
+         * files are theirs, as the scan reads them; or more than one thread (task/ has two
+         * links more than threads) and the leader's table without a device file: a thread's
+         * own table may have one (each_live_thread) */
+        bool ended = r == 0 && entries == 0 && gr_read_file_at(fd, "stat", buf, sizeof(buf), &len) == 0 &&
+                     gr_parse_stat(buf, len, &st) == 0 && (st.state == 'Z' || st.state == 'X');
+        bool threaded = !ended && r == 0 && !h && fstatat(fd, "task", &task, 0) == 0 && task.st_nlink > 3;
+        if (ended || threaded) {
                 struct thread_fds tf = { devdir, devdir_len, socks, &h };
-                int q = each_live_thread(fd, pid, false, thread_fds, &tf);
-                r = q < 0 ? q : 0;
-        } else if (r == 0 && !h && fstatat(fd, "task", &task, 0) == 0 && task.st_nlink > 3) {
-                /* more than one thread (task/ has two links more than threads), the leader's
-                 * table without a device file: a thread's own table may have one */
-                struct thread_fds tf = { devdir, devdir_len, socks, &h };
-                int q = each_live_thread(fd, pid, true, thread_fds, &tf);
+                int q = each_live_thread(fd, pid, threaded, thread_fds, &tf);
                 r = q < 0 ? q : 0;
         }
         free(socks);
