@@ -7,6 +7,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <syslog.h>
 #include <unistd.h>
@@ -35,8 +36,10 @@ static void reset_usage(FILE *f)
                 "2 usage error or no consent, 3 the reset failed, is not supported, or timed out\n");
 }
 
+extern char **environ;
+
 /* run nvidia-smi with a deadline; its output in out; returns its exit status, -ETIMEDOUT, -errno */
-static int run_smi(const char *smi, unsigned index, uint64_t timeout_ms, char *out, size_t size)
+static int run_smi(const char *smi, int smi_fd, unsigned index, uint64_t timeout_ms, char *out, size_t size)
 {
         int p[2];
         if (pipe2(p, O_CLOEXEC) < 0)
@@ -53,7 +56,15 @@ static int run_smi(const char *smi, unsigned index, uint64_t timeout_ms, char *o
         if (pid == 0) {
                 dup2(p[1], STDOUT_FILENO);
                 dup2(p[1], STDERR_FILENO);
-                execlp(smi, smi, "--gpu-reset", "-i", idx, (char *)NULL);
+                if (smi_fd >= 0) {
+                        /* the file that was checked; open across the exec, so that a script's
+                         * interpreter reads it through /dev/fd */
+                        char *const args[] = { (char *)smi, (char *)"--gpu-reset", (char *)"-i", idx, NULL };
+                        fcntl(smi_fd, F_SETFD, 0);
+                        syscall(SYS_execveat, smi_fd, "", args, environ, AT_EMPTY_PATH);
+                } else {
+                        execlp(smi, smi, "--gpu-reset", "-i", idx, (char *)NULL);
+                }
                 _exit(127);
         }
         close(p[1]);
@@ -135,7 +146,8 @@ int cmd_reset(int argc, char **argv)
                 return EXIT_USAGE;
         }
         const char *smi = getenv("GPUREAP_NVIDIA_SMI");
-        if (smi && *smi && env_path_trusted("GPUREAP_NVIDIA_SMI", smi) < 0)
+        _cleanup_close_ int smi_fd = -1;
+        if (smi && *smi && env_path_trusted("GPUREAP_NVIDIA_SMI", smi, &smi_fd) < 0)
                 return EXIT_USAGE;
         if (stop_monitors && signalling_env_ok("reset --stop-monitors") < 0)
                 return EXIT_USAGE;
@@ -265,7 +277,7 @@ int cmd_reset(int argc, char **argv)
         char out[4096];
         audit_open("reset");
         audit_log(LOG_NOTICE, "GPU %u (%s %s): '%s --gpu-reset -i %u'", g->index, g->uuid, g->pci_bus_id, smi, g->index);
-        int rc = run_smi(smi, g->index, timeout, out, sizeof(out));
+        int rc = run_smi(smi, smi_fd, g->index, timeout, out, sizeof(out));
         for (char *nl; (nl = strrchr(out, '\n')) && nl[1] == '\0';)
                 *nl = '\0';
         if (rc == -ETIMEDOUT) {

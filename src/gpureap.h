@@ -212,8 +212,8 @@ int state_write(const char *name, const char *content); /* atomically */
 /* src/safety.c: gpureap, its helpers and ancestors, never signalled */
 struct gr_plan_options;
 int self_plan_options(struct gr_plan_options *po);
-/* root trusts a path from the environment only when root owns it and others cannot write it */
-int env_path_trusted(const char *var, const char *path);
+/* a path from the environment is trusted only when nobody but root or this user can change it */
+int env_path_trusted(const char *var, const char *path, int *ret_fd);
 /* before a command signals anything: no foreign /proc, no device directory root does not own */
 int signalling_env_ok(const char *cmd);
 int output_path_ok(const char *option, const char *path);

@@ -54,19 +54,25 @@ void self_plan_options_release(gr_plan_options *po)
         po->n_ancestors = 0;
 }
 
-/* A program or directory named by the environment that root is about to trust: an absolute
- * path, owned by root, that nobody else can write. As another user, anything goes: it can only
- * hurt itself. */
-int env_path_trusted(const char *var, const char *path)
+/* A program or directory named by the environment that gpureap is about to run or trust: an
+ * absolute path whose file, directories and links only root or this user can change
+ * (gr_open_trusted), so that nobody else can swap it between this check and its use. With
+ * ret_fd, the file checked, opened O_PATH, for the caller to use instead of the name. */
+int env_path_trusted(const char *var, const char *path, int *ret_fd)
 {
-        if (geteuid() != 0)
-                return 0;
-        struct stat st;
-        if (path[0] != '/' || stat(path, &st) < 0 || st.st_uid != 0 || (st.st_mode & (S_IWGRP | S_IWOTH))) {
-                error_msg("refusing %s '%s' as root: give an absolute path owned by root that others cannot write",
-                          var, path);
+        char why[256] = "";
+        int fd = gr_open_trusted(path, O_PATH, geteuid(), why, sizeof(why));
+        if (fd < 0) {
+                if (!why[0])
+                        snprintf(why, sizeof(why), "%s", path[0] != '/' ? "not an absolute path" : strerror(-fd));
+                error_msg("refusing %s '%s'%s: %s (give a path that only root%s can change)", var, path,
+                          geteuid() == 0 ? " as root" : "", why, geteuid() == 0 ? "" : " or you");
                 return -1;
         }
+        if (ret_fd)
+                *ret_fd = fd;
+        else
+                close(fd);
         return 0;
 }
 
@@ -96,7 +102,7 @@ int signalling_env_ok(const char *cmd)
                 return -1;
         }
         const char *dev = getenv("GPUREAP_DEV_DIR");
-        if (dev && *dev && env_path_trusted("GPUREAP_DEV_DIR", dev) < 0)
+        if (dev && *dev && env_path_trusted("GPUREAP_DEV_DIR", dev, NULL) < 0)
                 return -1;
         return 0;
 }

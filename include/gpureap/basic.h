@@ -62,6 +62,16 @@ const char *gr_format_bytes(uint64_t bytes, char *buf, size_t size);
 uint64_t gr_now_ms(void);   /* monotonic: for deadlines */
 uint64_t gr_wall_ms(void);  /* the wall clock, ms since the epoch: for times that are shown */
 
+/* Open a path that the environment named, for a process (uid) that will load, run or trust
+ * what it finds there (lib/basic/trust.c): every directory on the way, and every symbolic link,
+ * must belong to root or uid, and no directory may be writable by others unless it is sticky;
+ * the file itself belongs to root or uid and others may not write it. Links are followed only
+ * once their directory passed, and the file checked is the one opened (flags as open(2);
+ * O_PATH for a descriptor that is only to be named). Returns the fd, -EPERM with why (the
+ * directory or file at fault, in words) when something on the way is not trusted, -ENOENT when
+ * it is missing from a directory nobody else can change, or another -errno. */
+int gr_open_trusted(const char *path, int flags, uid_t uid, char *why, size_t why_size);
+
 /* pidfds (lib/basic/pidfd.c): fd or -errno (-ENOSYS before Linux 5.3) */
 int gr_pidfd_open(pid_t pid);
 int gr_pidfd_send_signal(int fd, int sig);

@@ -11,7 +11,6 @@
 
 struct gr_drain {
         struct gr_helper h;
-        char library[256];
         bool finished;
 };
 
@@ -27,10 +26,12 @@ int gr_drain_start(const gr_gpu_options *opts, gr_drain **ret)
         gr_drain *d = calloc(1, sizeof(*d));
         if (!d)
                 return -ENOMEM;
-        int r = gr_nvml_library(opts, d->library, sizeof(d->library));
+        struct gr_nvml_lib lib;
+        int r = gr_nvml_library(opts, &lib);
         if (r == 0)
                 r = gr_helper_start(&d->h, gr_helper_path(opts), GR_HELPER_DRAIN, sizeof(struct gr_drain_shared),
-                                    d->library, opts);
+                                    &lib, opts);
+        gr_nvml_lib_done(&lib);
         if (r < 0) {
                 free(d);
                 return r;

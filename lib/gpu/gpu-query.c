@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "gpu/helper.h"
 #include "gpureap/basic.h"
@@ -11,7 +12,8 @@
 struct gr_gpu_query {
         struct gr_helper h;
         int start_error;          /* -errno when the helper could not be started */
-        bool library_refused;     /* root's environment named a library root does not own */
+        bool library_refused;     /* the environment named a library that is not trusted */
+        char library_why[256];
         char helper[256];
         uint64_t started_ms, timeout_ms;
         char library[256];
@@ -32,12 +34,16 @@ int gr_gpu_query_start(const gr_gpu_options *opts, gr_gpu_query **ret, pid_t *re
         gr_gpu_query *q = calloc(1, sizeof(*q));
         if (!q)
                 return -ENOMEM;
-        int lib = gr_nvml_library(opts, q->library, sizeof(q->library));
+        struct gr_nvml_lib nl;
+        int lib = gr_nvml_library(opts, &nl);
+        gr_strlcpy(q->library, nl.name, sizeof(q->library));
+        gr_strlcpy(q->library_why, nl.why, sizeof(q->library_why));
         gr_strlcpy(q->helper, gr_helper_path(opts), sizeof(q->helper));
         q->timeout_ms = opts && opts->timeout_ms ? opts->timeout_ms : 5000;
         q->started_ms = gr_now_ms();
-        int r = lib < 0 ? lib : gr_helper_start(&q->h, q->helper, GR_HELPER_QUERY, sizeof(struct gr_query_shared), q->library,
+        int r = lib < 0 ? lib : gr_helper_start(&q->h, q->helper, GR_HELPER_QUERY, sizeof(struct gr_query_shared), &nl,
                                                   opts);
+        gr_nvml_lib_done(&nl);
         q->library_refused = lib == -EPERM;
         if (r == -ENOMEM) {
                 free(q);
@@ -141,8 +147,9 @@ int gr_gpu_query_finish(gr_gpu_query *q, gr_gpu_report **ret)
                 if (w == -2 && q->library_refused) {
                         rep->status = GR_GPU_FAILED;
                         snprintf(rep->error, sizeof(rep->error),
-                                 "refusing GPUREAP_NVML_LIBRARY '%s' as root: give a path owned by root that others cannot write",
-                                 q->library);
+                                 "refusing GPUREAP_NVML_LIBRARY '%s'%s: %s (give a file that only root%s can change, in directories that only root%s can change)",
+                                 q->library, geteuid() == 0 ? " as root" : "", q->library_why,
+                                 geteuid() == 0 ? "" : " or you", geteuid() == 0 ? "" : " or you");
                 } else if (w == -2) {
                         rep->status = GR_GPU_FAILED;
                         snprintf(rep->error, sizeof(rep->error), "cannot start the NVML helper '%s': %s",

@@ -7,6 +7,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
@@ -31,28 +32,57 @@ void gr_gpu_set_helper(const char *path)
         default_helper = path;
 }
 
-/* The NVML to load. A root process does not load code that its environment names unless root
- * owns it and nobody else may write it (the dynamic linker's rule for LD_PRELOAD in secure
- * mode, in spirit): otherwise an environment left by sudo -E would choose what runs as root */
-int gr_nvml_library(const gr_gpu_options *opts, char *buf, size_t size)
+/* The NVML to load. A process does not load code that its environment names unless the file,
+ * every directory on the way to it and every link followed belong to root or to itself and
+ * nobody else may change them (the dynamic linker's rule for LD_PRELOAD in secure mode, in
+ * spirit): otherwise an environment left by sudo -E, or a link another user flips between a
+ * check and the load, would choose what runs as root. The file checked is the file loaded. */
+int gr_nvml_library(const gr_gpu_options *opts, struct gr_nvml_lib *ret)
 {
+        ret->fd = -1;
+        ret->why[0] = '\0';
         if (opts && opts->library && *opts->library)
-                return gr_strlcpy(buf, opts->library, size) ? 0 : -ENAMETOOLONG;
+                return gr_strlcpy(ret->name, opts->library, sizeof(ret->name)) ? 0 : -ENAMETOOLONG;
         const char *e = getenv("GPUREAP_NVML_LIBRARY");
         if (!e || !*e)
-                return gr_strlcpy(buf, "libnvidia-ml.so.1", size) ? 0 : -ENAMETOOLONG;
-        if (!gr_strlcpy(buf, e, size))
+                return gr_strlcpy(ret->name, "libnvidia-ml.so.1", sizeof(ret->name)) ? 0 : -ENAMETOOLONG;
+        if (!gr_strlcpy(ret->name, e, sizeof(ret->name)))
                 return -ENAMETOOLONG;
-        if (geteuid() != 0)
-                return 0;
-        struct stat st;
-        if (!strchr(e, '/'))
-                return -EPERM; /* a name the loader would search for: not for root */
-        if (stat(e, &st) < 0)
-                return 0; /* nothing there to load: the helper reports no library */
-        if (st.st_uid != 0 || (st.st_mode & (S_IWGRP | S_IWOTH)))
+        if (!strchr(e, '/')) {
+                if (geteuid() != 0)
+                        return 0; /* the loader's search, in this user's own environment */
+                snprintf(ret->why, sizeof(ret->why), "a bare name is looked up in a search path");
                 return -EPERM;
+        }
+        if (e[0] != '/') {
+                snprintf(ret->why, sizeof(ret->why), "not an absolute path");
+                return -EPERM;
+        }
+        int fd = gr_open_trusted(e, O_RDONLY, geteuid(), ret->why, sizeof(ret->why));
+        if (fd == -ENOENT)
+                return 0; /* missing where nobody else can put it: the helper reports no library */
+        if (fd < 0) {
+                if (!ret->why[0])
+                        snprintf(ret->why, sizeof(ret->why), "%s", strerror(-fd));
+                return fd == -EPERM ? fd : -EPERM;
+        }
+        /* above the helper's fixed descriptors, which the spawn's dup2s write over */
+        if (fd <= GR_HELPER_LIBRARY_FD) {
+                int high = fcntl(fd, F_DUPFD_CLOEXEC, GR_HELPER_LIBRARY_FD + 1);
+                close(fd);
+                if (high < 0)
+                        return -errno;
+                fd = high;
+        }
+        ret->fd = fd;
         return 0;
+}
+
+void gr_nvml_lib_done(struct gr_nvml_lib *l)
+{
+        if (l->fd >= 0)
+                close(l->fd);
+        l->fd = -1;
 }
 
 const char *gr_helper_path(const gr_gpu_options *opts)
@@ -107,7 +137,7 @@ static void unmap(struct gr_helper *h)
         h->shm = NULL;
 }
 
-static int spawn(struct gr_helper *h, const char *exe, int memfd, int done_wr)
+static int spawn(struct gr_helper *h, const char *exe, int memfd, int done_wr, int library_fd)
 {
         posix_spawn_file_actions_t fa;
         posix_spawnattr_t attr;
@@ -125,6 +155,8 @@ static int spawn(struct gr_helper *h, const char *exe, int memfd, int done_wr)
                 r = posix_spawn_file_actions_adddup2(&fa, memfd, GR_HELPER_SHM_FD);
         if (r == 0)
                 r = posix_spawn_file_actions_adddup2(&fa, done_wr, GR_HELPER_DONE_FD);
+        if (r == 0 && library_fd >= 0)
+                r = posix_spawn_file_actions_adddup2(&fa, library_fd, GR_HELPER_LIBRARY_FD);
         if (r == 0)
                 r = posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
         if (r == 0)
@@ -133,7 +165,8 @@ static int spawn(struct gr_helper *h, const char *exe, int memfd, int done_wr)
                 r = posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
 #ifdef HAVE_POSIX_SPAWN_FILE_ACTIONS_ADDCLOSEFROM_NP
         if (r == 0)
-                r = posix_spawn_file_actions_addclosefrom_np(&fa, GR_HELPER_DONE_FD + 1);
+                r = posix_spawn_file_actions_addclosefrom_np(&fa, library_fd >= 0 ? GR_HELPER_LIBRARY_FD + 1
+                                                                                  : GR_HELPER_DONE_FD + 1);
 #endif
         /* whatever the caller blocks or ignores (gpureap run blocks INT and TERM for its
          * signalfd), the helper starts with every signal at its default */
@@ -155,7 +188,7 @@ static int spawn(struct gr_helper *h, const char *exe, int memfd, int done_wr)
 }
 
 int gr_helper_start(struct gr_helper *h, const char *exe, enum gr_helper_kind kind, size_t shm_size,
-                    const char *library, const gr_gpu_options *opts)
+                    const struct gr_nvml_lib *library, const gr_gpu_options *opts)
 {
         memset(h, 0, sizeof(*h));
         h->pipe_rd = -1;
@@ -186,7 +219,8 @@ int gr_helper_start(struct gr_helper *h, const char *exe, enum gr_helper_kind ki
         hdr->kind = kind;
         hdr->size = shm_size;
         hdr->parent = (int32_t)getpid();
-        gr_strlcpy(hdr->library, library, sizeof(hdr->library));
+        gr_strlcpy(hdr->library, library->name, sizeof(hdr->library));
+        hdr->library_by_fd = library->fd >= 0;
         hdr->progress.gpu = -1;
         unsigned threads = opts ? opts->nvml_threads : 0;
         hdr->threads_max = threads == 0 || threads > GR_NVML_THREADS_MAX ? GR_NVML_THREADS_MAX : threads;
@@ -211,7 +245,7 @@ int gr_helper_start(struct gr_helper *h, const char *exe, enum gr_helper_kind ki
                 return r;
         }
         h->started_us = gr_now_us();
-        r = spawn(h, exe, memfd, done_wr);
+        r = spawn(h, exe, memfd, done_wr, library->fd);
         close(memfd);
         close(done_wr);
         if (r < 0) {

@@ -17,9 +17,10 @@
 #include "gpureap/gpu.h"
 
 #define GR_HELPER_MAGIC 0x67726870u /* "grhp" */
-#define GR_HELPER_ABI 3u            /* bump on any change of the layouts below */
+#define GR_HELPER_ABI 4u            /* bump on any change of the layouts below */
 #define GR_HELPER_SHM_FD 3
 #define GR_HELPER_DONE_FD 4
+#define GR_HELPER_LIBRARY_FD 5 /* the NVML library the caller opened and checked, when it did */
 /* The exec and start of the helper are not the driver's time: they get this long, however
  * short --nvml-timeout is */
 #define GR_HELPER_START_MS 10000
@@ -45,7 +46,8 @@ struct gr_helper_header {
         uint32_t magic, abi, kind;
         uint64_t size;            /* bytes of the whole layout of this kind */
         int32_t parent;           /* the caller: the helper leaves at once if it is not its parent */
-        char library[256];        /* the NVML to load */
+        char library[256];        /* the NVML to load (as named, for the messages) */
+        uint32_t library_by_fd;   /* load it through GR_HELPER_LIBRARY_FD: the file the caller checked */
         uint32_t threads_max;     /* GPUs read at once, 1..GR_NVML_THREADS_MAX (0: the most) */
         /* written by the helper: its main thread's call; while the GPU threads run (n_threads
          * of them, else 0) their slots are what the caller judges, not the main thread's */
@@ -81,14 +83,22 @@ struct gr_helper {
 
 /* The executable to run: the option, else gr_gpu_set_helper()'s, else the installed one */
 const char *gr_helper_path(const gr_gpu_options *opts);
-/* The NVML library to load into buf: -EPERM when root's environment names one root does not own
- * or others may write */
-int gr_nvml_library(const gr_gpu_options *opts, char *buf, size_t size);
+/* The NVML library to load: its name, and, when the environment named it, the file opened after
+ * the path was found trusted (gr_open_trusted), which is what the helper loads */
+struct gr_nvml_lib {
+        char name[256];
+        int fd;                   /* -1: loaded by name (the loader's search, or the caller's option) */
+        char why[256];            /* why it was refused */
+};
+/* Choose it: 0, or -EPERM (why says what is not trusted: a bare name for root, a directory or
+ * file another user may change). Release with gr_nvml_lib_done. */
+int gr_nvml_library(const gr_gpu_options *opts, struct gr_nvml_lib *ret);
+void gr_nvml_lib_done(struct gr_nvml_lib *l);
 /* Spawn the helper for kind with a zeroed shared layout of shm_size bytes whose header names
  * library and the threads it may use (opts->nvml_threads); -errno when it could not be started
  * (ENOENT: no helper at that path) */
 int gr_helper_start(struct gr_helper *h, const char *exe, enum gr_helper_kind kind, size_t shm_size,
-                    const char *library, const gr_gpu_options *opts);
+                    const struct gr_nvml_lib *library, const gr_gpu_options *opts);
 /* 1: done, 0: the deadline passed (deadline_ms, monotonic; UINT64_MAX none) or, with stall_ms,
  * the helper has been in one call that long; -1: the helper ended without finishing. An answer
  * already in the pipe counts, however late the caller comes to look. */

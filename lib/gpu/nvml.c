@@ -372,11 +372,14 @@ static void read_memory(struct nvml *n, nvmlDevice_t dev, gr_gpu *g)
 }
 
 /* dlopen and nvmlInit; on failure the status and a one-line error */
-static gr_gpu_status open_nvml(struct nvml *n, const char *library, char *error, size_t error_size)
+static gr_gpu_status open_nvml(struct nvml *n, const struct gr_helper_header *hdr, char *error, size_t error_size)
 {
-        char why[128];
+        char why[128], by_fd[32];
+        const char *library = hdr->library;
+        /* the file the caller checked, not whatever its name names by now */
+        snprintf(by_fd, sizeof(by_fd), "/proc/self/fd/%d", GR_HELPER_LIBRARY_FD);
         calling(n, "dlopen");
-        n->dl = dlopen(library, RTLD_NOW | RTLD_LOCAL);
+        n->dl = dlopen(hdr->library_by_fd ? by_fd : library, RTLD_NOW | RTLD_LOCAL);
         if (!n->dl) {
                 const char *e = dlerror();
                 snprintf(error, error_size, "cannot load '%s': %s", library, e ? e : "unknown error");
@@ -408,7 +411,7 @@ static void take_handle(struct nvml *n, unsigned i, void *arg)
 void gr_nvml_watch_drain(struct gr_drain_shared *sh, void (*done)(int), int done_fd)
 {
         struct nvml n = { .progress = &sh->hdr.progress, .gpu = -1 };
-        sh->status = open_nvml(&n, sh->hdr.library, sh->error, sizeof(sh->error));
+        sh->status = open_nvml(&n, &sh->hdr, sh->error, sizeof(sh->error));
         nvmlDevice_t dev[GR_GPUS_MAX] = { 0 };
         unsigned count = 0;
         if (sh->status == GR_GPU_OK) {
@@ -509,7 +512,7 @@ void gr_nvml_read(struct gr_query_shared *sh)
         gr_gpu_report *rep = &sh->rep;
         char why[128];
         gr_strlcpy(rep->library, sh->hdr.library, sizeof(rep->library));
-        rep->status = open_nvml(&n, sh->hdr.library, rep->error, sizeof(rep->error));
+        rep->status = open_nvml(&n, &sh->hdr, rep->error, sizeof(rep->error));
         if (rep->status != GR_GPU_OK)
                 return;
         nvmlReturn_t r;
