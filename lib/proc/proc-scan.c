@@ -563,8 +563,16 @@ static int scan_one(struct scan *sc, pid_t pid, gr_process *p, unsigned *unreada
         return q;
 }
 
+static int first_live_state(int tdir, const gr_stat *tst, void *userdata)
+{
+        *(char *)userdata = tst->state;
+        return 1;
+}
+
 /* With the BPF scan, first every process's stat alone (one open, of the real /proc: the
- * iterator runs meanwhile), as scan_one reads it */
+ * iterator runs meanwhile), as scan_one reads it: a leader that ended alone (pthread_exit)
+ * while its threads run on is as alive as they are, for a process that holds nothing too (a
+ * launcher whose workers' verdicts rest on it being alive) */
 static int scan_stat_only(struct scan *sc, pid_t pid, gr_process *p)
 {
         char name[32], buf[1024];
@@ -578,6 +586,14 @@ static int scan_stat_only(struct scan *sc, pid_t pid, gr_process *p)
         if (n <= 0 || (size_t)n == sizeof(buf) || gr_parse_stat(buf, (size_t)n, &st) < 0 || st.pid != pid)
                 return 1;
         fill_stat(p, &st);
+        if (st.state == 'Z' || st.state == 'X') {
+                snprintf(name, sizeof(name), "%d", (int)pid);
+                int piddir = openat(sc->rootfd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+                if (piddir >= 0) {
+                        each_live_thread(piddir, pid, false, first_live_state, &p->state);
+                        close(piddir);
+                }
+        }
         return 0;
 }
 

@@ -6,7 +6,7 @@
 # really have used the iterator (skipped only where it cannot run: not root, no BTF, no load).
 # A recorded /proc root, and GPUREAP_SCAN=proc, always get the /proc scan.
 . "$TESTLIB"
-scenario "gpu 0 minor=0" "gpu 1 minor=1"
+scenario "gpu 0 minor=0" "gpu 1 minor=1" "gpu 2 minor=2"
 
 # a recorded tree: the iterator sees the running kernel, not it
 GPUREAP_PROC_ROOT=$FIXTURES_PROC GPUREAP_SCAN=bpf gr status --json
@@ -32,7 +32,13 @@ launch pidfile "$PIDS" owner cuda 0 0 512 spawn-holder "$PIDS" child sleep
 launch pidfile "$PIDS" monitor monitor 1 sleep
 launch pidfile "$PIDS" ctlonly open nvidiactl open nvidia-uvm sleep
 launch pidfile "$PIDS" deleted open nvidia3 sleep
-wait_role owner child monitor ctlonly deleted
+# a live launcher that holds nothing and whose main thread ended alone (pthread_exit: its
+# leader reads Z), with a worker that carries torchrun's markers: the worker's parent is alive
+# in both scans (the bpf scan read only the launcher's stat: "a worker whose launcher is gone,
+# leftover sure", which the default reap killed)
+env TORCHELASTIC_RUN_ID=j LOCAL_RANK=0 "$GPUHOLD" pidfile "$PIDS" zlauncher worker "$PIDS" zworker 2 2 128 leader-exit &
+LAUNCHED="$LAUNCHED $!"
+wait_role owner child monitor ctlonly deleted zlauncher zworker
 rm "$T/dev/nvidia3" # its fd now reads ".../nvidia3 (deleted)": still an NVIDIA file by its path
 if [ "$(id -u)" -eq 0 ] && unshare -p -f true 2>/dev/null; then
         unshare -p -f "$GPUHOLD" pidfile "$PIDS" nsinit child pidfile "$PIDS" nsowner cuda 1 1 256 sleep &
@@ -52,7 +58,7 @@ cp "$T/out" "$T/proc.json"
 jqok '.proc.scan == "proc"' "the proc run read every fd directory"
 holders='[.processes[] | select(.devices != null) | {pid, devices}]'
 n=$(jq "$holders | length" "$T/bpf.json")
-want=$(awk '$1 != "port" && $1 != "nsinit"' "$PIDS" | wc -l)
+want=$(awk '$1 != "port" && $1 != "nsinit" && $1 != "zlauncher"' "$PIDS" | wc -l)
 [ "$n" -ge "$want" ] || fail "the bpf scan found $n holders, $want were started: $(jq -c "$holders" "$T/bpf.json")"
 ok "the bpf scan found every holder started ($n)"
 [ "$(jq -c "$holders" "$T/bpf.json")" = "$(jq -c "$holders" "$T/proc.json")" ] ||
@@ -65,7 +71,11 @@ ok "the same processes, GPUs, verdicts and findings"
 [ "$(jq '.proc.processes_scanned' "$T/bpf.json")" -gt 0 ] && ok "every process's stat read by both"
 
 # negative control: the holders end, both scans see none of them
-for r in owner child monitor ctlonly deleted nsowner nsinit; do
+cp "$T/bpf.json" "$T/out"
+zworker=$(pid_of zworker)
+jqok ".processes[] | select(.pid == $(pid_of zlauncher)) | .state != \"Z\"" "a launcher whose leader ended alone is alive in the bpf scan"
+jqok ".processes[] | select(.pid == $zworker) | .verdict.judgement == \"live\"" "its worker is live in the bpf scan"
+for r in owner child monitor ctlonly deleted nsowner nsinit zworker zlauncher; do
         p=$(pid_of "$r" 2>/dev/null) || continue
         [ -n "$p" ] && kill -KILL "$p" 2>/dev/null || true
 done
