@@ -612,6 +612,7 @@ static void tree_refresh(gr_ladder *l, void *userdata)
                         p.ppid = st.ppid;
                         p.pgrp = st.pgrp;
                         p.state = st.state;
+                        p.kthread = st.kthread;
                         /* the plan's selection too: --user, the job, cgroup, container or pod */
                         bool selected = (!tw->po->user_set || (p.has_uid && p.uid == tw->po->user)) &&
                                         (!tw->po->scope || gr_scope_contains(tw->po->scope, &p) != GR_SCOPE_OUT);

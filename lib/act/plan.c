@@ -58,7 +58,19 @@ static uint64_t gpus_of(const gr_snapshot *s, const gr_process *proc)
         return m;
 }
 
-static gr_refusal refuse_with(const gr_diagnosis *d, const gr_plan_options *o, const gr_process *p)
+/* A kernel thread: the flag, where the kernel gave it. A recording does not carry the flag:
+ * there kthreadd is PID 2 of the initial PID namespace and its children are kernel threads. In
+ * any other PID namespace PID 2 is an ordinary process (the application under a container's
+ * init), whose children are the ones to reap. */
+static bool kernel_thread(const gr_snapshot *s, const gr_process *p)
+{
+        if (p->kthread)
+                return true;
+        return s && s->replayed && s->pidns == GR_PIDNS_HOST && ((p->pid == 2 && p->ppid == 0) || p->ppid == 2);
+}
+
+static gr_refusal refuse_with(const gr_snapshot *s, const gr_diagnosis *d, const gr_plan_options *o,
+                              const gr_process *p)
 {
         if (p->pid == 1)
                 return GR_REFUSE_INIT;
@@ -67,8 +79,7 @@ static gr_refusal refuse_with(const gr_diagnosis *d, const gr_plan_options *o, c
         for (size_t i = 0; i < o->n_ancestors; i++)
                 if (o->ancestors[i] == p->pid)
                         return GR_REFUSE_SELF;
-        /* the flag where the kernel gives it; kthreadd's PID otherwise (recorded snapshots) */
-        if (p->kthread || (p->pid == 2 && p->ppid == 0) || p->ppid == 2)
+        if (kernel_thread(s, p))
                 return GR_REFUSE_KERNEL;
         if (p->state == 'Z' || p->state == 'X')
                 return GR_REFUSE_ZOMBIE;
@@ -84,14 +95,13 @@ static gr_refusal refuse_with(const gr_diagnosis *d, const gr_plan_options *o, c
 
 static gr_refusal refuse(const struct builder *b, const gr_process *p)
 {
-        return refuse_with(b->d, b->o, p);
+        return refuse_with(b->s, b->d, b->o, p);
 }
 
 gr_refusal gr_plan_refusal(const gr_snapshot *s, const gr_diagnosis *d, const gr_plan_options *o,
                            const gr_process *p)
 {
-        (void)s;
-        return refuse_with(d, o, p);
+        return refuse_with(s, d, o, p);
 }
 
 /* A holder the default plan does not take: why, in the words of the diagnosis */
