@@ -380,6 +380,8 @@ static gr_gpu_status open_nvml(struct nvml *n, const struct gr_helper_header *hd
         snprintf(by_fd, sizeof(by_fd), "/proc/self/fd/%d", GR_HELPER_LIBRARY_FD);
         calling(n, "dlopen");
         n->dl = dlopen(hdr->library_by_fd ? by_fd : library, RTLD_NOW | RTLD_LOCAL);
+        if (hdr->library_by_fd)
+                close(GR_HELPER_LIBRARY_FD); /* loaded (or not): the mapping keeps what it needs */
         if (!n->dl) {
                 const char *e = dlerror();
                 snprintf(error, error_size, "cannot load '%s': %s", library, e ? e : "unknown error");
