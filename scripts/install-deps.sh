@@ -6,7 +6,7 @@ pkgs=(
         libjson-c-dev                        # JSON output
         libcmocka-dev                        # unit tests
         jq util-linux procps psmisc          # integration tests: JSON checks, unshare, fuser
-        tini                                 # bench/bench-run.sh compares against it
+        tini dumb-init                       # bench/bench-run.sh compares against them; init shims in the tests
         prometheus                           # promtool checks 'gpureap metrics' in the tests
         scdoc man-db                         # the man pages, and 'man -l' in the package test
         debhelper dpkg-dev lintian           # the Debian package, built and checked by a test

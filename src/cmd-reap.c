@@ -536,7 +536,16 @@ static bool reparented(const struct tree_watch *tw, pid_t ppid)
         gr_stat st;
         if (ppid <= 1 || gr_proc_read_stat(tw->s->proc_root, ppid, &st) < 0 || st.state == 'Z' || st.state == 'X')
                 return true;
-        return gr_proc_comm_is_init(st.comm);
+        if (!gr_proc_comm_is_init(st.comm))
+                return false;
+        /* an init by what it is, not by the name it gave itself */
+        char path[1100], exe[GR_EXE_NAME_MAX];
+        snprintf(path, sizeof(path), "%s/%d", tw->s->proc_root, (int)ppid);
+        int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        bool read = fd >= 0 && gr_proc_read_exe_at(fd, exe, sizeof(exe)) == 0;
+        if (fd >= 0)
+                close(fd);
+        return gr_proc_is_init_program(st.comm, read ? GR_EXE_READ : GR_EXE_UNREADABLE, exe);
 }
 
 static int fork_cb(pid_t pid, const gr_stat *st, void *userdata)

@@ -203,6 +203,8 @@ static json_object *process_json(const gr_snapshot *s, const gr_diagnosis *d, co
                 json_object_array_add(ns, json_object_new_int(p->nspid[i]));
         add(o, "nspid", ns);
         add(o, "cgroup", j_str(p->cgroup));
+        if (p->has_details) /* absent where not read: unknown, not unreadable */
+                add(o, "exe", p->exe_state == GR_EXE_READ ? j_text(p->exe) : NULL);
         add(o, "run_pid", p->run_pid ? json_object_new_int(p->run_pid) : NULL);
         char sig[24];
         snprintf(sig, sizeof(sig), "%016llx", (unsigned long long)p->sig_ignored);

@@ -159,6 +159,12 @@ static int load_process(json_object *jp, gr_process *p)
                 p->nspid[p->n_nspid++] = (pid_t)json_object_get_int(json_object_array_get_idx(ns, i));
         p->cmdline = dup_str(jp, "cmdline");
         p->cgroup = dup_str(jp, "cgroup");
+        /* absent in recordings made before it was kept: unknown, the name decides there */
+        json_object *exe = NULL;
+        if (json_object_object_get_ex(jp, "exe", &exe)) {
+                p->exe_state = exe && json_object_get_type(exe) == json_type_string ? GR_EXE_READ : GR_EXE_UNREADABLE;
+                get_str(jp, "exe", p->exe, sizeof(p->exe));
+        }
         p->run_pid = (pid_t)get_int(jp, "run_pid", 0);
         char sig[24];
         get_str(jp, "sig_ignored", sig, sizeof(sig));

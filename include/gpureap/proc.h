@@ -33,8 +33,26 @@ typedef struct gr_stat {
 } gr_stat;
 
 /* Is a process of this name an init that takes in orphans (systemd, tini, a container
- * runtime's shim, gpureap run...)? */
+ * runtime's shim, gpureap run...)? A name is what a process says of itself (prctl): alone it
+ * proves nothing; gr_proc_is_init_program asks its executable too. */
 bool gr_proc_comm_is_init(const char *comm);
+/* What a process is: its executable's file name (/proc/PID/exe, without " (deleted)"), when
+ * it could be read */
+typedef enum gr_exe_state {
+        GR_EXE_UNKNOWN,          /* not read (a recording made before it was kept) */
+        GR_EXE_READ,
+        GR_EXE_UNREADABLE,       /* no right to look (another user's), or a kernel thread */
+} gr_exe_state;
+#define GR_EXE_NAME_MAX 64
+/* Is a process of this name and executable an init or subreaper by what it is: its name an
+ * init's and its executable one too (a python that named itself 'init' is not one). Where the
+ * executable is unknown (an older recording), the name decides; unreadable: not an init. */
+bool gr_proc_is_init_program(const char *comm, gr_exe_state exe_state, const char *exe);
+/* An init shim that starts one command at its start and then only takes in orphans (tini,
+ * docker-init, dumb-init, catatonit, gpureap run): its first child is its command, its job */
+bool gr_proc_comm_is_shim(const char *comm);
+/* The file name of /proc/PID/exe relative to piddir into buf; 0, or -errno (-EACCES) */
+int gr_proc_read_exe_at(int piddir, char *buf, size_t size);
 
 /* Parse /proc/PID/stat. comm may hold spaces, ')' and newlines: it ends at the last ')'. comm
  * comes back made safe to show (gr_text_sanitize); a state that is not a letter as '?'. */
@@ -192,6 +210,8 @@ typedef struct gr_process {
         unsigned n_nspid;
         char *cmdline;           /* NULL when unreadable (kernel thread, gone) */
         char *cgroup;
+        gr_exe_state exe_state;  /* its executable's file name, read with the details */
+        char exe[GR_EXE_NAME_MAX];
         pid_t run_pid;           /* the 'gpureap run' that started it (GPUREAP_RUN_PID), 0 none */
         uint64_t sig_ignored;    /* signals it ignores (bit n-1: signal n), from status */
         bool env_read;           /* its environment could be read (own process, or root) */

@@ -46,11 +46,41 @@ static void judge(struct judged *j, gr_judgement what, gr_confidence conf, const
         va_end(ap);
 }
 
-/* Inits and subreapers by name: their children were started by them or handed to them */
+/* Inits and subreapers, by what they are: their children were handed to them, except the
+ * command an init shim started */
 
-/* Is parent an init that takes in orphans? Missing (gone, or outside this view) counts as one.
- * The host's PID 1 always is, whatever its name; a container's init only when it is a known
- * init: an application that runs as PID 1 of its container is its workers' launcher. */
+/* The most a shim takes between its own start and its command's fork (a few syscalls; the
+ * rest is margin for a loaded machine) */
+#define SHIM_COMMAND_MS 1000
+
+/* Is child the command that the init shim parent started (tini -- CMD, dumb-init CMD)? A shim
+ * forks it at once, and it is its first child: the one that started within SHIM_COMMAND_MS of
+ * the shim, with no child of the shim older than it, and in a process group or session of its
+ * own or in the shim's (as each shim starts it). A process handed to the shim was started by
+ * that command or below it, later, in the group of the launcher that died. */
+static bool shim_command(const struct dx *x, const gr_process *child, const gr_process *shim)
+{
+        long hz = x->s->procs->clock_ticks > 0 ? x->s->procs->clock_ticks : 100;
+        uint64_t window = (uint64_t)hz * SHIM_COMMAND_MS / 1000;
+        if (child->start_time < shim->start_time || child->start_time - shim->start_time > window)
+                return false;
+        if (child->pgrp != child->pid && child->session != child->pid && child->pgrp != shim->pgrp)
+                return false;
+        const gr_proc_table *t = x->s->procs;
+        for (size_t i = 0; i < t->n; i++) {
+                const gr_process *o = &t->procs[i];
+                if (o != child && o->ppid == shim->pid && dx_alive(o) &&
+                    (o->start_time < child->start_time || (o->start_time == child->start_time && o->pid < child->pid)))
+                        return false;
+        }
+        return true;
+}
+
+/* Was child handed to parent (its launcher is gone): parent is missing (gone, or outside this
+ * view), or an init or subreaper by what it is, not by its name (a launcher may call itself
+ * 'init'), and child is not the command that a shim started. The host's PID 1 always is one,
+ * whatever it is; a container's PID 1 only when it is a known init: an application that runs
+ * as PID 1 of its container is its workers' launcher. */
 static bool init_like(const struct dx *x, const gr_process *child, const gr_process *parent)
 {
         if (!parent || child->ppid <= 0)
@@ -58,7 +88,9 @@ static bool init_like(const struct dx *x, const gr_process *child, const gr_proc
         bool ns_init = parent->n_nspid > 1 && parent->nspid[parent->n_nspid - 1] == 1;
         if (parent->pid == 1 && !ns_init && x->s->pidns != GR_PIDNS_OTHER)
                 return true;
-        return gr_proc_comm_is_init(parent->comm);
+        if (!gr_proc_is_init_program(parent->comm, parent->exe_state, parent->exe))
+                return false;
+        return !(gr_proc_comm_is_shim(parent->comm) && shim_command(x, child, parent));
 }
 
 /* The PID a process has in its own (innermost) PID namespace, as it would give it to its
@@ -355,12 +387,19 @@ static void judge_root(const struct dx *x, const gr_process *r, gr_evidence_list
         } else if (f.ns_init) {
                 judge(j, GR_JUDGE_UNSURE, GR_UNSURE,
                       "the init of a PID namespace (a container) whose runtime is gone: its own world, not a worker");
+        } else if (f.launcher_killed && f.own_port) {
+                /* the same executable says little (any python starts another python): a server
+                 * it started may be meant to outlive it, as it is without serve's memory */
+                judge(j, GR_JUDGE_UNSURE, GR_UNSURE, "its launcher %s was killed by SIG%s, but it listens on :%u%s: a server",
+                      f.launcher_text, sigabbrev_np(f.launcher_killed) ? sigabbrev_np(f.launcher_killed) : "?",
+                      f.own_port, f.serving ? " and serves connections" : "");
         } else if (f.launcher_killed) {
-                /* serve saw the program that started it (the same executable) killed */
-                judge(j, GR_JUDGE_LEFTOVER, f.serving ? GR_LIKELY : GR_SURE,
-                      "its launcher %s was killed by SIG%s%s", f.launcher_text,
-                      sigabbrev_np(f.launcher_killed) ? sigabbrev_np(f.launcher_killed) : "?",
-                      f.serving ? ", but it still serves connections" : "");
+                /* serve saw the program that started it (the same executable) killed: by
+                 * SIGKILL it could not end what it started; by another signal it could have,
+                 * and did not */
+                judge(j, GR_JUDGE_LEFTOVER, f.launcher_killed == SIGKILL ? GR_SURE : GR_LIKELY,
+                      "its launcher %s was killed by SIG%s", f.launcher_text,
+                      sigabbrev_np(f.launcher_killed) ? sigabbrev_np(f.launcher_killed) : "?");
         } else if (f.own_port) {
                 judge(j, GR_JUDGE_LIVE, GR_LIKELY, "listens on :%u%s: a server", f.own_port,
                       f.serving ? " and serves connections" : "");

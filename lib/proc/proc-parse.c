@@ -581,13 +581,38 @@ gr_cgroup_kind gr_cgroup_manager(const char *cgroup, char *ret_name, size_t size
         return kind;
 }
 
+static const char *const init_names[] = { "systemd", "init", "tini", "docker-init", "dumb-init",
+                                          "catatonit", "s6-svscan", "runit", "runsvdir", "gpureap",
+                                          "pause" /* Kubernetes' pod sandbox, PID 1 of a shared namespace */ };
+
 bool gr_proc_comm_is_init(const char *comm)
 {
-        static const char *const names[] = { "systemd", "init", "tini", "docker-init", "dumb-init",
-                                             "catatonit", "s6-svscan", "runit", "runsvdir", "gpureap",
-                                             "pause" /* Kubernetes' pod sandbox, PID 1 of a shared namespace */ };
-        for (size_t i = 0; i < GR_ELEMENTSOF(names); i++)
-                if (strcmp(comm, names[i]) == 0)
+        for (size_t i = 0; i < GR_ELEMENTSOF(init_names); i++)
+                if (strcmp(comm, init_names[i]) == 0)
                         return true;
         return strncmp(comm, "containerd-shim", 15) == 0 || strcmp(comm, "conmon") == 0;
+}
+
+bool gr_proc_comm_is_shim(const char *comm)
+{
+        static const char *const shims[] = { "tini", "docker-init", "dumb-init", "catatonit", "gpureap" };
+        for (size_t i = 0; i < GR_ELEMENTSOF(shims); i++)
+                if (strcmp(comm, shims[i]) == 0)
+                        return true;
+        return false;
+}
+
+bool gr_proc_is_init_program(const char *comm, gr_exe_state exe_state, const char *exe)
+{
+        if (!gr_proc_comm_is_init(comm))
+                return false;
+        if (exe_state == GR_EXE_UNKNOWN)
+                return true;
+        if (exe_state != GR_EXE_READ)
+                return false;
+        /* its executable is one of theirs (/sbin/init is systemd's, a busybox's; tini ships
+         * as tini-static too); a build's gpureap under test keeps its name */
+        if (gr_proc_comm_is_init(exe) || strncmp(exe, "tini", 4) == 0 || strncmp(exe, "dumb-init", 9) == 0)
+                return true;
+        return strcmp(comm, "init") == 0 && strcmp(exe, "busybox") == 0;
 }

@@ -257,6 +257,23 @@ static int maps_line(const char *line, size_t len, void *userdata)
         return 0;
 }
 
+int gr_proc_read_exe_at(int piddir, char *buf, size_t size)
+{
+        char target[4096];
+        ssize_t n = readlinkat(piddir, "exe", target, sizeof(target) - 1);
+        if (n < 0)
+                return errno == ENOENT ? -ESRCH : -errno;
+        target[n] = '\0';
+        size_t len = (size_t)n;
+        static const char deleted[] = " (deleted)"; /* replaced on disk since it started */
+        if (len > sizeof(deleted) - 1 && strcmp(target + len - (sizeof(deleted) - 1), deleted) == 0)
+                target[len - (sizeof(deleted) - 1)] = '\0';
+        const char *base = strrchr(target, '/');
+        gr_strlcpy(buf, base ? base + 1 : target, size);
+        gr_text_sanitize(buf);
+        return 0;
+}
+
 static int load_details_at(int piddir, gr_process *p)
 {
         char buf[8192];
@@ -302,6 +319,7 @@ static int load_details_at(int piddir, gr_process *p)
         } else {
                 p->env = (gr_env_marks){ .local_rank = -1, .rank = -1, .group_rank = -1 };
         }
+        p->exe_state = gr_proc_read_exe_at(piddir, p->exe, sizeof(p->exe)) == 0 ? GR_EXE_READ : GR_EXE_UNREADABLE;
         p->has_details = true;
         return 0;
 }
