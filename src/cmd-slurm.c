@@ -73,6 +73,21 @@ static bool job_uid_ok(const struct slurm *sl, const gr_process *p)
         return !sl->uid || (p->has_uid && gr_parse_u64(sl->uid, &u) == 0 && u == p->uid);
 }
 
+/* Is item one of the comma-separated list's? */
+static bool list_has(const char *list, const char *item)
+{
+        size_t n = strlen(item);
+        for (const char *p = list; *p;) {
+                size_t len = strcspn(p, ",");
+                if (len == n && strncmp(p, item, n) == 0)
+                        return true;
+                p += len;
+                if (*p == ',')
+                        p++;
+        }
+        return false;
+}
+
 /* SLURM_JOB_GPUS (GRES indices) into a --gpu list of device files */
 static int job_gpus(struct slurm *sl)
 {
@@ -194,6 +209,20 @@ static bool gpus_ok(struct slurm *sl, const gr_scope *scope, struct summary *m)
                         if (!gpu_selected(&sel, &s->gpu->gpus[i]))
                                 continue;
                         summary_gpu(m, s, d, i);
+                        /* after the job, memory on its GPU that PIDs this view cannot see hold
+                         * (a PID namespace of its own: slurmd in a container) may be the
+                         * job's, still there: the job's end cannot be verified */
+                        for (size_t k = 0; sl->epilog && k < d->n_findings; k++) {
+                                const gr_finding *f = &d->findings[k];
+                                char mem[32] = "memory";
+                                if (f->kind != GR_FIND_UNMAPPED || !gr_finding_on_gpu(f, i))
+                                        continue;
+                                if (gr_finding_memory_on(f, i) != GR_UNKNOWN_U64)
+                                        gr_format_bytes(gr_finding_memory_on(f, i), mem, sizeof(mem));
+                                summary_say(m, SUMMARY_CRITICAL,
+                                            "GPU %u: %s held by PIDs this view cannot see (another PID namespace): the job's end cannot be verified",
+                                            s->gpu->gpus[i].index, mem);
+                        }
                         /* at a prolog, any holder of the job's GPU is somebody else's */
                         if (!sl->epilog && d->gpus[i].state == GR_GPU_BUSY) {
                                 const gr_process *h = NULL;
@@ -217,6 +246,23 @@ static bool gpus_ok(struct slurm *sl, const gr_scope *scope, struct summary *m)
         return m->level < SUMMARY_CRITICAL;
 }
 
+/* No GPU list from the driver: the job's processes that hold any NVIDIA device file are still
+ * ended (by PID, each verified), and the verdict says the GPUs could not be read */
+static void blind_pids_of_scope(struct slurm *sl, const gr_snapshot *s, const gr_scope *scope)
+{
+        size_t o = 0;
+        sl->blind_pids[0] = '\0';
+        for (size_t k = 0; s->procs && k < s->procs->n; k++) {
+                const gr_process *p = &s->procs->procs[k];
+                if (!p->hold || gr_scope_contains(scope, p) == GR_SCOPE_OUT || !job_uid_ok(sl, p))
+                        continue;
+                int n = snprintf(sl->blind_pids + o, sizeof(sl->blind_pids) - o, "%s%d", o ? "," : "", (int)p->pid);
+                if (n < 0 || (size_t)n >= sizeof(sl->blind_pids) - o)
+                        break;
+                o += (size_t)n;
+        }
+}
+
 /* Whether the driver can be read; without SLURM_JOB_GPUS, the GPUs the job's processes hold
  * now, before they are reaped */
 static void gpus_of_scope(struct slurm *sl, const gr_scope *scope)
@@ -227,40 +273,41 @@ static void gpus_of_scope(struct slurm *sl, const gr_scope *scope)
         if (gr_snapshot_take(&so, &s) < 0)
                 return;
         if (s->gpu->status != GR_GPU_OK) {
-                /* no GPU list from the driver: the job's processes that hold any NVIDIA device
-                 * file are still ended (by PID, each verified), and the verdict says the GPUs
-                 * could not be read */
-                size_t o = 0;
-                for (size_t k = 0; s->procs && k < s->procs->n; k++) {
-                        gr_process *p = &s->procs->procs[k];
-                        if (!p->hold || gr_scope_contains(scope, p) == GR_SCOPE_OUT || !job_uid_ok(sl, p))
-                                continue;
-                        int n = snprintf(sl->blind_pids + o, sizeof(sl->blind_pids) - o, "%s%d", o ? "," : "", (int)p->pid);
-                        if (n < 0 || (size_t)n >= sizeof(sl->blind_pids) - o)
-                                break;
-                        o += (size_t)n;
-                }
+                blind_pids_of_scope(sl, s, scope);
                 gr_snapshot_free(s);
                 return;
         }
-        if (sl->gpus[0]) { /* given by Slurm */
-                gr_snapshot_free(s);
-                return;
-        }
-        size_t o = 0;
+        /* the GPUs the job's processes hold, added to those Slurm gave it: the job is over, so
+         * what of it holds a GPU outside SLURM_JOB_GPUS (no device cgroup kept it out) is its
+         * leftover too, and that GPU is judged with the others */
+        bool given = sl->gpus[0] != '\0';
+        size_t o = strlen(sl->gpus);
         for (unsigned i = 0; i < s->gpu->n_gpus; i++) {
                 const gr_gpu *g = &s->gpu->gpus[i];
-                bool held = false;
-                for (size_t k = 0; s->procs && k < s->procs->n && !held; k++)
-                        held = s->procs->procs[k].hold && gr_scope_contains(scope, &s->procs->procs[k]) != GR_SCOPE_OUT &&
-                               gr_process_fds_on_minor(&s->procs->procs[k], g->minor) > 0;
-                if (held && g->minor >= 0 && o < sizeof(sl->gpus))
-                        o += (size_t)snprintf(sl->gpus + o, sizeof(sl->gpus) - o, "%snvidia%d", o ? "," : "", g->minor);
+                const gr_process *h = NULL;
+                for (size_t k = 0; s->procs && k < s->procs->n && !h; k++) {
+                        const gr_process *p = &s->procs->procs[k];
+                        if (p->hold && gr_scope_contains(scope, p) != GR_SCOPE_OUT && job_uid_ok(sl, p) &&
+                            gr_process_fds_on_minor(p, g->minor) > 0)
+                                h = p;
+                }
+                char item[32];
+                snprintf(item, sizeof(item), "nvidia%d", g->minor);
+                if (!h || g->minor < 0 || list_has(sl->gpus, item) || o >= sizeof(sl->gpus))
+                        continue;
+                if (given) {
+                        char why[200];
+                        snprintf(why, sizeof(why), "job %s: its process %d (%s) holds GPU %u, which is not in SLURM_JOB_GPUS: reaped and judged too",
+                                 sl->job, (int)h->pid, h->comm, g->index);
+                        audit_log(LOG_WARNING, "%s", why);
+                        fprintf(stderr, "gpureap: %s\n", why);
+                }
+                o += (size_t)snprintf(sl->gpus + o, sizeof(sl->gpus) - o, "%s%s", o ? "," : "", item);
         }
         gr_snapshot_free(s);
 }
 
-static int run_epilog(struct slurm *sl, uint64_t deadline)
+static int run_epilog(struct slurm *sl, const gr_scope *scope, uint64_t deadline)
 {
         /* the reap of the ended job's scope: the same plan, checks, ladder, drain and audit as
          * 'gpureap reap --job ID --ended' */
@@ -313,7 +360,22 @@ static int run_epilog(struct slurm *sl, uint64_t deadline)
                 argv[argc++] = sl->gpus;
         }
         argv[argc] = NULL;
-        return cmd_reap(argc, argv);
+        int code = cmd_reap(argc, argv);
+        if (code != EXIT_DRIVER)
+                return code;
+        /* the first look had the driver, reap's own did not (a slow driver): reap ended
+         * nothing, so the job's holders are ended by PID from /proc, as when neither had it */
+        gr_snapshot_options so = { .gpu_down = "the driver did not answer reap's look" };
+        gr_snapshot *s = NULL;
+        if (gr_snapshot_take(&so, &s) < 0)
+                return code;
+        blind_pids_of_scope(sl, s, scope);
+        gr_snapshot_free(s);
+        if (!sl->blind_pids[0])
+                return code;
+        audit_log(LOG_WARNING, "job %s: the driver did not answer reap's look: ending the job's holders %s by PID",
+                  sl->job, sl->blind_pids);
+        return run_epilog(sl, scope, deadline);
 }
 
 static int cmd_slurm(int argc, char **argv, bool epilog)
@@ -367,7 +429,13 @@ static int cmd_slurm(int argc, char **argv, bool epilog)
         sl.job = getenv("SLURM_JOB_ID");
         const char *ju = getenv("SLURM_JOB_UID");
         uint64_t juv;
-        sl.uid = ju && gr_parse_u64(ju, &juv) == 0 && juv <= UINT32_MAX ? ju : NULL;
+        if (ju && (gr_parse_u64(ju, &juv) < 0 || juv > UINT32_MAX)) {
+                /* without it the user filter would be dropped: every user's process of the
+                 * job's scope would be taken */
+                error_msg("invalid SLURM_JOB_UID '%s': run me as Slurm's %s", ju, epilog ? "Epilog" : "Prolog");
+                return EXIT_USAGE;
+        }
+        sl.uid = ju;
         gr_scope scope;
         if (!sl.job || gr_scope_parse(GR_SCOPE_SLURM_JOB, sl.job, &scope) < 0) {
                 error_msg("no valid SLURM_JOB_ID in the environment: run me as Slurm's %s", epilog ? "Epilog" : "Prolog");
@@ -391,7 +459,7 @@ static int cmd_slurm(int argc, char **argv, bool epilog)
                 }
                 /* what the reap could not end keeps its GPU dirty: the verdict below says so,
                  * after the teardown of the memory has had its time */
-                if (run_epilog(&sl, deadline) == EXIT_USAGE)
+                if (run_epilog(&sl, &scope, deadline) == EXIT_USAGE)
                         return EXIT_USAGE;
         }
         /* the verdict the node is judged by: the job's GPUs now (after the epilog's reap, or
