@@ -32,7 +32,7 @@ static void check_usage(FILE *f)
 
 /* a bad command line is the check's own failure: UNKNOWN for Nagios, "other" (unknown) for
  * node-problem-detector; never 2, which Nagios reads as CRITICAL */
-#define CHECK_USAGE 3
+#define CHECK_USAGE CHECK_UNKNOWN
 
 static const char *const level_names[] = { "OK", "WARNING", "CRITICAL", "UNKNOWN" };
 
@@ -63,7 +63,7 @@ int cmd_check(int argc, char **argv)
                         if (strcmp(optarg, "npd") == 0)
                                 npd = true;
                         else if (strcmp(optarg, "nagios") != 0) {
-                                error_msg("unknown --format '%s' (nagios or npd)", optarg);
+                                error_msg("unknown --format '%s' (nagios or npd)", QUOTED(optarg));
                                 return CHECK_USAGE;
                         }
                         break;

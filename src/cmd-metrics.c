@@ -398,8 +398,8 @@ int cmd_metrics(int argc, char **argv)
         int code = s->gpu->status == GR_GPU_OK ? EXIT_CLEAN : EXIT_DRIVER;
         if (textfile) {
                 if ((r = write_atomically(textfile, s, d, &sel)) < 0) {
-                        error_msg("cannot write '%s': %s", textfile, strerror(-r));
-                        code = EXIT_USAGE;
+                        error_msg("cannot write '%s': %s", QUOTED(textfile), strerror(-r));
+                        code = r == -EEXIST ? EXIT_USAGE : EXIT_OUTPUT; /* replaced by a non-file meanwhile */
                 }
         } else {
                 metrics_render(stdout, s, d, &sel);

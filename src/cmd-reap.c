@@ -151,7 +151,7 @@ static int parse_pids(struct reap *r, const char *arg)
 {
         char buf[1024];
         if (!list_items_ok(arg)) {
-                error_msg("invalid --pid '%s': an empty PID (an empty selection is never 'all')", arg);
+                error_msg("invalid --pid '%s': an empty PID (an empty selection is never 'all')", QUOTED(arg));
                 return -1;
         }
         if (!gr_strlcpy(buf, arg, sizeof(buf))) {
@@ -162,7 +162,7 @@ static int parse_pids(struct reap *r, const char *arg)
         for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
                 int v;
                 if (gr_parse_int(t, &v) < 0 || v <= 0) {
-                        error_msg("invalid PID '%s'", t);
+                        error_msg("invalid PID '%s'", QUOTED(t));
                         return -1;
                 }
                 if (r->n_pids == GR_ELEMENTSOF(r->pids)) {
@@ -178,7 +178,7 @@ static int parse_only(struct reap *r, const char *arg)
 {
         char buf[8192];
         if (!list_items_ok(arg)) {
-                error_msg("invalid --only '%s': an empty item (an empty selection is never 'all')", arg);
+                error_msg("invalid --only '%s': an empty item (an empty selection is never 'all')", QUOTED(arg));
                 return -1;
         }
         if (!gr_strlcpy(buf, arg, sizeof(buf))) {
@@ -193,8 +193,10 @@ static int parse_only(struct reap *r, const char *arg)
                 if (at)
                         *at = '\0';
                 if (!at || gr_parse_int(t, &pid) < 0 || pid <= 0 || gr_parse_u64(at + 1, &start) < 0) {
-                        error_msg("invalid --only item '%s%s%s': give PID@START (START: start_time_ticks in status --json)",
-                                  t, at ? "@" : "", at ? at + 1 : "");
+                        if (at)
+                                *at = '@'; /* the item whole, for the message */
+                        error_msg("invalid --only item '%s': give PID@START (START: start_time_ticks in status --json)",
+                                  QUOTED(t));
                         return -1;
                 }
                 if (r->n_only == GR_ELEMENTSOF(r->only)) {
@@ -263,7 +265,7 @@ static int parse_args(struct reap *r, int argc, char **argv)
                         else if (optarg[0] && (pw = getpwnam(optarg)))
                                 r->po.user = pw->pw_uid;
                         else {
-                                error_msg("no user '%s'", optarg);
+                                error_msg("no user '%s'", QUOTED(optarg));
                                 return -1;
                         }
                         r->po.user_set = true;
@@ -1055,7 +1057,15 @@ int cmd_reap(int argc, char **argv)
                 char st[2400];
                 snprintf(st, sizeof(st), "time %llu\nexit %d\ntargets %u\nfailed %u\n%s",
                          (unsigned long long)time(NULL), code, r.n_targets, r.n_failed, r.survived);
-                state_write("last-reap", st);
+                char path[4096];
+                int w = state_write("last-reap", st);
+                /* no state directory at all (a user without XDG_RUNTIME_DIR) keeps nothing; one
+                 * that cannot take the record leaves the metrics saying an older reap */
+                if (w < 0 && state_file_path("last-reap", path, sizeof(path)) == 0) {
+                        error_msg("cannot record the reap in '%s': %s", QUOTED(path), strerror(-w));
+                        if (code == EXIT_CLEAN || code == EXIT_NOT_CLEAN)
+                                code = EXIT_OUTPUT;
+                }
         }
 out:
         if (r.events_fd >= 0)

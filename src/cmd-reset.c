@@ -171,7 +171,7 @@ int cmd_reset(int argc, char **argv)
                 goto out;
         }
         if (!found) {
-                error_msg("no GPU matches '%s' (this machine has %u)", gpu, s->gpu->n_gpus);
+                error_msg("no GPU matches '%s' (this machine has %u)", QUOTED(gpu), s->gpu->n_gpus);
                 code = EXIT_USAGE;
                 goto out;
         }
@@ -280,20 +280,24 @@ int cmd_reset(int argc, char **argv)
         int rc = run_smi(smi, smi_fd, g->index, timeout, out, sizeof(out));
         for (char *nl; (nl = strrchr(out, '\n')) && nl[1] == '\0';)
                 *nl = '\0';
+        /* its words go into one line of ours: its line breaks as spaces, no control byte */
+        for (char *nl; (nl = strchr(out, '\n'));)
+                *nl = ' ';
+        gr_text_sanitize(out);
         if (rc == -ETIMEDOUT) {
-                error_msg("'%s --gpu-reset -i %u' did not finish within %.1fs", smi, g->index, (double)timeout / 1000);
+                error_msg("'%s --gpu-reset -i %u' did not finish within %.1fs", QUOTED(smi), g->index, (double)timeout / 1000);
                 goto out;
         }
         if (rc < 0 || rc == 127) {
-                error_msg("cannot run '%s': %s", smi, rc < 0 ? strerror(-rc) : "not found");
+                error_msg("cannot run '%s': %s", QUOTED(smi), rc < 0 ? strerror(-rc) : "not found");
                 goto out;
         }
         if (strcasestr(out, "not supported")) {
-                error_msg("GPU %u: reset is not supported here (%s said: %s)", g->index, smi, out);
+                error_msg("GPU %u: reset is not supported here (%s said: %s)", g->index, QUOTED(smi), out);
                 goto out;
         }
         if (strcasestr(out, "in use") || strcasestr(out, "being used")) {
-                error_msg("GPU %u: the driver refused the reset, the GPU is in use (%s said: %s)", g->index, smi, out);
+                error_msg("GPU %u: the driver refused the reset, the GPU is in use (%s said: %s)", g->index, QUOTED(smi), out);
                 code = EXIT_NOT_CLEAN;
                 goto out;
         }

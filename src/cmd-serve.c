@@ -676,7 +676,7 @@ int cmd_serve(int argc, char **argv)
         if (group) {
                 struct group *gr = getgrnam(group);
                 if (!gr) {
-                        error_msg("no group '%s'", group);
+                        error_msg("no group '%s'", QUOTED(group));
                         return EXIT_USAGE;
                 }
                 gid = gr->gr_gid;
@@ -685,7 +685,7 @@ int cmd_serve(int argc, char **argv)
         socklen_t http_len = 0;
         bool http = strcmp(listen_opt, "none") != 0;
         if (http && parse_listen(listen_opt, &http_addr, &http_len) < 0) {
-                error_msg("invalid --listen '%s': give ADDR:PORT ('127.0.0.1:9835', '[::1]:9835', ':9835') or 'none'", listen_opt);
+                error_msg("invalid --listen '%s': give ADDR:PORT ('127.0.0.1:9835', '[::1]:9835', ':9835') or 'none'", QUOTED(listen_opt));
                 return EXIT_USAGE;
         }
 #ifndef HAVE_MICROHTTPD
@@ -703,9 +703,9 @@ int cmd_serve(int argc, char **argv)
         int lfd = listen_unix(path, gid);
         if (lfd < 0) {
                 if (lfd == -EADDRINUSE)
-                        error_msg("another gpureap serve answers on '%s'", path);
+                        error_msg("another gpureap serve answers on '%s'", QUOTED(path));
                 else
-                        error_msg("cannot listen on '%s': %s", path, strerror(-lfd));
+                        error_msg("cannot listen on '%s': %s", QUOTED(path), strerror(-lfd));
                 return lfd == -EADDRINUSE ? EXIT_NOT_CLEAN : EXIT_USAGE;
         }
 
@@ -740,7 +740,7 @@ int cmd_serve(int argc, char **argv)
                         fprintf(stderr, "gpureap: no HTTP /metrics: %s\n", why);
                         http = false;
                 } else {
-                        error_msg("cannot serve HTTP on '%s': %s", listen_opt, why);
+                        error_msg("cannot serve HTTP on '%s': %s", QUOTED(listen_opt), why);
                         code = EXIT_USAGE;
                 }
         }
@@ -750,7 +750,7 @@ int cmd_serve(int argc, char **argv)
                                        MHD_OPTION_CONNECTION_LIMIT, (unsigned)32, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)10,
                                        MHD_OPTION_END);
                 if (!daemon) {
-                        error_msg("cannot serve HTTP on '%s'", listen_opt);
+                        error_msg("cannot serve HTTP on '%s'", QUOTED(listen_opt));
                         code = EXIT_USAGE;
                 }
         }

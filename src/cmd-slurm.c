@@ -173,16 +173,16 @@ static void drain_node(const struct slurm *sl, const char *why, uint64_t deadlin
                 if (gr_now_ms() >= deadline) {
                         kill(pid, SIGKILL);
                         waitpid(pid, &st, 0);
-                        error_msg("'%s update' did not finish in time", sc);
+                        error_msg("'%s update' did not finish in time", QUOTED(sc));
                         return;
                 }
                 poll(NULL, 0, 20);
         }
         if (WIFEXITED(st) && WEXITSTATUS(st) == 0) {
                 audit_log(LOG_WARNING, "job %s: node %s drained: %s", sl->job, node, why);
-                fprintf(stderr, "gpureap: node %s drained: %s\n", node, why);
+                fprintf(stderr, "gpureap: node %s drained: %s\n", QUOTED(node), why);
         } else {
-                error_msg("'%s update %s state=drain' failed", sc, nodearg);
+                error_msg("'%s update nodename=%s state=drain' failed", QUOTED(sc), QUOTED(node));
         }
 }
 
@@ -399,7 +399,7 @@ static int cmd_slurm(int argc, char **argv, bool epilog)
                 case 'd': sl.drain = true; break;
                 case 'g':
                         if (!list_items_ok(optarg)) {
-                                error_msg("invalid --gpus '%s'", optarg);
+                                error_msg("invalid --gpus '%s'", QUOTED(optarg));
                                 return EXIT_USAGE;
                         }
                         sl.gpus_opt = optarg;

@@ -49,7 +49,7 @@ int parse_duration_option(const char *v, uint64_t *ret, bool zero_ok)
 {
         uint64_t ms;
         if (gr_parse_duration_ms(v, &ms) < 0 || (ms == 0 && !zero_ok) || ms > 86400000) {
-                error_msg("invalid duration '%s' (try '5s' or '500ms')", v);
+                error_msg("invalid duration '%s' (try '5s' or '500ms')", QUOTED(v));
                 return -1;
         }
         *ret = ms;
@@ -71,7 +71,7 @@ bool list_items_ok(const char *value)
 int gpu_option_append(char *list, size_t size, const char *value)
 {
         if (!list_items_ok(value)) {
-                error_msg("invalid --gpu '%s': an empty GPU selector (give an index, a UUID prefix or a bus id)", value);
+                error_msg("invalid --gpu '%s': an empty GPU selector (give an index, a UUID prefix or a bus id)", QUOTED(value));
                 return -1;
         }
         if (strlen(list) + strlen(value) + 2 >= size) {
@@ -88,7 +88,7 @@ int no_stray_arguments(int argc, char **argv, const char *cmd)
 {
         if (optind >= argc)
                 return 0;
-        error_msg("unexpected argument '%s'; see 'gpureap %s --help'", argv[optind], cmd);
+        error_msg("unexpected argument '%s'; see 'gpureap %s --help'", QUOTED(argv[optind]), cmd);
         return -1;
 }
 
@@ -251,7 +251,7 @@ int cmd_status(int argc, char **argv)
                 error_msg("%s", s->gpu->error);
                 if (s->gpu->status == GR_GPU_NO_LIBRARY)
                         fprintf(stderr, "hint: no NVIDIA driver found; holders of device files were still listed from %s\n",
-                                s->proc_root);
+                                QUOTED(s->proc_root));
                 code = EXIT_DRIVER;
         } else {
                 for (unsigned i = 0; i < s->gpu->n_gpus; i++) {
@@ -265,7 +265,7 @@ int cmd_status(int argc, char **argv)
         }
         gr_diagnosis_free(d);
         if (s->proc_error < 0)
-                error_msg("cannot read '%s': %s", s->proc_root, strerror(-s->proc_error));
+                error_msg("cannot read '%s': %s", QUOTED(s->proc_root), strerror(-s->proc_error));
         gr_snapshot_free(s);
         return code;
 }

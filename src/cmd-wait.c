@@ -135,18 +135,18 @@ int cmd_wait(int argc, char **argv)
                         if (n > 1 && optarg[n - 1] == '%') {
                                 char num[32];
                                 if (n - 1 >= sizeof(num)) {
-                                        error_msg("invalid --free '%s'", optarg);
+                                        error_msg("invalid --free '%s'", QUOTED(optarg));
                                         return EXIT_USAGE;
                                 }
                                 memcpy(num, optarg, n - 1);
                                 num[n - 1] = '\0';
                                 if (gr_parse_u64(num, &v) < 0 || v == 0 || v > 100) {
-                                        error_msg("invalid --free '%s' (a percentage is 1%% to 100%%)", optarg);
+                                        error_msg("invalid --free '%s' (a percentage is 1%% to 100%%)", QUOTED(optarg));
                                         return EXIT_USAGE;
                                 }
                                 a.free_percent = (unsigned)v;
                         } else if (gr_parse_size(optarg, &a.free_bytes) < 0) {
-                                error_msg("invalid --free '%s' (try '40GiB' or '90%%')", optarg);
+                                error_msg("invalid --free '%s' (try '40GiB' or '90%%')", QUOTED(optarg));
                                 return EXIT_USAGE;
                         }
                         break;

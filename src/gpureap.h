@@ -14,7 +14,11 @@ enum {
         EXIT_NOT_CLEAN = 1,   /* something holds a selected GPU / findings */
         EXIT_USAGE = 2,       /* bad command line or input */
         EXIT_DRIVER = 3,      /* GPU or driver failure, or the driver did not answer in time */
+        EXIT_OUTPUT = 4,      /* the output or the state could not be written (a full disk, a
+                                 closed stdout): what it would have said is lost */
 };
+/* check's own failure (a bad command line, its line not written): UNKNOWN for Nagios */
+#define CHECK_UNKNOWN 3
 
 #define JSON_SCHEMA_VERSION 4
 
@@ -132,6 +136,13 @@ int render_status_json(FILE *f, const gr_snapshot *s, const gr_diagnosis *d,
 /* A snapshot recorded with 'gpureap status --json' (schema 1 or 2), for --replay: a regular
  * file of at most REPLAY_MAX_BYTES (docs/exit-codes.md); -errno and a one-line err otherwise */
 #define REPLAY_MAX_BYTES (64 << 20)
+/* and in items (src/snapshot-json.c): past these it is refused before it is parsed, or as soon
+ * as a list is seen. A recorded process holds up to ~90 values, 20 of them objects or arrays:
+ * the bounds leave each of REPLAY_PROCESSES_MAX processes 256 values and 32 containers, and
+ * cost json-c some 200 MB at most */
+#define REPLAY_VALUES_MAX (1 << 21)
+#define REPLAY_CONTAINERS_MAX (1 << 18)
+#define REPLAY_PROCESSES_MAX 8192
 int snapshot_from_json(const char *path, gr_snapshot **ret, char *err, size_t err_size);
 /* The same from a buffer of len bytes (path only names it in messages); the fuzz target's entry */
 int snapshot_from_json_buffer(const char *buf, size_t len, const char *path, gr_snapshot **ret,
@@ -183,6 +194,10 @@ int nvml_timeout_from_env(uint64_t *ret);                          /* $GPUREAP_N
 int no_stray_arguments(int argc, char **argv, const char *cmd);    /* after getopt */
 
 void error_msg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* What the user gave (an argument, an option's value, a file name, an environment variable),
+ * for a message: no control byte reaches the terminal, and a long one is cut (gr_text_quote).
+ * The buffer lives until the end of the enclosing block: for the call it is an argument of. */
+#define QUOTED(s) gr_text_quote((s), (char[GR_QUOTE_MAX]){ 0 }, GR_QUOTE_MAX)
 /* "did you mean": the nearest of words within two edits, or NULL */
 const char *closest_word(const char *word, const char *const *words, size_t n);
 /* After getopt_long returned '?': the option most likely meant, and where to look */

@@ -1,30 +1,44 @@
 /* gpureap: is this GPU really clean, and if not, who holds it and why */
+#include <errno.h>
 #include <getopt.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdio_ext.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "gpureap/basic.h"
 #include "gpureap-config.h"
 #include "gpureap.h"
 
+/* What a command's exit code becomes when its output cannot be written (docs/exit-codes.md) */
+enum output_kind {
+        OUTPUT_READ,    /* the output is the answer: any write error fails it, 4 for 0 and 1 */
+        OUTPUT_ACT,     /* it signals, resets or drains: a reader gone away (EPIPE: 'reap | head
+                           -1') is no error once it acted; another write error is, 4 for 0 and 1 */
+        OUTPUT_CHECK,   /* a health check's line: without it the check's own failure, 3 (UNKNOWN) */
+        OUTPUT_OWN,     /* run: its exit code is the command's; it reports its own output */
+};
+
 struct command {
         const char *name;
         int (*run)(int argc, char **argv);
+        enum output_kind output;
         const char *summary;
 };
 
 static const struct command commands[] = {
-        { "status", cmd_status, "is every GPU clean? if not, who holds it, why, and what to do" },
-        { "reap", cmd_reap, "kill the leftovers, wait for the memory to come back, verify" },
-        { "wait", cmd_wait, "wait until GPUs are clean or have enough memory free" },
-        { "run", cmd_run, "run a command so that it leaves no process and no GPU memory behind" },
-        { "reset", cmd_reset, "reset a GPU that nothing holds (nvidia-smi --gpu-reset), verified" },
-        { "check", cmd_check, "one line and an exit code for a health check (Nagios, NHC, node-problem-detector)" },
-        { "metrics", cmd_metrics, "the Prometheus text format, for node_exporter's textfile collector" },
-        { "serve", cmd_serve, "watch resident: remember launchers, answer status fast, serve /metrics" },
-        { "slurm-prolog", cmd_slurm_prolog, "Slurm's Prolog: refuse a job whose GPUs are not clean" },
-        { "slurm-epilog", cmd_slurm_epilog, "Slurm's Epilog: reap the ended job's leftovers on its GPUs, verify" },
+        { "status", cmd_status, OUTPUT_READ, "is every GPU clean? if not, who holds it, why, and what to do" },
+        { "reap", cmd_reap, OUTPUT_ACT, "kill the leftovers, wait for the memory to come back, verify" },
+        { "wait", cmd_wait, OUTPUT_READ, "wait until GPUs are clean or have enough memory free" },
+        { "run", cmd_run, OUTPUT_OWN, "run a command so that it leaves no process and no GPU memory behind" },
+        { "reset", cmd_reset, OUTPUT_ACT, "reset a GPU that nothing holds (nvidia-smi --gpu-reset), verified" },
+        { "check", cmd_check, OUTPUT_CHECK, "one line and an exit code for a health check (Nagios, NHC, node-problem-detector)" },
+        { "metrics", cmd_metrics, OUTPUT_READ, "the Prometheus text format, for node_exporter's textfile collector" },
+        { "serve", cmd_serve, OUTPUT_READ, "watch resident: remember launchers, answer status fast, serve /metrics" },
+        { "slurm-prolog", cmd_slurm_prolog, OUTPUT_ACT, "Slurm's Prolog: refuse a job whose GPUs are not clean" },
+        { "slurm-epilog", cmd_slurm_epilog, OUTPUT_ACT, "Slurm's Epilog: reap the ended job's leftovers on its GPUs, verify" },
 };
 
 
@@ -86,14 +100,17 @@ void unknown_option(int argc, char **argv, const struct option *opts, const char
         }
         const char *m = word[0] && !known ? closest_word(word, names, n) : NULL;
         fflush(stdout);
+        const char letter[2] = { (char)(optopt > 0 && optopt < 256 ? optopt : '?'), '\0' };
         if (known)
                 fprintf(stderr, "gpureap %s: option '--%s' needs a value; see 'gpureap %s --help'\n", cmd, word, cmd);
         else if (m)
-                fprintf(stderr, "gpureap %s: unknown option '%s'; did you mean '--%s'? see 'gpureap %s --help'\n", cmd, bad, m, cmd);
+                fprintf(stderr, "gpureap %s: unknown option '%s'; did you mean '--%s'? see 'gpureap %s --help'\n", cmd,
+                        QUOTED(bad), m, cmd);
         else if (optopt && optopt < 256 && !word[0])
-                fprintf(stderr, "gpureap %s: unknown option '-%c' (or it needs a value); see 'gpureap %s --help'\n", cmd, optopt, cmd);
+                fprintf(stderr, "gpureap %s: unknown option '-%s' (or it needs a value); see 'gpureap %s --help'\n", cmd,
+                        QUOTED(letter), cmd);
         else
-                fprintf(stderr, "gpureap %s: unknown option '%s'; see 'gpureap %s --help'\n", cmd, bad, cmd);
+                fprintf(stderr, "gpureap %s: unknown option '%s'; see 'gpureap %s --help'\n", cmd, QUOTED(bad), cmd);
 }
 
 static void usage(FILE *f)
@@ -107,7 +124,82 @@ static void usage(FILE *f)
                 "  0  every selected GPU is clean (or the action is done)\n"
                 "  1  something holds a selected GPU\n"
                 "  2  usage error\n"
-                "  3  GPU or driver failure, or the driver did not answer in time\n");
+                "  3  GPU or driver failure, or the driver did not answer in time\n"
+                "  4  the output could not be written (a full disk, a closed stdout)\n");
+}
+
+/* SIGPIPE caught, not ignored: a write to a pipe whose reader is gone fails with EPIPE instead
+ * of ending gpureap between a SIGTERM and its SIGKILL; and, unlike SIG_IGN, a handler does not
+ * survive the exec of nvidia-smi or scontrol */
+static void sigpipe_caught(int sig)
+{
+        (void)sig;
+}
+
+/* stdout as a stream of our own over fd 1, which keeps the cause of its first failed write:
+ * glibc writes a large block (a status --json) straight from the caller's buffer, and when that
+ * fails nothing is left pending to fail again at the end, so ferror(stdout) alone would not say
+ * why. (glibc lets a program set stdout; the fd and its buffering stay what they were.) */
+static int stdout_errno;
+
+static ssize_t stdout_write(void *cookie, const char *buf, size_t size)
+{
+        (void)cookie;
+        size_t o = 0;
+        while (o < size) {
+                ssize_t w = write(STDOUT_FILENO, buf + o, size - o);
+                if (w < 0 && errno == EINTR)
+                        continue;
+                if (w <= 0) {
+                        if (!stdout_errno)
+                                stdout_errno = w < 0 ? errno : EIO;
+                        return o > 0 ? (ssize_t)o : -1;
+                }
+                o += (size_t)w;
+        }
+        return (ssize_t)size;
+}
+
+static void stdout_open(void)
+{
+        FILE *f = fopencookie(NULL, "w", (cookie_io_functions_t){ .write = stdout_write });
+        if (!f)
+                return; /* glibc's own stdout: a failure is still seen, its cause maybe not */
+        setvbuf(f, NULL, isatty(STDOUT_FILENO) ? _IOLBF : _IOFBF, BUFSIZ);
+        stdout = f;
+}
+
+/* Everything written to stdout, on its way: 0, or -errno of the write that failed */
+static int stdout_finish(void)
+{
+        errno = 0;
+        bool failed = fflush(stdout) != 0 || ferror(stdout);
+        int e = stdout_errno ? stdout_errno : errno;
+        /* a file on NFS may say only at close; stdout was never opened: nothing to say */
+        if (close(STDOUT_FILENO) < 0 && errno != EBADF && !failed) {
+                failed = true;
+                e = errno;
+        }
+        if (failed)
+                __fpurge(stdout); /* nothing left to try again at exit, on an fd now closed */
+        return failed ? -(e ? e : EIO) : 0;
+}
+
+/* The exit code, once stdout has been checked (docs/exit-codes.md) */
+static int output_checked(int code, enum output_kind kind)
+{
+        int r = stdout_finish();
+        if (r == 0 || kind == OUTPUT_OWN || (r == -EPIPE && kind == OUTPUT_ACT))
+                return code;
+        error_msg("cannot write the output: %s", strerror(-r));
+        if (kind == OUTPUT_CHECK)
+                return CHECK_UNKNOWN;
+        return code == EXIT_CLEAN || code == EXIT_NOT_CLEAN ? EXIT_OUTPUT : code;
+}
+
+static int run_command(const struct command *c, int argc, char **argv)
+{
+        return output_checked(c->run(argc, argv), c->output);
 }
 
 int main(int argc, char **argv)
@@ -120,27 +212,31 @@ int main(int argc, char **argv)
                 return EXIT_USAGE;
         }
         gr_gpu_set_helper("/proc/self/exe");
+        struct sigaction sa = { .sa_handler = sigpipe_caught, .sa_flags = SA_RESTART };
+        sigemptyset(&sa.sa_mask);
+        sigaction(SIGPIPE, &sa, NULL);
+        stdout_open();
         if (argc >= 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
                           strcmp(argv[1], "help") == 0)) {
                 usage(stdout);
-                return EXIT_CLEAN;
+                return output_checked(EXIT_CLEAN, OUTPUT_READ);
         }
         if (argc >= 2 && strcmp(argv[1], "--version") == 0) {
                 printf("gpureap %s\n", GPUREAP_VERSION);
-                return EXIT_CLEAN;
+                return output_checked(EXIT_CLEAN, OUTPUT_READ);
         }
         if (argc < 2 || argv[1][0] == '-')
-                return cmd_status(argc, argv);
+                return run_command(&commands[0], argc, argv); /* status */
         for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
                 if (strcmp(argv[1], commands[i].name) == 0)
-                        return commands[i].run(argc - 1, argv + 1);
+                        return run_command(&commands[i], argc - 1, argv + 1);
         const char *names[GR_ELEMENTSOF(commands)];
         for (size_t i = 0; i < GR_ELEMENTSOF(commands); i++)
                 names[i] = commands[i].name;
         const char *m = closest_word(argv[1], names, GR_ELEMENTSOF(commands));
         if (m)
-                error_msg("'%s' is not a gpureap command; did you mean '%s'? see 'gpureap --help'", argv[1], m);
+                error_msg("'%s' is not a gpureap command; did you mean '%s'? see 'gpureap --help'", QUOTED(argv[1]), m);
         else
-                error_msg("'%s' is not a gpureap command; see 'gpureap --help'", argv[1]);
+                error_msg("'%s' is not a gpureap command; see 'gpureap --help'", QUOTED(argv[1]));
         return EXIT_USAGE;
 }

@@ -737,7 +737,7 @@ static void print_title(const struct out *o, const struct table_options *opt)
         }
         snprintf(line, sizeof(line), "replay: recorded on host %s %s%s%s%s, not this machine now",
                  s->hostname[0] ? s->hostname : "(unknown)", when, opt && opt->replay ? " (" : "",
-                 opt && opt->replay ? opt->replay : "", opt && opt->replay ? ")" : "");
+                 opt && opt->replay ? QUOTED(opt->replay) : "", opt && opt->replay ? ")" : "");
         out_wrap(&o->t, 0, 2, line);
 }
 

@@ -47,7 +47,7 @@ int tty_when_option(const char *value, enum tty_when *ret)
                         *ret = (enum tty_when)i;
                         return 0;
                 }
-        error_msg("invalid --tty '%s' (auto, always or never)", value);
+        error_msg("invalid --tty '%s' (auto, always or never)", QUOTED(value));
         return -1;
 }
 

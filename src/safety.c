@@ -65,7 +65,7 @@ int env_path_trusted(const char *var, const char *path, int *ret_fd)
         if (fd < 0) {
                 if (!why[0])
                         snprintf(why, sizeof(why), "%s", path[0] != '/' ? "not an absolute path" : strerror(-fd));
-                error_msg("refusing %s '%s'%s: %s (give a path that only root%s can change)", var, path,
+                error_msg("refusing %s '%s'%s: %s (give a path that only root%s can change)", var, QUOTED(path),
                           geteuid() == 0 ? " as root" : "", why, geteuid() == 0 ? "" : " or you");
                 return -1;
         }
@@ -98,7 +98,7 @@ int signalling_env_ok(const char *cmd)
         const char *pr = getenv("GPUREAP_PROC_ROOT");
         if (pr && *pr && strcmp(pr, "/proc") != 0 && strcmp(pr, "/proc/") != 0) {
                 error_msg("%s signals the processes of this machine: not with GPUREAP_PROC_ROOT='%s' (a recorded "
-                          "or foreign /proc; its PIDs are not this /proc's)", cmd, pr);
+                          "or foreign /proc; its PIDs are not this /proc's)", cmd, QUOTED(pr));
                 return -1;
         }
         const char *dev = getenv("GPUREAP_DEV_DIR");
@@ -119,7 +119,7 @@ int output_path_ok(const char *option, const char *path)
         if (S_ISREG(st.st_mode))
                 return 0;
         error_msg("%s '%s' is not a regular file (%s): gpureap replaces the file it writes; give a new path or a "
-                  "regular file's", option, path,
+                  "regular file's", option, QUOTED(path),
                   S_ISLNK(st.st_mode)   ? "a symbolic link"
                   : S_ISDIR(st.st_mode) ? "a directory"
                   : S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) ? "a device"

@@ -37,9 +37,9 @@ void gpu_selection_error(const struct gpu_selection *sel, const gr_gpu_report *r
         for (unsigned i = 0; i < rep->n_gpus; i++)
                 n += gr_gpu_matches(&rep->gpus[i], bad);
         if (n > 1)
-                error_msg("'%s' matches %u GPUs: give more of the UUID, or the index", bad, n);
+                error_msg("'%s' matches %u GPUs: give more of the UUID, or the index", QUOTED(bad), n);
         else
-                error_msg("no GPU matches '%s' (this machine has %u)", bad, rep->n_gpus);
+                error_msg("no GPU matches '%s' (this machine has %u)", QUOTED(bad), rep->n_gpus);
 }
 
 const char *gpu_selection_unmatched(const struct gpu_selection *sel, const gr_gpu_report *rep,
@@ -77,7 +77,7 @@ int scope_option(const char *option, const char *value, gr_scope *sc)
                         return -1;
                 }
                 if (gr_scope_parse(kinds[i].kind, value, sc) < 0) {
-                        error_msg("invalid --%s '%s': %s", option, value, kinds[i].hint);
+                        error_msg("invalid --%s '%s': %s", option, QUOTED(value), kinds[i].hint);
                         return -1;
                 }
                 return 0;

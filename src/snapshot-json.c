@@ -1,7 +1,11 @@
 /* Load a snapshot recorded with 'gpureap status --json' (schema 1 or 2), so a report can be
  * diagnosed again anywhere: 'gpureap status --replay FILE'. Only the facts are read; verdicts
- * and findings in the file are ignored and computed anew. Bounded like the live readers: at
- * most REPLAY_MAX_BYTES of a regular file, GR_GPUS_MAX GPUs, GR_GPU_PROCS_MAX owners each. */
+ * and findings in the file are ignored and computed anew. Bounded in bytes and in items: at
+ * most REPLAY_MAX_BYTES of a regular file, and in it at most REPLAY_VALUES_MAX JSON values
+ * (REPLAY_CONTAINERS_MAX of them objects or arrays), counted before the parser allocates
+ * anything, and no list longer than gpureap writes one (REPLAY_PROCESSES_MAX processes,
+ * GR_GPUS_MAX GPUs, GR_GPU_PROCS_MAX owners each...). 18 MB of empty objects had taken 23 s
+ * and 4.7 GB: an object parsed costs json-c some 700 bytes, and "{}, " is 4 bytes of text. */
 #include <errno.h>
 #include <fcntl.h>
 #include <json-c/json.h>
@@ -18,6 +22,33 @@ static json_object *get(json_object *o, const char *k)
 {
         json_object *v = NULL;
         return o && json_object_object_get_ex(o, k, &v) ? v : NULL;
+}
+
+/* The list past its bound, for the message */
+struct too_long {
+        const char *what;
+        size_t max;
+};
+
+/* The array o.k (NULL, length 0 when absent or not an array); -E2BIG (what in *tl) when it
+ * has more than max items: no snapshot gpureap writes has */
+static int get_array(json_object *o, const char *k, size_t max, const char *what, struct too_long *tl,
+                     json_object **ret, size_t *ret_n)
+{
+        json_object *a = get(o, k);
+        if (!a || json_object_get_type(a) != json_type_array) {
+                *ret = NULL;
+                *ret_n = 0;
+                return 0;
+        }
+        size_t n = json_object_array_length(a);
+        if (n > max) {
+                *tl = (struct too_long){ what, max };
+                return -E2BIG;
+        }
+        *ret = a;
+        *ret_n = n;
+        return 0;
 }
 
 static uint64_t get_u64(json_object *o, const char *k)
@@ -80,12 +111,13 @@ static int cmp_proc(const void *a, const void *b)
         return (x > y) - (x < y);
 }
 
-static int load_gpus(json_object *root, gr_gpu_report *rep)
+static int load_gpus(json_object *root, gr_gpu_report *rep, struct too_long *tl)
 {
-        json_object *gpus = get(root, "gpus");
-        size_t n = gpus && json_object_get_type(gpus) == json_type_array ? json_object_array_length(gpus) : 0;
-        if (n > GR_GPUS_MAX)
-                n = GR_GPUS_MAX;
+        json_object *gpus;
+        size_t n;
+        int r = get_array(root, "gpus", GR_GPUS_MAX, "GPUs", tl, &gpus, &n);
+        if (r < 0)
+                return r;
         rep->gpus = calloc(n ? n : 1, sizeof(gr_gpu));
         if (!rep->gpus)
                 return -ENOMEM;
@@ -109,11 +141,11 @@ static int load_gpus(json_object *root, gr_gpu_report *rep)
                 g->mem_api = strcmp(api, "v2") == 0 ? 2 : strcmp(api, "v1") == 0 ? 1 : 0;
                 gr_gpu_check_memory(g); /* the recorded numbers are the driver's too */
                 g->proc_stride = (unsigned)get_int(jg, "process_entry_bytes", 0);
-                json_object *owners = get(jg, "context_owners");
-                g->procs_ok = owners && json_object_get_type(owners) == json_type_array;
-                size_t k = g->procs_ok ? json_object_array_length(owners) : 0;
-                if (k > GR_GPU_PROCS_MAX)
-                        k = GR_GPU_PROCS_MAX;
+                json_object *owners;
+                size_t k;
+                if ((r = get_array(jg, "context_owners", GR_GPU_PROCS_MAX, "context owners of a GPU", tl, &owners, &k)) < 0)
+                        return r;
+                g->procs_ok = owners != NULL;
                 if (k > 0 && !(g->procs = calloc(k, sizeof(gr_gpu_proc))))
                         return -ENOMEM;
                 for (size_t j = 0; j < k; j++) {
@@ -134,7 +166,7 @@ static int load_gpus(json_object *root, gr_gpu_report *rep)
         return 0;
 }
 
-static int load_process(json_object *jp, gr_process *p)
+static int load_process(json_object *jp, gr_process *p, struct too_long *tl)
 {
         int64_t pid = get_int(jp, "pid", 0);
         if (pid <= 0 || pid > GR_PROC_PID_MAX)
@@ -153,9 +185,12 @@ static int load_process(json_object *jp, gr_process *p)
         int64_t uid = get_int(jp, "uid", -1);
         p->has_uid = uid >= 0;
         p->uid = (uid_t)(uid >= 0 ? uid : 0);
-        json_object *ns = get(jp, "nspid");
-        for (size_t i = 0; ns && json_object_get_type(ns) == json_type_array &&
-                           i < json_object_array_length(ns) && p->n_nspid < GR_NSPID_MAX; i++)
+        json_object *ns;
+        size_t n_ns;
+        int r = get_array(jp, "nspid", GR_NSPID_MAX, "PID namespaces of a process", tl, &ns, &n_ns);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < n_ns; i++)
                 p->nspid[p->n_nspid++] = (pid_t)json_object_get_int(json_object_array_get_idx(ns, i));
         p->cmdline = dup_str(jp, "cmdline");
         p->cgroup = dup_str(jp, "cgroup");
@@ -183,16 +218,19 @@ static int load_process(json_object *jp, gr_process *p)
         /* sockets: "net" since schema 3, the holder's "devices.listen_ports" before */
         json_object *net = get(jp, "net");
         json_object *dev0 = get(jp, "devices");
-        json_object *ports = net ? get(net, "listen_ports") : dev0 ? get(dev0, "listen_ports") : NULL;
-        if (net || (ports && json_object_get_type(ports) == json_type_array)) {
+        json_object *ports, *inodes;
+        size_t n_ports, n_inodes;
+        if ((r = get_array(net ? net : dev0, "listen_ports", GR_LISTEN_MAX, "listening ports of a process", tl, &ports,
+                           &n_ports)) < 0 ||
+            (r = get_array(net, "listen_inodes", GR_LISTEN_MAX, "listening sockets of a process", tl, &inodes,
+                           &n_inodes)) < 0)
+                return r;
+        if (net || ports) {
                 gr_net *n = calloc(1, sizeof(*n));
                 if (!n)
                         return -ENOMEM;
-                json_object *inodes = net ? get(net, "listen_inodes") : NULL;
-                for (size_t i = 0; ports && json_object_get_type(ports) == json_type_array &&
-                                   i < json_object_array_length(ports) && n->n_listen < GR_LISTEN_MAX; i++) {
-                        json_object *ino = inodes && json_object_get_type(inodes) == json_type_array
-                                           ? json_object_array_get_idx(inodes, i) : NULL;
+                for (size_t i = 0; i < n_ports; i++) {
+                        json_object *ino = i < n_inodes ? json_object_array_get_idx(inodes, i) : NULL;
                         n->listen_inodes[n->n_listen] = ino ? (uint64_t)json_object_get_int64(ino) : 0;
                         n->listen_ports[n->n_listen++] = (uint16_t)json_object_get_int(json_object_array_get_idx(ports, i));
                 }
@@ -212,9 +250,13 @@ static int load_process(json_object *jp, gr_process *p)
                 h->n_other = (unsigned)get_int(dev, "other", 0);
                 h->maps_read = get_int(dev, "maps", -1) >= 0;
                 h->n_maps = h->maps_read ? (unsigned)get_int(dev, "maps", 0) : 0;
-                json_object *gs = get(dev, "gpus");
-                for (size_t i = 0; gs && json_object_get_type(gs) == json_type_array &&
-                                   i < json_object_array_length(gs) && h->n_gpus < GR_HOLD_GPUS_MAX; i++) {
+                json_object *gs;
+                size_t n_gs;
+                if ((r = get_array(dev, "gpus", GR_HOLD_GPUS_MAX, "GPUs a process holds", tl, &gs, &n_gs)) < 0) {
+                        free(h);
+                        return r;
+                }
+                for (size_t i = 0; i < n_gs; i++) {
                         json_object *jg = json_object_array_get_idx(gs, i);
                         h->gpus[h->n_gpus].minor = (unsigned)get_int(jg, "minor", 0);
                         h->gpus[h->n_gpus].n_fds = (unsigned)get_int(jg, "fds", 0);
@@ -260,18 +302,18 @@ static int read_recording(const char *path, char **ret, size_t *ret_len, char *e
         int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
         if (fd < 0) {
                 int r = -errno;
-                snprintf(err, err_size, "cannot open '%s': %s", path, strerror(errno));
+                snprintf(err, err_size, "cannot open '%s': %s", QUOTED(path), strerror(errno));
                 return r;
         }
         struct stat st;
         if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
                 snprintf(err, err_size, "'%s' is not a regular file: --replay reads a snapshot recorded with 'gpureap status --json'",
-                         path);
+                         QUOTED(path));
                 close(fd);
                 return -EINVAL;
         }
         if (st.st_size > REPLAY_MAX_BYTES) {
-                snprintf(err, err_size, "'%s' is larger than a snapshot may be (%d MiB)", path, REPLAY_MAX_BYTES >> 20);
+                snprintf(err, err_size, "'%s' is larger than a snapshot may be (%d MiB)", QUOTED(path), REPLAY_MAX_BYTES >> 20);
                 close(fd);
                 return -EFBIG;
         }
@@ -310,9 +352,9 @@ static int read_recording(const char *path, char **ret, size_t *ret_len, char *e
         if (r < 0) {
                 free(buf);
                 if (r == -EFBIG)
-                        snprintf(err, err_size, "'%s' is larger than a snapshot may be (%d MiB)", path, REPLAY_MAX_BYTES >> 20);
+                        snprintf(err, err_size, "'%s' is larger than a snapshot may be (%d MiB)", QUOTED(path), REPLAY_MAX_BYTES >> 20);
                 else
-                        snprintf(err, err_size, "cannot read '%s': %s", path, strerror(-r));
+                        snprintf(err, err_size, "cannot read '%s': %s", QUOTED(path), strerror(-r));
                 return r;
         }
         buf[len] = '\0';
@@ -350,10 +392,52 @@ static uint64_t recorded_at_ms(json_object *root)
         return t > 0 ? (uint64_t)t * 1000 : 0;
 }
 
+/* The JSON values in buf, counted before json-c parses it (json-c has no bound of its own but
+ * the depth): -E2BIG, and which bound in *tl, past REPLAY_VALUES_MAX values or
+ * REPLAY_CONTAINERS_MAX objects and arrays. Every value but a container's first follows a
+ * comma, so values <= commas + containers + 1. Only a bound: the parser judges the syntax. */
+static int json_count_values(const char *buf, size_t len, struct too_long *tl)
+{
+        size_t containers = 0, values = 1;
+        bool in_string = false;
+        for (size_t i = 0; i < len; i++) {
+                char c = buf[i];
+                if (in_string) {
+                        if (c == '\\')
+                                i++;
+                        else if (c == '"')
+                                in_string = false;
+                        continue;
+                }
+                if (c == '"')
+                        in_string = true;
+                else if (c == '{' || c == '[')
+                        containers++;
+                else if (c != ',')
+                        continue;
+                values++;
+                if (containers > REPLAY_CONTAINERS_MAX) {
+                        *tl = (struct too_long){ "JSON objects and arrays", REPLAY_CONTAINERS_MAX };
+                        return -E2BIG;
+                }
+                if (values > REPLAY_VALUES_MAX) {
+                        *tl = (struct too_long){ "JSON values", REPLAY_VALUES_MAX };
+                        return -E2BIG;
+                }
+        }
+        return 0;
+}
+
 int snapshot_from_json_buffer(const char *buf, size_t len, const char *path, gr_snapshot **ret,
                               char *err, size_t err_size)
 {
         json_object *root = NULL;
+        struct too_long counted;
+        if (len <= REPLAY_MAX_BYTES && json_count_values(buf, len, &counted) < 0) {
+                snprintf(err, err_size, "'%s' holds more %s than a snapshot may (%zu)", QUOTED(path), counted.what,
+                         counted.max);
+                return -E2BIG;
+        }
         json_tokener *tok = len <= REPLAY_MAX_BYTES && len <= INT_MAX ? json_tokener_new() : NULL;
         if (tok) {
                 root = json_tokener_parse_ex(tok, buf, (int)len);
@@ -369,14 +453,14 @@ int snapshot_from_json_buffer(const char *buf, size_t len, const char *path, gr_
                 json_tokener_free(tok);
         }
         if (!root || json_object_get_type(root) != json_type_object) {
-                snprintf(err, err_size, "cannot read '%s' as a gpureap JSON snapshot", path);
+                snprintf(err, err_size, "cannot read '%s' as a gpureap JSON snapshot", QUOTED(path));
                 json_object_put(root);
                 return -EINVAL;
         }
         int64_t version = get_int(root, "schema_version", 0);
         if (version < 1 || version > JSON_SCHEMA_VERSION) {
                 snprintf(err, err_size, "'%s' has schema version %lld; this gpureap reads 1 to %d",
-                         path, (long long)version, JSON_SCHEMA_VERSION);
+                         QUOTED(path), (long long)version, JSON_SCHEMA_VERSION);
                 json_object_put(root);
                 return -EINVAL;
         }
@@ -392,6 +476,7 @@ int snapshot_from_json_buffer(const char *buf, size_t len, const char *path, gr_
                 return -ENOMEM;
         }
         int r = 0;
+        struct too_long tl = { NULL, 0 };
         {
                 s->proc_elapsed_ms = GR_UNKNOWN_U64;
                 s->gpu = rep;
@@ -432,7 +517,7 @@ int snapshot_from_json_buffer(const char *buf, size_t len, const char *path, gr_
                 get_str(pr, "scan_fallback", t->scan_fallback, sizeof(t->scan_fallback));
                 json_object *slow = get(pr, "slow");
                 s->proc_slow = slow && json_object_get_type(slow) == json_type_boolean && json_object_get_boolean(slow);
-                r = load_gpus(root, rep);
+                r = load_gpus(root, rep, &tl);
                 int64_t taken = get_int(root, "taken_at_unix_ms", 0);
                 if (taken > 0) /* more precise than taken_at, where the recording has it */
                         s->taken_at_ms = (uint64_t)taken;
@@ -458,8 +543,10 @@ int snapshot_from_json_buffer(const char *buf, size_t len, const char *path, gr_
                         }
                 }
         }
-        json_object *procs = r == 0 ? get(root, "processes") : NULL;
-        size_t n = procs && json_object_get_type(procs) == json_type_array ? json_object_array_length(procs) : 0;
+        json_object *procs = NULL;
+        size_t n = 0;
+        if (r == 0)
+                r = get_array(root, "processes", REPLAY_PROCESSES_MAX, "processes", &tl, &procs, &n);
         if (r == 0 && n > 0) {
                 t->procs = calloc(n, sizeof(gr_process));
                 t->cap = n;
@@ -468,15 +555,15 @@ int snapshot_from_json_buffer(const char *buf, size_t len, const char *path, gr_
         }
         for (size_t i = 0; r == 0 && i < n; i++) {
                 gr_process *p = &t->procs[t->n];
-                r = load_process(json_object_array_get_idx(procs, i), p);
-                if (r == -EINVAL) {
+                r = load_process(json_object_array_get_idx(procs, i), p, &tl);
+                if (r < 0) { /* left out (-EINVAL: no valid PID), or the end of the load */
                         free(p->cmdline);
                         free(p->cgroup);
                         free(p->net);
                         free(p->hold);
                         free(p->seen);
                         memset(p, 0, sizeof(*p));
-                        r = 0;
+                        r = r == -EINVAL ? 0 : r;
                         continue;
                 }
                 if (r == 0) {
@@ -485,8 +572,13 @@ int snapshot_from_json_buffer(const char *buf, size_t len, const char *path, gr_
                 }
         }
         json_object_put(root);
+        if (r == -E2BIG) {
+                snprintf(err, err_size, "'%s' lists more %s than a snapshot may (%zu)", QUOTED(path), tl.what, tl.max);
+                gr_snapshot_free(s);
+                return r;
+        }
         if (r < 0) {
-                snprintf(err, err_size, "cannot load '%s': %s", path, strerror(-r));
+                snprintf(err, err_size, "cannot load '%s': %s", QUOTED(path), strerror(-r));
                 gr_snapshot_free(s);
                 return r;
         }
@@ -494,7 +586,7 @@ int snapshot_from_json_buffer(const char *buf, size_t len, const char *path, gr_
                 qsort(t->procs, t->n, sizeof(gr_process), cmp_proc);
         for (size_t i = 1; i < t->n; i++)
                 if (t->procs[i].pid == t->procs[i - 1].pid) {
-                        snprintf(err, err_size, "'%s' lists PID %d twice", path, (int)t->procs[i].pid);
+                        snprintf(err, err_size, "'%s' lists PID %d twice", QUOTED(path), (int)t->procs[i].pid);
                         gr_snapshot_free(s);
                         return -EINVAL;
                 }

@@ -47,9 +47,19 @@ int state_write(const char *name, const char *content)
         int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
         if (fd < 0)
                 return -errno;
-        size_t len = strlen(content);
-        r = write(fd, content, len) == (ssize_t)len ? 0 : -EIO;
-        close(fd);
+        /* a full file system may take part of it: the rest then fails with the cause */
+        r = 0;
+        for (size_t len = strlen(content), o = 0; r == 0 && o < len;) {
+                ssize_t w = write(fd, content + o, len - o);
+                if (w < 0 && errno != EINTR)
+                        r = -errno;
+                else if (w == 0)
+                        r = -EIO;
+                else if (w > 0)
+                        o += (size_t)w;
+        }
+        if (close(fd) < 0 && r == 0 && errno != EINTR)
+                r = -errno;
         if (r == 0 && rename(tmp, path) < 0)
                 r = -errno;
         if (r < 0)

@@ -38,7 +38,7 @@ int color_option(const char *value, enum color_when *ret)
                         *ret = (enum color_when)i;
                         return 0;
                 }
-        error_msg("invalid --color '%s' (auto, always or never)", value);
+        error_msg("invalid --color '%s' (auto, always or never)", QUOTED(value));
         return -1;
 }
 

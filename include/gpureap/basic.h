@@ -31,6 +31,13 @@ bool gr_strlcpy(char *dst, const char *src, size_t size);
 size_t gr_text_sanitize(char *s);
 /* Would gr_text_sanitize leave s as it is? */
 bool gr_text_is_clean(const char *s);
+/* Quote text that a user gave (an argument, an option's value, a file name, an environment
+ * variable) for a one-line message, into buf (size bytes, at least 8): what gr_text_sanitize
+ * would replace becomes \xNN, a byte each (ESC: \x1b, a newline: \x0a, a stray 0xff: \xff),
+ * valid UTF-8 is kept, and text that does not fit is cut with "..." between characters.
+ * Returns buf. */
+#define GR_QUOTE_MAX 128
+char *gr_text_quote(const char *s, char *buf, size_t size);
 
 /* Read a whole (small, virtual) file relative to dirfd into buf (size bytes, NUL-terminated).
  * Reads one byte more than fits to notice truncation: returns -EFBIG when the file did not fit,

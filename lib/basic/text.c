@@ -90,3 +90,49 @@ bool gr_text_is_clean(const char *s)
         }
         return true;
 }
+
+/* One character of text to quote at s: its length in s (*ret_n), and whether it is written as
+ * \xNN (a control character's sequence, or a byte that starts none, a byte at a time) */
+static bool quote_escaped(const unsigned char *s, size_t *ret_n)
+{
+        uint32_t cp = 0;
+        size_t n = utf8_sequence(s, &cp);
+        bool escape = n == 0 || is_control(cp);
+        *ret_n = escape ? 1 : n;
+        return escape;
+}
+
+char *gr_text_quote(const char *s, char *buf, size_t size)
+{
+        static const char hex[] = "0123456789abcdef";
+        const unsigned char *in = (const unsigned char *)(s ? s : "");
+        if (size < 8) {
+                if (size > 0)
+                        buf[0] = '\0';
+                return buf;
+        }
+        /* does it all fit? if not, it is cut where what is written and "..." still fit */
+        size_t len = 0, n;
+        for (const unsigned char *p = in; *p && len < size; p += n)
+                len += quote_escaped(p, &n) ? 4 : n;
+        bool cut = len >= size;
+        size_t o = 0;
+        for (const unsigned char *p = in; *p; p += n) {
+                bool escape = quote_escaped(p, &n);
+                if (cut && o + (escape ? 4 : n) + 3 >= size) {
+                        memcpy(buf + o, "...", 4);
+                        return buf;
+                }
+                if (escape) {
+                        buf[o++] = '\\';
+                        buf[o++] = 'x';
+                        buf[o++] = hex[*p >> 4];
+                        buf[o++] = hex[*p & 0xf];
+                } else {
+                        memcpy(buf + o, p, n);
+                        o += n;
+                }
+        }
+        buf[o] = '\0';
+        return buf;
+}

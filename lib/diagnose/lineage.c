@@ -88,7 +88,11 @@ static bool init_like(const struct dx *x, const gr_process *child, const gr_proc
         bool ns_init = parent->n_nspid > 1 && parent->nspid[parent->n_nspid - 1] == 1;
         if (parent->pid == 1 && !ns_init && x->s->pidns != GR_PIDNS_OTHER)
                 return true;
-        if (!gr_proc_is_init_program(parent->comm, parent->exe_state, parent->exe))
+        /* a container's PID 1 is one by its place: its name is its own or its image's (no
+         * launcher below it renames it); anywhere else the name must be backed by what runs */
+        bool pid1 = ns_init || parent->pid == 1;
+        if (pid1 ? !gr_proc_comm_is_init(parent->comm)
+                 : !gr_proc_is_init_program(parent->comm, parent->exe_state, parent->exe))
                 return false;
         return !(gr_proc_comm_is_shim(parent->comm) && shim_command(x, child, parent));
 }
@@ -604,8 +608,12 @@ static void judge_holder(const struct dx *x, gr_holder_verdict *v)
                 }
                 judge(&j, GR_JUDGE_LEFTOVER, rj.confidence, "its ancestor %d (%s) is a leftover: %s",
                       (int)root->pid, root->comm, rj.reason);
-        } else if (rj.judgement == GR_JUDGE_UNSURE && root_holds) {
-                /* the root holds the GPU and cannot be judged: nor can what it started */
+        } else if (rj.judgement == GR_JUDGE_UNSURE &&
+                   (root_holds || (root->n_nspid > 1 && root->nspid[root->n_nspid - 1] == 1 &&
+                                   gr_proc_comm_is_init(root->comm)))) {
+                /* the root holds the GPU and cannot be judged, or it is the init of a container
+                 * whose runtime is gone (the command an init shim started lives as long as the
+                 * container does): nor can what it started */
                 ev_add(ev, GR_EV_ANCESTOR, GR_LEAN_NEUTRAL, "%d (%s) cannot be judged", (int)root->pid, root->comm);
                 judge(&j, GR_JUDGE_UNSURE, GR_UNSURE, "its ancestor %d (%s) cannot be judged: %s", (int)root->pid,
                       root->comm, rj.reason);

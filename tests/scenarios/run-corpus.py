@@ -296,6 +296,11 @@ class Run:
             self.popens.append(p)
             return
         cmd = [self.python] + list(s.cmd)
+        # an entry point that is another program than python runs under its own name (the
+        # runtime's shim: gpureap judges an init by its executable)
+        own = launchers.entry_interpreter(self.T, s.cmd[0]) if s.cmd else None
+        if own:
+            cmd[0] = own
         pass_fds = ()
         if self.cfg.cuda and s.cuda_cmd:
             # the real program (our bin/ comes first on the trees' PATH: look it up without it)

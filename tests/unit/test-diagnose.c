@@ -595,9 +595,9 @@ static void launcher_seen_by_serve(void **state)
 {
         const struct seen_case cases[] = {
                 { GR_END_SIGNAL, SIGKILL, true, false, false, GR_JUDGE_LEFTOVER, GR_SURE },
-                { GR_END_SIGNAL, SIGTERM, true, false, false, GR_JUDGE_LEFTOVER, GR_SURE },
-                { GR_END_SIGNAL, SIGKILL, true, true, false, GR_JUDGE_LEFTOVER, GR_SURE },   /* its port: still */
-                { GR_END_SIGNAL, SIGKILL, true, true, true, GR_JUDGE_LEFTOVER, GR_LIKELY },  /* it serves */
+                { GR_END_SIGNAL, SIGTERM, true, false, false, GR_JUDGE_LEFTOVER, GR_LIKELY }, /* it could have ended it */
+                { GR_END_SIGNAL, SIGKILL, true, true, false, GR_JUDGE_UNSURE, GR_UNSURE },   /* its port: a server */
+                { GR_END_SIGNAL, SIGKILL, true, true, true, GR_JUDGE_UNSURE, GR_UNSURE },    /* it serves */
                 { GR_END_SIGNAL, SIGHUP, true, false, false, GR_JUDGE_UNSURE, GR_UNSURE },   /* hung up on */
                 { GR_END_SIGNAL, SIGKILL, false, false, false, GR_JUDGE_UNSURE, GR_UNSURE }, /* a shell */
                 { GR_END_EXIT, 0, true, false, false, GR_JUDGE_UNSURE, GR_UNSURE },          /* it daemonized */

@@ -224,6 +224,45 @@ static void text_sanitize(void **state)
         assert_int_equal(gr_text_sanitize(NULL), 0);
 }
 
+/* An argument quoted for a message: what sanitize replaces becomes \xNN, a byte each; cut with
+ * "..." between characters, never inside an escape or a UTF-8 sequence */
+static void text_quote(void **state)
+{
+        static const struct {
+                const char *in, *out;
+                size_t size;
+        } cases[] = {
+                { "--gpu", "--gpu", 128 },
+                { "", "", 128 },
+                { "a\033[31mb\nc\377d", "a\\x1b[31mb\\x0ac\\xffd", 128 },
+                { "del\x7f", "del\\x7f", 128 },
+                { "c1\xc2\x9b", "c1\\xc2\\x9b", 128 },          /* U+009B CSI: its two bytes */
+                { "caf\xc3\xa9", "caf\xc3\xa9", 128 },            /* UTF-8 is kept */
+                { "\xe6\x97", "\\xe6\\x97", 128 },              /* a cut sequence */
+                { "abcdefgh", "abcd...", 8 },                     /* cut, with room for "..." */
+                { "abcdefg", "abcdefg", 8 },                      /* fits: not cut */
+                { "ab\033cdefgh", "ab...", 8 },                  /* an escape is never cut */
+                { "a\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9", "a\xc3\xa9...", 8 }, /* nor a character */
+                { "x", "", 4 },                                   /* no room at all */
+        };
+        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+                char buf[128];
+                memset(buf, 'Z', sizeof(buf));
+                char *r = gr_text_quote(cases[i].in, buf, cases[i].size);
+                assert_ptr_equal(r, buf);
+                if (strcmp(buf, cases[i].out) != 0)
+                        fail_msg("case %zu: got '%s', want '%s'", i, buf, cases[i].out);
+                assert_true(strlen(buf) < cases[i].size || cases[i].size == 0);
+        }
+        char buf[GR_QUOTE_MAX], big[1000];
+        memset(big, '\033', sizeof(big) - 1);
+        big[sizeof(big) - 1] = '\0';
+        gr_text_quote(big, buf, sizeof(buf));
+        assert_true(strlen(buf) < sizeof(buf));
+        assert_string_equal(buf + strlen(buf) - 3, "...");
+        assert_string_equal(gr_text_quote(NULL, buf, sizeof(buf)), "");
+}
+
 static void names_and_argv_are_made_safe(void **state)
 {
         const char *s = "42 (\033[31mx\xc3) S 1 42 42" STAT_TAIL;
@@ -343,6 +382,7 @@ int main(void)
                 cmocka_unit_test(environ_marks_skip_a_cut_entry),
                 cmocka_unit_test(cmdline_rendering),
                 cmocka_unit_test(text_sanitize),
+                cmocka_unit_test(text_quote),
                 cmocka_unit_test(names_and_argv_are_made_safe),
                 cmocka_unit_test(device_paths),
                 cmocka_unit_test(maps_lines),
