@@ -76,10 +76,7 @@ struct last_reap {
 
 static void read_last_reap(struct last_reap *lr)
 {
-        char path[4096];
-        if (state_file_path("last-reap", path, sizeof(path)) < 0)
-                return;
-        FILE *f = fopen(path, "re");
+        FILE *f = state_fopen("last-reap");
         if (!f)
                 return;
         char line[256];

@@ -432,7 +432,7 @@ static int cmd_slurm(int argc, char **argv, bool epilog)
         if (ju && (gr_parse_u64(ju, &juv) < 0 || juv > UINT32_MAX)) {
                 /* without it the user filter would be dropped: every user's process of the
                  * job's scope would be taken */
-                error_msg("invalid SLURM_JOB_UID '%s': run me as Slurm's %s", ju, epilog ? "Epilog" : "Prolog");
+                error_msg("invalid SLURM_JOB_UID '%s': run me as Slurm's %s", QUOTED(ju), epilog ? "Epilog" : "Prolog");
                 return EXIT_USAGE;
         }
         sl.uid = ju;

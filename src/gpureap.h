@@ -223,6 +223,7 @@ void audit_close(void);
 /* src/state.c: what is kept between runs ($GPUREAP_STATE_DIR, /run/gpureap, ...) */
 int state_file_path(const char *name, char *buf, size_t size);
 int state_write(const char *name, const char *content); /* atomically */
+FILE *state_fopen(const char *name); /* for reading; NULL when missing or not trusted */
 
 /* src/safety.c: gpureap, its helpers and ancestors, never signalled */
 struct gr_plan_options;

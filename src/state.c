@@ -1,5 +1,8 @@
 /* The little gpureap keeps between runs: the last reap's result, for the metrics. One directory:
- * $GPUREAP_STATE_DIR, /run/gpureap for root, $XDG_RUNTIME_DIR/gpureap for a user. */
+ * $GPUREAP_STATE_DIR, /run/gpureap for root, $XDG_RUNTIME_DIR/gpureap for a user. What is kept
+ * there is believed (serve's memory makes verdicts), so the directory must be one that only
+ * root or this user can change (gr_open_trusted), and it is used through the descriptor that
+ * was checked. */
 #include <errno.h>
 #include <stddef.h>
 #include <stdlib.h>
@@ -14,37 +17,78 @@
 #include "gpureap/basic.h"
 #include "gpureap.h"
 
-int state_file_path(const char *name, char *buf, size_t size)
+static int state_dir_path(char *buf, size_t size)
 {
         const char *dir = getenv("GPUREAP_STATE_DIR");
-        char tmp[4096];
-        if (!dir || !*dir) {
-                const char *xdg = getenv("XDG_RUNTIME_DIR");
-                if (geteuid() == 0)
-                        dir = "/run/gpureap";
-                else if (xdg && *xdg && snprintf(tmp, sizeof(tmp), "%s/gpureap", xdg) < (int)sizeof(tmp))
-                        dir = tmp;
-                else
-                        return -ENOENT;
-        }
+        const char *xdg = getenv("XDG_RUNTIME_DIR");
+        int n;
+        if (dir && *dir)
+                n = snprintf(buf, size, "%s", dir);
+        else if (geteuid() == 0)
+                n = snprintf(buf, size, "/run/gpureap");
+        else if (xdg && *xdg)
+                n = snprintf(buf, size, "%s/gpureap", xdg);
+        else
+                return -ENOENT;
+        return n >= 0 && (size_t)n < size ? 0 : -ENAMETOOLONG;
+}
+
+int state_file_path(const char *name, char *buf, size_t size)
+{
+        char dir[4096];
+        int r = state_dir_path(dir, sizeof(dir));
+        if (r < 0)
+                return r;
         if (snprintf(buf, size, "%s/%s", dir, name) >= (int)size)
                 return -ENAMETOOLONG;
         return 0;
 }
 
-int state_write(const char *name, const char *content)
+/* The state directory, checked and opened (O_PATH), made first with create; -EPERM (the
+ * message printed once) when someone else could change it */
+static int state_dir_open(bool create)
 {
-        char path[4096], tmp[4200];
-        int r = state_file_path(name, path, sizeof(path));
+        char dir[4096], why[256] = "";
+        int r = state_dir_path(dir, sizeof(dir));
         if (r < 0)
                 return r;
-        char *slash = strrchr(path, '/');
-        *slash = '\0';
-        if (mkdir(path, geteuid() == 0 ? 0755 : 0700) < 0 && errno != EEXIST)
-                return -errno;
-        *slash = '/';
-        snprintf(tmp, sizeof(tmp), "%s.%d.tmp", path, (int)getpid());
-        int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
+        int fd = gr_open_trusted(dir, O_PATH | O_DIRECTORY, geteuid(), why, sizeof(why));
+        if (fd == -ENOENT && create) {
+                if (mkdir(dir, geteuid() == 0 ? 0755 : 0700) < 0 && errno != EEXIST)
+                        return -errno;
+                fd = gr_open_trusted(dir, O_PATH | O_DIRECTORY, geteuid(), why, sizeof(why));
+        }
+        static bool said;
+        if (fd == -EPERM && !said) {
+                said = true;
+                error_msg("not using the state directory '%s': %s", QUOTED(dir), why);
+        }
+        return fd;
+}
+
+FILE *state_fopen(const char *name)
+{
+        int dir = state_dir_open(false);
+        if (dir < 0)
+                return NULL;
+        int fd = openat(dir, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+        close(dir);
+        FILE *f = fd >= 0 ? fdopen(fd, "re") : NULL;
+        if (!f && fd >= 0)
+                close(fd);
+        return f;
+}
+
+int state_write(const char *name, const char *content)
+{
+        char tmp[300];
+        if (strchr(name, '/') || snprintf(tmp, sizeof(tmp), "%s.%d.tmp", name, (int)getpid()) >= (int)sizeof(tmp))
+                return -EINVAL;
+        _cleanup_close_ int dir = state_dir_open(true);
+        if (dir < 0)
+                return dir;
+        int r;
+        int fd = openat(dir, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
         if (fd < 0)
                 return -errno;
         /* a full file system may take part of it: the rest then fails with the cause */
@@ -60,10 +104,10 @@ int state_write(const char *name, const char *content)
         }
         if (close(fd) < 0 && r == 0 && errno != EINTR)
                 r = -errno;
-        if (r == 0 && rename(tmp, path) < 0)
+        if (r == 0 && renameat(dir, tmp, dir, name) < 0)
                 r = -errno;
         if (r < 0)
-                unlink(tmp);
+                unlinkat(dir, tmp, 0);
         return r;
 }
 

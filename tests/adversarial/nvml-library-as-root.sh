@@ -68,4 +68,15 @@ ln -s "$GPUREAP_DEV_DIR" "$T/theirs/dev"
 GPUREAP_DEV_DIR=$T/theirs/dev gr reap --yes
 expect_rc 2 "a device directory reached through another user's directory: refused before any signal"
 has err "refusing GPUREAP_DEV_DIR" "says so"
+# and the state directory, whose records are believed (the last reap in the metrics, serve's
+# memory): one another user can change is not used
+mkdir "$T/theirs/state"; chown 4242:4242 "$T/theirs/state"
+printf 'time 1\nexit 0\ntargets 7\nfailed 7\n' >"$T/theirs/state/last-reap"
+GPUREAP_STATE_DIR=$T/theirs/state gr metrics
+has err "not using the state directory '.*theirs/state': the directory '.*theirs' belongs to user 4242" "metrics says why it does not read it"
+hasnt out "gpureap_last_reap_targets 7" "and does not report another user's record"
+GPUREAP_STATE_DIR=$T/theirs/state gr reap --yes
+[ "$(cat "$T/theirs/state/last-reap")" = "$(printf 'time 1\nexit 0\ntargets 7\nfailed 7')" ] || fail "reap wrote into another user's directory"
+ok "reap writes no record there"
+has err "not using the state directory" "and says so"
 done_testing
