@@ -3,9 +3,55 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "gpureap/act.h"
 #include "gpureap/basic.h"
 #include "gpureap.h"
+
+/* How many of GPU index's holders 'gpureap reap --gpu INDEX' with these flags would end, as this
+ * user: the count a hint gives is the plan of the command it names */
+static size_t reap_would_end(const gr_snapshot *s, const gr_diagnosis *d, unsigned index, bool likely, bool all_users)
+{
+        char gpu[16];
+        snprintf(gpu, sizeof(gpu), "%u", index);
+        gr_plan_options po = { .gpus = gpu, .likely = likely, .all_users = all_users };
+        if (self_plan_options(&po) < 0)
+                return 0;
+        gr_plan *p = NULL;
+        size_t n = gr_plan_make(s, d, &po, &p) == 0 ? gr_plan_count(p) : 0;
+        gr_plan_free(p);
+        self_plan_options_release(&po);
+        return n;
+}
+
+/* The leftovers of a dirty GPU and the command that ends exactly them: the default plan takes
+ * the sure ones; --likely the likely ones too; as root, --all-users other users' as well */
+static void say_leftovers(struct summary *m, const gr_snapshot *s, const gr_diagnosis *d, unsigned index,
+                          unsigned leftovers, uint64_t bytes)
+{
+        char mem[32];
+        gr_format_bytes(bytes, mem, sizeof(mem));
+        size_t sure = reap_would_end(s, d, index, false, false);
+        size_t with_likely = reap_would_end(s, d, index, true, false);
+        bool root = getuid() == 0;
+        size_t all = root ? reap_would_end(s, d, index, true, true) : with_likely;
+        bool need_likely = with_likely > sure, need_all = all > with_likely;
+        if (need_all && reap_would_end(s, d, index, false, true) == all)
+                need_likely = false; /* the others' were all sure */
+        size_t n = need_all ? all : need_likely ? with_likely : sure;
+        if (n == 0) {
+                summary_say(m, SUMMARY_CRITICAL, "GPU %u: %u leftover%s hold %s, none that this user may end (gpureap status --gpu %u)",
+                            index, leftovers, leftovers == 1 ? "" : "s", mem, index);
+                return;
+        }
+        char split[64] = "";
+        if (need_likely && sure > 0)
+                snprintf(split, sizeof(split), " (%zu sure, %zu likely)", sure, with_likely - sure);
+        summary_say(m, SUMMARY_CRITICAL, "GPU %u: %zu %sleftover%s%s hold %s (gpureap reap --gpu %u%s%s)", index, n,
+                    need_likely && sure == 0 ? "likely " : "", n == 1 ? "" : "s", split, mem, index,
+                    need_likely ? " --likely" : "", need_all ? " --all-users" : "");
+}
 
 __attribute__((format(printf, 3, 4)))
 void summary_say(struct summary *m, enum summary_level l, const char *fmt, ...)
@@ -49,8 +95,7 @@ void summary_gpu(struct summary *m, const gr_snapshot *s, const gr_diagnosis *d,
                                     suspects == 1 ? "" : "s");
                 break;
         case GR_GPU_DIRTY:
-                summary_say(m, SUMMARY_CRITICAL, "GPU %u: %u leftover%s hold %s (gpureap reap --gpu %u)", g->index,
-                            leftovers, leftovers == 1 ? "" : "s", gr_format_bytes(bytes, mem, sizeof(mem)), g->index);
+                say_leftovers(m, s, d, g->index, leftovers, bytes);
                 break;
         case GR_GPU_STALE:
                 summary_say(m, SUMMARY_CRITICAL, "GPU %u: %s stale, no holder", g->index,
