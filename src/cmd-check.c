@@ -15,7 +15,8 @@
 static void check_usage(FILE *f)
 {
         fprintf(f,
-                "usage: gpureap check [--format nagios|npd] [--gpu SEL] [--nvml-timeout DUR] [--replay FILE]\n"
+                "usage: gpureap check [--format nagios|npd] [--gpu SEL] [--nvml-timeout DUR]\n"
+                "                     [--direct | --replay FILE]\n"
                 "\n"
                 "One line for a health framework, and its exit code. Busy GPUs are fine; leftovers,\n"
                 "stale memory and a driver that does not answer are problems (docs/integrations.md).\n"
@@ -27,6 +28,8 @@ static void check_usage(FILE *f)
                 "                   2 unknown; the message fits in 80 characters\n"
                 "  --gpu SEL        only these GPUs\n"
                 "  --nvml-timeout   how long the driver gets (default 5s)\n"
+                "  --direct         read the driver and /proc here, not through a running\n"
+                "                   'gpureap serve' (whose view, with its memory, status gives too)\n"
                 "  --replay FILE    judge a snapshot recorded with 'gpureap status --json'\n");
 }
 
@@ -43,19 +46,22 @@ int cmd_check(int argc, char **argv)
                 { "gpu", required_argument, NULL, 'g' },
                 { "nvml-timeout", required_argument, NULL, 't' },
                 { "replay", required_argument, NULL, 'r' },
+                { "direct", no_argument, NULL, 'D' },
                 { "help", no_argument, NULL, 'h' },
                 { NULL, 0, NULL, 0 },
         };
         bool npd = false;
         const char *replay = NULL;
+        bool direct = false;
         char gpus[1024] = "";
         gr_snapshot_options so = { 0 };
         if (nvml_timeout_from_env(&so.gpu.timeout_ms) < 0)
                 return CHECK_USAGE;
         optind = 1;
         int c;
-        while ((c = getopt_long(argc, argv, "+f:g:t:r:h", opts, NULL)) != -1) {
+        while ((c = getopt_long(argc, argv, "+f:g:t:r:Dh", opts, NULL)) != -1) {
                 switch (c) {
+                case 'D': direct = true; break;
                 case 'r':
                         replay = optarg;
                         break;
@@ -99,7 +105,7 @@ int cmd_check(int argc, char **argv)
                 }
                 r = 0;
         } else {
-                r = gr_snapshot_take(&so, &s);
+                r = view_take(&so, direct ? VIEW_DIRECT : VIEW_SERVED_OK, &s);
         }
         if (r < 0) {
                 summary_say(&m, SUMMARY_UNKNOWN, "cannot take a snapshot: %s", strerror(-r));

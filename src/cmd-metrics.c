@@ -18,7 +18,8 @@
 static void metrics_usage(FILE *f)
 {
         fprintf(f,
-                "usage: gpureap metrics [--textfile FILE] [--gpu SEL] [--nvml-timeout DUR] [--replay FILE]\n"
+                "usage: gpureap metrics [--textfile FILE] [--gpu SEL] [--nvml-timeout DUR]\n"
+                "                       [--direct | --replay FILE]\n"
                 "\n"
                 "The GPUs' memory, holders by role, leftovers by kind, per-process memory and the last\n"
                 "reap's result, in the Prometheus text format (docs/integrations.md).\n"
@@ -26,6 +27,8 @@ static void metrics_usage(FILE *f)
                 "  --textfile FILE  write FILE atomically (for node_exporter --collector.textfile.directory)\n"
                 "  --gpu SEL        only these GPUs\n"
                 "  --nvml-timeout   how long the driver gets (default 5s)\n"
+                "  --direct         read the driver and /proc here, not through a running\n"
+                "                   'gpureap serve'\n"
                 "  --replay FILE    the metrics of a snapshot recorded with 'gpureap status --json'\n");
 }
 
@@ -329,20 +332,23 @@ int cmd_metrics(int argc, char **argv)
                 { "gpu", required_argument, NULL, 'g' },
                 { "nvml-timeout", required_argument, NULL, 't' },
                 { "replay", required_argument, NULL, 'r' },
+                { "direct", no_argument, NULL, 'D' },
                 { "help", no_argument, NULL, 'h' },
                 { NULL, 0, NULL, 0 },
         };
         const char *textfile = NULL, *replay = NULL;
+        bool direct = false;
         char gpus[1024] = "";
         gr_snapshot_options so = { 0 };
         if (nvml_timeout_from_env(&so.gpu.timeout_ms) < 0)
                 return EXIT_USAGE;
         optind = 1;
         int c;
-        while ((c = getopt_long(argc, argv, "+o:g:t:r:h", opts, NULL)) != -1) {
+        while ((c = getopt_long(argc, argv, "+o:g:t:r:Dh", opts, NULL)) != -1) {
                 switch (c) {
                 case 'o': textfile = optarg; break;
                 case 'r': replay = optarg; break;
+                case 'D': direct = true; break;
                 case 'g':
                         if (gpu_option_append(gpus, sizeof(gpus), optarg) < 0)
                                 return EXIT_USAGE;
@@ -377,7 +383,7 @@ int cmd_metrics(int argc, char **argv)
                         error_msg("%s", err);
                         return EXIT_USAGE;
                 }
-        } else if ((r = gr_snapshot_take(&so, &s)) < 0) {
+        } else if ((r = view_take(&so, direct ? VIEW_DIRECT : VIEW_SERVED_OK, &s)) < 0) {
                 error_msg("cannot take a snapshot: %s", strerror(-r));
                 return EXIT_DRIVER;
         }

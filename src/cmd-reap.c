@@ -925,7 +925,8 @@ int cmd_reap(int argc, char **argv)
 #endif
         if (r.events_fd < 0)
                 r.events_fd = -1;
-        int q = gr_snapshot_take(&r.so, &s);
+        /* a look of its own (it acts on it), with what a running serve saw of its processes */
+        int q = view_take(&r.so, r.direct ? VIEW_DIRECT : VIEW_OWN_LOOK, &s);
         if (q < 0) {
                 error_msg("cannot take a snapshot: %s", strerror(-q));
                 goto out;
@@ -956,9 +957,6 @@ int cmd_reap(int argc, char **argv)
                 if (np)
                         gr_proc_load_details(&r.so.proc, np);
         }
-        /* what a running serve saw (the launchers of the holders) joins the fresh snapshot */
-        if (!r.direct)
-                serve_history_into(s);
         if ((q = gr_diagnose(s, getuid(), &d)) < 0 || (q = gr_plan_make(s, d, &r.po, &plan)) < 0) {
                 error_msg("cannot plan: %s", strerror(-q));
                 goto out;

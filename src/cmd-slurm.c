@@ -193,7 +193,8 @@ static bool gpus_ok(struct slurm *sl, const gr_scope *scope, struct summary *m)
         so.gpu.timeout_ms = nvml_budget(sl);
         gr_snapshot *s = NULL;
         gr_diagnosis *d = NULL;
-        int r = gr_snapshot_take(&so, &s);
+        /* the verdict the node is judged by: the view reap acted on (serve's memory joined) */
+        int r = view_take(&so, VIEW_OWN_LOOK, &s);
         if (r < 0) {
                 summary_say(m, SUMMARY_CRITICAL, "cannot take a snapshot: %s", strerror(-r));
                 return false;

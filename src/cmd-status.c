@@ -103,28 +103,6 @@ static int parse_timeout(const char *v, uint64_t *ret)
         return parse_duration_option(v, ret, false);
 }
 
-/* The snapshot a running 'gpureap serve' holds, with its memory; NULL when there is none, it
- * did not answer within 500 ms, or its snapshot is more than 5 s old: then we read ourselves */
-static gr_snapshot *served_snapshot(void)
-{
-        char *buf = NULL, err[256];
-        size_t len = 0;
-        if (serve_fetch(serve_socket_path(NULL), 500, &buf, &len) < 0)
-                return NULL;
-        gr_snapshot *s = NULL;
-        int r = snapshot_from_json_buffer(buf, len, "gpureap serve", &s, err, sizeof(err));
-        free(buf);
-        if (r < 0)
-                return NULL;
-        uint64_t now = gr_wall_ms();
-        if (!s->served_by || !s->history_since_ms || s->taken_at_ms + 5000 < now || s->taken_at_ms > now + 5000) {
-                gr_snapshot_free(s);
-                return NULL;
-        }
-        s->replayed = false;
-        return s;
-}
-
 int cmd_status(int argc, char **argv)
 {
         static const struct option opts[] = {
@@ -209,8 +187,8 @@ int cmd_status(int argc, char **argv)
                         error_msg("%s", err);
                         return EXIT_USAGE;
                 }
-        } else if (direct || !(s = served_snapshot())) {
-                int r = gr_snapshot_take(&so, &s);
+        } else {
+                int r = view_take(&so, direct ? VIEW_DIRECT : VIEW_SERVED_OK, &s);
                 if (r < 0) {
                         error_msg("cannot take a snapshot: %s", strerror(-r));
                         return EXIT_DRIVER;

@@ -171,6 +171,13 @@ int serve_fetch(const char *path, uint64_t timeout_ms, char **ret, size_t *ret_l
 void serve_merge_history(gr_snapshot *fresh, const gr_snapshot *served);
 /* The same from a running serve (at most 500 ms, a snapshot of at most 5 s): true when merged */
 bool serve_history_into(gr_snapshot *s);
+
+/* src/view.c: the snapshot every face judges from. VIEW_SERVED_OK: a running serve's, when it
+ * answers and is fresh (s->served_by says so), else one taken here with serve's memory joined;
+ * VIEW_OWN_LOOK: always one taken here (a reap, the Slurm hooks: what they act or vouch on),
+ * serve's memory joined; VIEW_DIRECT (--direct): taken here, serve not asked. -errno */
+enum view_want { VIEW_SERVED_OK, VIEW_OWN_LOOK, VIEW_DIRECT };
+int view_take(const gr_snapshot_options *so, enum view_want want, gr_snapshot **ret);
 int cmd_slurm_prolog(int argc, char **argv);
 int cmd_slurm_epilog(int argc, char **argv);
 

@@ -1,0 +1,76 @@
+#!/bin/bash
+# One view for every face (issue 20): on the same node at the same moment status, check,
+# metrics, serve's /metrics and reap's plan agree on each GPU's state and each holder's
+# verdict, with serve running (its memory makes a setsid'd worker whose launcher was SIGKILLed
+# a sure leftover) and without it (the same worker is unsure everywhere). Before, with serve
+# running, status said "leftover sure" while check said "1 holder gpureap cannot judge" and
+# one-shot metrics said busy where serve's /metrics said dirty.
+. "$TESTLIB"
+trap - HUP
+scenario "gpu 0 minor=0" "gpu 1 minor=1"
+export GPUREAP_SYSLOG_SOCKET=$T/nolog
+port=$(free_port)
+"$GPUREAP" serve --interval 100ms --listen "127.0.0.1:$port" >"$T/serve.out" 2>&1 &
+SERVE=$!
+LAUNCHED="$LAUNCHED $SERVE"
+i=0
+until "$GPUREAP" status --json 2>/dev/null | jq -e ".history.served_by == $SERVE" >/dev/null; do
+        i=$((i + 1)); [ $i -lt 300 ] || fail "serve did not answer: $(cat "$T/serve.out")"; sleep 0.02
+done
+# a worker in a session of its own on GPU 0, its launcher seen by serve and SIGKILLed; a live
+# job on GPU 1
+"$GPUHOLD" pidfile "$PIDS" k-l child setsid cuda 0 0 512 pidfile "$PIDS" k-w sleep &
+LAUNCHED="$LAUNCHED $!"
+launch pidfile "$PIDS" busy cuda 1 1 256 sleep
+wait_role k-l k-w busy
+w=$(pid_of k-w)
+i=0
+until "$GPUREAP" status --json 2>/dev/null | jq -e ".processes[] | select(.pid == $w) | .seen.launcher.pid == $(pid_of k-l)" >/dev/null; do
+        i=$((i + 1)); [ $i -lt 500 ] || fail "serve never saw the worker start"; sleep 0.02
+done
+kill -KILL "$(pid_of k-l)"
+i=0
+until "$GPUREAP" status --json 2>/dev/null | jq -e ".processes[] | select(.pid == $w) | .verdict.confidence == \"sure\"" >/dev/null; do
+        i=$((i + 1)); [ $i -lt 500 ] || fail "serve never judged the worker"; sleep 0.02
+done
+
+# the GPU states and the worker's verdict as each face tells them: "STATE0 STATE1 VERDICT"
+faces() { # DIRECT-FLAG
+        local d=$1
+        gr status --json $d
+        echo "status $(jq -r '[.gpus[].state] | join(" ")' "$T/out") $(jq -r ".processes[] | select(.pid == $w) | .verdict | \"\(.judgement)-\(.confidence)\"" "$T/out")" >"$T/faces"
+        gr metrics $d
+        echo "metrics $(awk -F'state="' '/^gpureap_gpu_state\{/ && / 1$/ {split($2, a, "\""); printf "%s ", a[1]}' "$T/out")" >>"$T/faces"
+        gr check $d
+        echo "check $(cut -c1-60 "$T/out")" >>"$T/faces"
+        gr reap --dry-run --json $d
+        echo "reap $(jq -r "[.plan.targets[] | select(.pid == $w)] | length" "$T/out")" >>"$T/faces"
+        if [ -z "$d" ]; then
+                curl -s --max-time 5 "http://127.0.0.1:$port/metrics" >"$T/out"
+                echo "served-metrics $(awk -F'state="' '/^gpureap_gpu_state\{/ && / 1$/ {split($2, a, "\""); printf "%s ", a[1]}' "$T/out")" >>"$T/faces"
+        fi
+        sed 's/^/# /' "$T/faces"
+}
+faces ""
+grep -q "^status dirty busy leftover-sure$" "$T/faces" || fail "status through serve: $(cat "$T/faces")"
+ok "status through serve: GPU 0 dirty, the worker a sure leftover"
+grep -q "^metrics dirty busy $" "$T/faces" || fail "one-shot metrics disagree: $(cat "$T/faces")"
+ok "metrics: the same states"
+grep -q "^served-metrics dirty busy $" "$T/faces" || fail "serve's /metrics disagree: $(cat "$T/faces")"
+ok "serve's /metrics: the same states"
+grep -q "^check GPUREAP CRITICAL - GPU 0: 1 leftover hold" "$T/faces" || fail "check disagrees: $(cat "$T/faces")"
+ok "check: a leftover on GPU 0, critical"
+grep -q "^reap 1$" "$T/faces" || fail "reap's plan disagrees: $(cat "$T/faces")"
+ok "reap's default plan takes the worker"
+
+# --direct, every face: the one-shot view, the same on each
+faces --direct
+grep -q "^status busy busy unsure-unsure$" "$T/faces" || fail "status --direct: $(cat "$T/faces")"
+ok "status --direct: the worker cannot be judged"
+grep -q "^metrics busy busy $" "$T/faces" || fail "metrics --direct: $(cat "$T/faces")"
+grep -q "^check GPUREAP WARNING - GPU 0: 1 holder gpureap cannot judge" "$T/faces" || fail "check --direct: $(cat "$T/faces")"
+grep -q "^reap 0$" "$T/faces" || fail "reap --direct: $(cat "$T/faces")"
+ok "metrics, check and reap --direct agree with it"
+kill -TERM "$SERVE"
+wait "$SERVE" 2>/dev/null || true
+done_testing
