@@ -4,6 +4,22 @@
 set -u
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh || { echo "0 passed, 1 failed"; exit 1; }
+# The tests rely on every signal at its default and none blocked, whatever the caller left
+# (under nohup SIGHUP is ignored: the tests' launchers inherited it, and their verdicts dropped
+# to unsure; bash cannot undo a disposition ignored at its start): set once here, for all below
+if [ "${GPUREAP_TEST_SIGNALS:-}" != default ]; then
+        export GPUREAP_TEST_SIGNALS=default
+        exec python3 -c '
+import os, signal, sys
+signal.pthread_sigmask(signal.SIG_SETMASK, [])
+for s in signal.valid_signals():
+    if s not in (signal.SIGKILL, signal.SIGSTOP):
+        try:
+            signal.signal(s, signal.SIG_DFL)
+        except (OSError, ValueError, RuntimeError):
+            pass
+os.execv("/bin/bash", ["/bin/bash"] + sys.argv[1:])' "$0" "$@"
+fi
 
 status=0
 run_build() { # dir, meson options...
