@@ -93,15 +93,20 @@ void unknown_option(int argc, char **argv, const struct option *opts, const char
         }
         const char *names[64];
         size_t n = 0;
-        bool known = false;
+        bool known = false, takes_none = false;
         for (; opts[n].name && n < GR_ELEMENTSOF(names); n++) {
                 names[n] = opts[n].name;
-                known |= word[0] && strcmp(word, opts[n].name) == 0;
+                if (word[0] && strcmp(word, opts[n].name) == 0) {
+                        known = true;
+                        takes_none = opts[n].has_arg == no_argument;
+                }
         }
         const char *m = word[0] && !known ? closest_word(word, names, n) : NULL;
         fflush(stdout);
         const char letter[2] = { (char)(optopt > 0 && optopt < 256 ? optopt : '?'), '\0' };
-        if (known)
+        if (known && takes_none) /* --json=x */
+                fprintf(stderr, "gpureap %s: option '--%s' takes no value; see 'gpureap %s --help'\n", cmd, word, cmd);
+        else if (known)
                 fprintf(stderr, "gpureap %s: option '--%s' needs a value; see 'gpureap %s --help'\n", cmd, word, cmd);
         else if (m)
                 fprintf(stderr, "gpureap %s: unknown option '%s'; did you mean '--%s'? see 'gpureap %s --help'\n", cmd,
@@ -216,6 +221,12 @@ int main(int argc, char **argv)
         sigemptyset(&sa.sa_mask);
         sigaction(SIGPIPE, &sa, NULL);
         stdout_open();
+        /* 'gpureap help reap': reap's own help */
+        for (size_t i = 0; argc == 3 && strcmp(argv[1], "help") == 0 && i < GR_ELEMENTSOF(commands); i++)
+                if (strcmp(argv[2], commands[i].name) == 0) {
+                        char *help[] = { argv[2], (char *)"--help", NULL };
+                        return run_command(&commands[i], 2, help);
+                }
         if (argc >= 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
                           strcmp(argv[1], "help") == 0)) {
                 usage(stdout);

@@ -64,4 +64,10 @@ expect_rc 2 "stray argument"
 GPUREAP_PROC_ROOT=$T/nonexistent gr status --json
 has err "cannot read '.*nonexistent'" "an unreadable /proc root is reported"
 jqok '.proc.error != null' "JSON carries the /proc error"
+gr status --json=x
+expect_rc 2 "a value given to a flag"
+has err "^gpureap status: option '--json' takes no value" "says it takes none, not that it needs one"
+gr help reap
+expect_rc 0 "gpureap help reap"
+has out "^usage: gpureap reap " "prints reap's own help"
 done_testing
