@@ -57,7 +57,7 @@ _gpureap()
         reset) opts="--gpu --yes --stop-monitors --timeout --help" ;;
         check) opts="--format --gpu --nvml-timeout --replay --help" ;;
         metrics) opts="--textfile --gpu --nvml-timeout --replay --help" ;;
-        serve) opts="--socket --group --interval --listen --nvml-timeout --reap-after --reap-all-users --help" ;;
+        serve) opts="--socket --group --interval --listen --nvml-timeout --reap-after --reap-all-users --process-metrics --help" ;;
         slurm-prolog | slurm-epilog) opts="--drain --gpus --timeout --grace --scontrol --node --help" ;;
         esac
         if [ -z "$cmd" ] && [[ $cur != -* ]]; then

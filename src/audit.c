@@ -1,12 +1,19 @@
 /* The audit trail: every signal gpureap sends, and the verdict that led to it, goes to syslog
  * (the journal takes it from /dev/log). A small client of our own rather than syslog(3): the
  * socket is configurable ($GPUREAP_SYSLOG_SOCKET) so that the tests read the log back, and a
- * missing log daemon costs nothing (the trail is also kept by the caller's own output). */
+ * missing log daemon costs nothing (the trail is also kept by the caller's own output).
+ * The socket that variable names is trusted only as far as gr_open_trusted() trusts a path (root
+ * or the caller own every directory and link on the way, and the socket): root's trail carries
+ * other users' command lines, and it went to a socket in a directory of nobody's. The socket
+ * checked is the one written to: through /proc/self/fd/N of its O_PATH descriptor (a connect
+ * through that magic link reaches the checked inode, whatever the path names since). */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <syslog.h>
 #include <time.h>
@@ -16,6 +23,7 @@
 #include "gpureap.h"
 
 static int audit_fd = -1;
+static int audit_path_fd = -1; /* the checked socket of $GPUREAP_SYSLOG_SOCKET (O_PATH) */
 
 /* printable ASCII only: a process name is anyone's to set */
 static void safe_copy(char *dst, const char *src, size_t size)
@@ -33,7 +41,32 @@ void audit_open(const char *command)
         if (audit_fd >= 0)
                 return;
         const char *path = getenv("GPUREAP_SYSLOG_SOCKET");
-        if (!path || !*path)
+        char self[64];
+        if (path && *path) {
+                char why[512];
+                int fd = gr_open_trusted(path, O_PATH | O_NOFOLLOW, getuid(), why, sizeof(why));
+                if (fd >= 0) {
+                        struct stat st;
+                        if (fstat(fd, &st) == 0 && S_ISSOCK(st.st_mode)) {
+                                audit_path_fd = fd;
+                                snprintf(self, sizeof(self), "/proc/self/fd/%d", fd);
+                                path = self;
+                        } else {
+                                close(fd);
+                                fd = -ENOTSOCK;
+                        }
+                }
+                if (fd == -ENOENT) {
+                        return; /* a log nobody listens on (the tests' own): the trail goes nowhere */
+                } else if (fd < 0) {
+                        fprintf(stderr, "gpureap: ignoring GPUREAP_SYSLOG_SOCKET '%s': %s; the audit trail goes to /dev/log\n",
+                                path, why[0] ? why : strerror(-fd));
+                        path = NULL;
+                }
+        } else {
+                path = NULL;
+        }
+        if (!path)
                 path = "/dev/log";
         memset(&audit_addr, 0, sizeof(audit_addr));
         audit_addr.sun_family = AF_UNIX;
@@ -83,5 +116,7 @@ void audit_close(void)
 {
         if (audit_fd >= 0)
                 close(audit_fd);
-        audit_fd = -1;
+        if (audit_path_fd >= 0)
+                close(audit_path_fd);
+        audit_fd = audit_path_fd = -1;
 }

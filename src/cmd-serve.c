@@ -18,6 +18,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -48,7 +50,7 @@ static void serve_usage(FILE *f)
         fprintf(f,
                 "usage: gpureap serve [--socket PATH] [--group NAME] [--interval DUR]\n"
                 "                     [--listen ADDR:PORT | --listen none] [--nvml-timeout DUR]\n"
-                "                     [--reap-after DUR [--reap-all-users]]\n"
+                "                     [--reap-after DUR [--reap-all-users]] [--process-metrics]\n"
                 "\n"
                 "Watch the GPUs and their processes and remember what a snapshot cannot see: the\n"
                 "launcher that started each holder and how it ended. 'gpureap status' asks it over\n"
@@ -66,7 +68,13 @@ static void serve_usage(FILE *f)
                 "                   PID@START' (its own plan, checks, drain and audit log; a live job,\n"
                 "                   an unsure holder, a monitor are never touched)\n"
                 "  --reap-all-users with --reap-after: other users' leftovers too (else only those of\n"
-                "                   the user serve runs as)\n");
+                "                   the user serve runs as)\n"
+                "  --process-metrics\n"
+                "                   /metrics shows each GPU process too (PID, name, job, verdict)\n"
+                "                   to whoever reaches the port: off by default (hidepid)\n"
+                "\n"
+                "Its memory is kept beside the socket (its name with .history for .sock) and read\n"
+                "back at start. SIGTERM or SIGINT stop it; SIGHUP writes the memory out and goes on.\n");
 }
 
 struct serve {
@@ -89,6 +97,9 @@ struct serve {
         size_t n_sure;
         pid_t reaper;             /* a 'gpureap reap' started by the policy, until reaped */
         char socket_path[4096];   /* ours, for the reap to ask */
+        bool process_metrics;     /* /metrics with the per-process series (--process-metrics) */
+        int hist_dir;             /* where the history is written (the socket's directory) */
+        char hist_name[256];
 };
 
 /* A holder that every look since 'since' judged a sure leftover */
@@ -161,6 +172,33 @@ static void json_of(FILE *f, const gr_snapshot *s, const gr_diagnosis *d)
 static void metrics_of(FILE *f, const gr_snapshot *s, const gr_diagnosis *d)
 {
         metrics_render(f, s, d, NULL);
+}
+
+/* /metrics without the per-process series: anyone who reaches the port reads it, and PIDs,
+ * names and jobs of every user's GPU processes are what hidepid keeps from them. The series is
+ * one metric name, its lines found by their prefix; the per-GPU series stay. */
+static void drop_process_series(char *text, size_t *len)
+{
+        static const char *const prefixes[] = { "gpureap_process_gpu_memory_bytes",
+                                                "# HELP gpureap_process_gpu_memory_bytes ",
+                                                "# TYPE gpureap_process_gpu_memory_bytes " };
+        size_t o = 0;
+        for (size_t i = 0; i < *len;) {
+                char *nl = memchr(text + i, '\n', *len - i);
+                size_t l = nl ? (size_t)(nl - (text + i)) + 1 : *len - i;
+                bool drop = false;
+                for (size_t k = 0; k < GR_ELEMENTSOF(prefixes) && !drop; k++) {
+                        size_t pl = strlen(prefixes[k]);
+                        drop = l > pl && strncmp(text + i, prefixes[k], pl) == 0 &&
+                               (k > 0 || text[i + pl] == '{' || text[i + pl] == ' ');
+                }
+                if (!drop) {
+                        memmove(text + o, text + i, l);
+                        o += l;
+                }
+                i += l;
+        }
+        *len = o;
 }
 
 /* 'gpureap reap --yes --only ONLY', asking this serve (its --socket) for what it remembers;
@@ -273,6 +311,17 @@ static void policy(struct serve *sv, const gr_diagnosis *d, uint64_t now, bool d
                   due == 1 ? "" : "s", (unsigned long long)sv->reap_after_ms, (int)pid, only);
 }
 
+/* The memory on disk when it changed (a launch, an end, a state): a look that changed nothing
+ * writes nothing */
+static void save_history(struct serve *sv)
+{
+        static int last_error;
+        int r = sv->hist_dir >= 0 ? history_save(&sv->hist, sv->hist_dir, sv->hist_name, gr_wall_ms()) : 0;
+        if (r < 0 && r != last_error)
+                fprintf(stderr, "gpureap: cannot write the history '%s': %s\n", sv->hist_name, strerror(-r));
+        last_error = r;
+}
+
 static void refresh(struct serve *sv)
 {
         uint64_t now = gr_wall_ms();
@@ -301,6 +350,8 @@ static void refresh(struct serve *sv)
         size_t jl = 0, ml = 0;
         char *json = render_to_memory(json_of, s, d, &jl);
         char *metrics = render_to_memory(metrics_of, s, d, &ml);
+        if (metrics && !sv->process_metrics)
+                drop_process_series(metrics, &ml);
         gr_diagnosis_free(d);
         gr_snapshot_free(s);
         pthread_mutex_lock(&sv->lock);
@@ -317,6 +368,7 @@ static void refresh(struct serve *sv)
         sv->refreshes++;
         sv->ready = sv->json != NULL;
         pthread_mutex_unlock(&sv->lock);
+        save_history(sv);
 }
 
 static void *refresher(void *arg)
@@ -425,53 +477,119 @@ static void client_io(struct serve *sv, struct client *c, short revents)
         }
 }
 
-/* A socket at PATH that nobody answers on is a leftover of a serve that died: ours to remove.
- * One that answers belongs to a serve that runs: -EADDRINUSE. */
-static int listen_unix(const char *path, gid_t gid)
+/* Where serve's socket lives: the directory (an O_PATH descriptor: everything after the
+ * bind is done through it, never through the path again), the name in it, and the socket's
+ * inode, so that the socket removed at the end is the one serve made */
+struct unix_place {
+        int dir;
+        char name[256];
+        dev_t dev;
+        ino_t ino;
+};
+
+/* The directory of PATH, opened. Only the default one (/run/gpureap) is made, one level, 0755:
+ * a directory given (--socket, $GPUREAP_SERVE_SOCKET) must exist, so that a mistyped path
+ * creates nothing */
+static int socket_dir_open(const char *path, struct unix_place *ret, char *dir, size_t dir_size)
+{
+        const char *slash = strrchr(path, '/');
+        const char *name = slash ? slash + 1 : path;
+        if (!*name || strcmp(name, ".") == 0 || strcmp(name, "..") == 0 || !gr_strlcpy(ret->name, name, sizeof(ret->name)))
+                return -EINVAL;
+        if (!slash)
+                gr_strlcpy(dir, ".", dir_size);
+        else if (slash == path)
+                gr_strlcpy(dir, "/", dir_size);
+        else
+                snprintf(dir, dir_size, "%.*s", (int)(slash - path), path);
+        if (strcmp(path, SERVE_SOCKET_DEFAULT) == 0 && mkdir(dir, 0755) < 0 && errno != EEXIST)
+                return -errno;
+        ret->dir = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        return ret->dir < 0 ? -errno : 0;
+}
+
+/* A socket at PATH that nobody answers on is a leftover of a serve that died: replaced. One
+ * that answers belongs to a serve that runs: -EADDRINUSE. The socket is made in a private
+ * directory of serve's own beside it, with its mode (umask) and group (fchownat there, where
+ * nobody else can put another file under its name), then renamed into place: no path that
+ * another user could change is followed after the bind. */
+static int listen_unix(const char *path, gid_t gid, struct unix_place *place, char *dir, size_t dir_size)
 {
         struct sockaddr_un sa = { .sun_family = AF_UNIX };
         if (strlen(path) >= sizeof(sa.sun_path))
                 return -ENAMETOOLONG;
         memcpy(sa.sun_path, path, strlen(path) + 1);
-        char dir[sizeof(sa.sun_path)];
-        gr_strlcpy(dir, path, sizeof(dir));
-        char *slash = strrchr(dir, '/');
-        if (slash && slash != dir) {
-                *slash = '\0';
-                if (mkdir(dir, 0755) < 0 && errno != EEXIST)
-                        return -errno;
-        }
-        int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-        if (fd < 0)
-                return -errno;
+        int r = socket_dir_open(path, place, dir, dir_size);
+        if (r < 0)
+                return r;
         struct stat st;
-        if (lstat(path, &st) == 0) {
-                if (!S_ISSOCK(st.st_mode)) {
-                        close(fd);
+        if (fstatat(place->dir, place->name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+                if (!S_ISSOCK(st.st_mode))
                         return -EEXIST;
-                }
                 int probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
                 bool answers = probe >= 0 && connect(probe, (struct sockaddr *)&sa, sizeof(sa)) == 0;
                 if (probe >= 0)
                         close(probe);
-                if (answers) {
-                        close(fd);
+                if (answers)
                         return -EADDRINUSE;
-                }
-                unlink(path);
         }
-        mode_t old = umask(0177);
-        int r = bind(fd, (struct sockaddr *)&sa, sizeof(sa));
+        char priv[64];
+        int pdir = -1;
+        for (unsigned i = 0; i < 16 && pdir < 0; i++) {
+                uint64_t rnd = 0;
+                if (getrandom(&rnd, sizeof(rnd), GRND_NONBLOCK) != (ssize_t)sizeof(rnd))
+                        rnd = gr_now_ms() * 7919 + i;
+                snprintf(priv, sizeof(priv), ".gpureap-serve.%llx", (unsigned long long)rnd);
+                if (mkdirat(place->dir, priv, 0700) < 0) {
+                        if (errno == EEXIST)
+                                continue;
+                        return -errno;
+                }
+                pdir = openat(place->dir, priv, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                if (pdir < 0) {
+                        r = -errno;
+                        unlinkat(place->dir, priv, AT_REMOVEDIR);
+                        return r;
+                }
+        }
+        if (pdir < 0)
+                return -EEXIST;
+        int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+        struct sockaddr_un pa = { .sun_family = AF_UNIX };
+        snprintf(pa.sun_path, sizeof(pa.sun_path), "/proc/self/fd/%d/s", pdir);
+        /* no other thread runs yet: the umask is the process's */
+        mode_t old = umask(gid != (gid_t)-1 ? 0117 : 0177);
+        r = fd < 0 ? -errno : bind(fd, (struct sockaddr *)&pa, sizeof(pa)) < 0 ? -errno : 0;
         umask(old);
-        if (r == 0 && gid != (gid_t)-1 && (chown(path, (uid_t)-1, gid) < 0 || chmod(path, 0660) < 0))
-                r = -1;
-        if (r < 0 || listen(fd, 64) < 0) {
+        if (r == 0 && gid != (gid_t)-1 && fchownat(pdir, "s", (uid_t)-1, gid, AT_SYMLINK_NOFOLLOW) < 0)
                 r = -errno;
-                close(fd);
-                unlink(path);
+        if (r == 0 && fstatat(pdir, "s", &st, AT_SYMLINK_NOFOLLOW) < 0)
+                r = -errno;
+        if (r == 0 && listen(fd, 64) < 0)
+                r = -errno;
+        if (r == 0 && renameat(pdir, "s", place->dir, place->name) < 0)
+                r = -errno;
+        if (r < 0)
+                unlinkat(pdir, "s", 0);
+        unlinkat(place->dir, priv, AT_REMOVEDIR);
+        close(pdir);
+        if (r < 0) {
+                if (fd >= 0)
+                        close(fd);
                 return r;
         }
+        place->dev = st.st_dev;
+        place->ino = st.st_ino;
         return fd;
+}
+
+/* The socket removed at the end: the one serve made, if it is still there under its name */
+static void unlink_unix(const struct unix_place *place)
+{
+        struct stat st;
+        if (place->dir >= 0 && fstatat(place->dir, place->name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+            st.st_dev == place->dev && st.st_ino == place->ino)
+                unlinkat(place->dir, place->name, 0);
 }
 
 /* ---- HTTP /metrics ----------------------------------------------------------------------- */
@@ -512,6 +630,20 @@ static int mhd_load(char *err, size_t size)
                         return -ENOENT;
                 }
         return 0;
+}
+
+#define HTTP_CONNECTIONS_MAX 4096
+
+/* As many connections as the fd limit leaves room for, after the socket's clients, the /proc
+ * reads and the NVML helper */
+static unsigned http_connection_limit(void)
+{
+        struct rlimit rl;
+        if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+                return 32;
+        if (rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur > HTTP_CONNECTIONS_MAX + 256)
+                return HTTP_CONNECTIONS_MAX;
+        return rl.rlim_cur > 256 + 32 ? (unsigned)(rl.rlim_cur - 256) : 32;
 }
 
 static enum MHD_Result http_answer(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
@@ -620,11 +752,12 @@ int cmd_serve(int argc, char **argv)
                 { "nvml-timeout", required_argument, NULL, 't' },
                 { "reap-after", required_argument, NULL, 'R' },
                 { "reap-all-users", no_argument, NULL, 'U' },
+                { "process-metrics", no_argument, NULL, 'P' },
                 { "help", no_argument, NULL, 'h' },
                 { NULL, 0, NULL, 0 },
         };
         const char *socket_opt = NULL, *group = NULL, *listen_opt = "127.0.0.1:9835";
-        struct serve sv = { .interval_ms = 1000 };
+        struct serve sv = { .interval_ms = 1000, .hist_dir = -1 };
         sv.so.proc.keep_bpf = true; /* loaded once, not at every look */
         if (nvml_timeout_from_env(&sv.so.gpu.timeout_ms) < 0)
                 return EXIT_USAGE;
@@ -657,6 +790,9 @@ int cmd_serve(int argc, char **argv)
                         break;
                 case 'U':
                         sv.reap_all_users = true;
+                        break;
+                case 'P':
+                        sv.process_metrics = true;
                         break;
                 case 'h':
                         serve_usage(stdout);
@@ -700,14 +836,30 @@ int cmd_serve(int argc, char **argv)
                 error_msg("the socket path is too long");
                 return EXIT_USAGE;
         }
-        int lfd = listen_unix(path, gid);
+        struct unix_place place = { .dir = -1 };
+        char dir[sizeof(sv.socket_path)];
+        int lfd = listen_unix(path, gid, &place, dir, sizeof(dir));
         if (lfd < 0) {
                 if (lfd == -EADDRINUSE)
                         error_msg("another gpureap serve answers on '%s'", QUOTED(path));
+                else if (lfd == -ENOENT && place.dir < 0)
+                        error_msg("no directory '%s' for the socket '%s'", QUOTED(dir), QUOTED(path));
                 else
                         error_msg("cannot listen on '%s': %s", QUOTED(path), strerror(-lfd));
+                if (place.dir >= 0)
+                        close(place.dir);
                 return lfd == -EADDRINUSE ? EXIT_NOT_CLEAN : EXIT_USAGE;
         }
+        /* the history beside the socket: serve.sock -> serve.history */
+        size_t nl = strlen(place.name);
+        if (nl > 5 && strcmp(place.name + nl - 5, ".sock") == 0)
+                nl -= 5;
+        snprintf(sv.hist_name, sizeof(sv.hist_name), "%.*s.history", (int)(nl < 200 ? nl : 200), place.name);
+        sv.hist_dir = place.dir;
+        char hist_shown[sizeof(dir) + sizeof(sv.hist_name) + 2];
+        snprintf(hist_shown, sizeof(hist_shown), "%s/%s", dir, sv.hist_name);
+        /* /metrics takes hundreds of connections: the soft fd limit up to the hard one */
+        gr_raise_fd_limit();
 
         sigset_t sigs;
         sigemptyset(&sigs);
@@ -721,6 +873,14 @@ int cmd_serve(int argc, char **argv)
         audit_open("serve");
         int efd = procev_open();
         history_init(&sv.hist, gr_wall_ms(), efd >= 0, NULL);
+        /* after the process events are open: a launcher found alive now is the one serve saw,
+         * and its end from now on is an event */
+        char hmsg[2 * sizeof(hist_shown)];
+        int hr = history_load(&sv.hist, sv.hist_dir, sv.hist_name, hist_shown, gr_wall_ms(), hmsg, sizeof(hmsg));
+        if (hr > 0)
+                fprintf(stderr, "gpureap: %s\n", hmsg);
+        else if (hr < 0)
+                fprintf(stderr, "gpureap: ignoring the history '%s': %s\n", hist_shown, hr == -ENOMEM ? strerror(ENOMEM) : hmsg);
         if (efd < 0)
                 fprintf(stderr, "gpureap: no process events (%s): how launchers end will not be known\n", strerror(-efd));
         pthread_mutex_init(&sv.lock, NULL);
@@ -745,10 +905,20 @@ int cmd_serve(int argc, char **argv)
                 }
         }
         if (http && code == EXIT_CLEAN) {
-                daemon = mhd.start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL | (http_addr.ss_family == AF_INET6 ? MHD_USE_IPv6 : 0),
-                                       0, NULL, NULL, http_answer, &sv, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&http_addr,
-                                       MHD_OPTION_CONNECTION_LIMIT, (unsigned)32, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)10,
-                                       MHD_OPTION_END);
+                /* Any local user can open connections to the port and send nothing: with 32 of
+                 * them (and 10 s before each was dropped) Prometheus's scrapes failed. epoll
+                 * (one thread, no poll set to rebuild), up to HTTP_CONNECTIONS_MAX connections
+                 * as far as the fd limit allows, each of at most 16 KiB, and 3 s for one that
+                 * sends nothing: hundreds of idle connections leave room for the scrape, which
+                 * is answered from the text the last look rendered. A limit per address would
+                 * not help: the scraper and every local user share 127.0.0.1. */
+                daemon = mhd.start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL |
+                                                  (http_addr.ss_family == AF_INET6 ? MHD_USE_IPv6 : 0),
+                                          0, NULL, NULL, http_answer, &sv, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&http_addr,
+                                          MHD_OPTION_CONNECTION_LIMIT, http_connection_limit(),
+                                          MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)3,
+                                          MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)16384, MHD_OPTION_LISTEN_BACKLOG_SIZE,
+                                          (unsigned)1024, MHD_OPTION_END);
                 if (!daemon) {
                         error_msg("cannot serve HTTP on '%s'", QUOTED(listen_opt));
                         code = EXIT_USAGE;
@@ -766,7 +936,9 @@ int cmd_serve(int argc, char **argv)
                         mhd.stop_daemon(daemon);
 #endif
                 close(lfd);
-                unlink(path);
+                unlink_unix(&place);
+                close(place.dir);
+                history_release(&sv.hist);
                 return code;
         }
         audit_log(LOG_INFO, "watching: socket %s, http %s, every %llu ms, process events %s", path, http ? listen_opt : "off",
@@ -803,9 +975,22 @@ int cmd_serve(int argc, char **argv)
                         break;
                 if (pfd[1].revents & POLLIN) {
                         struct signalfd_siginfo si;
-                        while (read(sfd, &si, sizeof(si)) == (ssize_t)sizeof(si))
-                                if (si.ssi_signo != SIGPIPE)
+                        while (read(sfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
+                                if (si.ssi_signo == SIGHUP) {
+                                        /* nothing to reload (the command line is all the
+                                         * configuration): the memory goes to disk now */
+                                        pthread_mutex_lock(&sv.hist.lock);
+                                        sv.hist.dirty = true;
+                                        pthread_mutex_unlock(&sv.hist.lock);
+                                        pthread_mutex_lock(&sv.lock);
+                                        sv.wake_now = true;
+                                        pthread_cond_signal(&sv.wake);
+                                        pthread_mutex_unlock(&sv.lock);
+                                        audit_log(LOG_INFO, "SIGHUP: still watching; the history is written out");
+                                } else if (si.ssi_signo != SIGPIPE) {
                                         stop = true;
+                                }
+                        }
                 }
                 if (pfd[2].revents & POLLIN) {
                         bool lost = false;
@@ -854,7 +1039,9 @@ int cmd_serve(int argc, char **argv)
         for (size_t i = 0; i < CLIENTS_MAX; i++)
                 client_close(&clients[i]);
         close(lfd);
-        unlink(path);
+        unlink_unix(&place);
+        save_history(&sv); /* the refresher has ended: this thread alone writes now */
+        close(place.dir);
         if (efd >= 0)
                 close(efd);
         if (sfd >= 0)

@@ -29,6 +29,7 @@ struct history {
         size_t n, cap;
         struct history_gpu gpus[GR_GPUS_MAX];
         unsigned n_gpus;
+        bool dirty;               /* changed since it was last written */
         char proc_root[1024];
 };
 
@@ -47,5 +48,17 @@ int history_attach(struct history *h, gr_snapshot *s, uint64_t now_ms);
 /* After the diagnosis: how long each GPU has been in its state (the snapshot's
  * gpu_state_since_ms); the changes go to syslog */
 void history_gpus(struct history *h, gr_snapshot *s, const gr_diagnosis *d, uint64_t now_ms);
+
+/* The history on disk, so that a serve killed and started again keeps what it saw: NAME in the
+ * directory DIR (beside serve's socket), written whole to a temporary file, fsync()ed and
+ * renamed over it, and only when something changed since the last write. 0 or -errno. */
+int history_save(struct history *h, int dir, const char *name, uint64_t now_ms);
+/* Read it back at start (SHOWN: its path, for the message): 1 when recovered (msg: the one line
+ * that says what), 0 when there is none, -errno when a file was there and was ignored (msg:
+ * why: not serve's own, corrupt, cut short, from before the last boot). Holders that are gone
+ * are forgotten and launchers last seen alive that are gone now ended how not seen, as the
+ * history's own rules say at every look. */
+int history_load(struct history *h, int dir, const char *name, const char *shown, uint64_t now_ms, char *msg,
+                 size_t size);
 
 #endif

@@ -4,7 +4,7 @@
 #   - a worker that a launcher started in a session of its own, the launcher SIGKILLed: a sure
 #     leftover when serve saw it start (status and reap's plan), unsure for the one-shot view;
 #     a launcher that exits by itself (status 0) or is hung up on: not promoted;
-#   - serve restarted: its memory starts empty and claims nothing it did not see;
+#   - serve restarted: it keeps its memory, and claims nothing it did not see;
 #   - a second serve on the same socket is refused; SIGTERM removes the socket.
 . "$TESTLIB"
 scenario "gpu 0 minor=0" "gpu 1 minor=1"
@@ -120,19 +120,33 @@ gr status --json
 [ "$(verdict "$T/out" "$(pid_of h-w)")" = "unsure unsure" ] || fail "after SIGHUP: $(verdict "$T/out" "$(pid_of h-w)")"
 ok "a launcher hung up on (SIGHUP): its worker stays unsure"
 
-# serve restarted: it did not see this worker start, and says nothing of its launcher
+# serve stopped and started again: it keeps what it saw (docs/serve.md, tests/integration/
+# serve-restart.sh for a SIGKILL), and claims nothing it did not see: a worker whose launcher
+# started and ended while serve was down has no launcher in its memory
 stop_serve
 [ ! -e "$GPUREAP_SERVE_SOCKET" ] || fail "the socket is left after SIGTERM"
 ok "SIGTERM: serve ends and removes its socket"
 gr status --json
 jq -e '.history == null' "$T/out" >/dev/null || fail "without serve there is a history"
 ok "without serve, status reads the driver itself"
+"$GPUHOLD" pidfile "$PIDS" d-l child setsid pidfile "$PIDS" d-w cuda 1 1 512 sleep &
+LAUNCHED="$LAUNCHED $!"
+wait_role d-l d-w
+kill -KILL "$(pid_of d-l)"
+wait_state "$(pid_of d-l)" "Z gone"
 start_serve
-until_served ".processes[] | select(.pid == $(pid_of h-w)) | .seen != null"
+grep -q "^gpureap: history of 1 launcher (1 holder) recovered from '$T/serve.history'" "$T/serve.out" ||
+        fail "no recovery message: $(cat "$T/serve.out")"
+ok "restarted: serve says it recovered its history"
+until_served ".processes[] | select(.pid == $(pid_of d-w)) | .seen != null"
 gr status --json
-jq -e ".processes[] | select(.pid == $(pid_of h-w)) | .seen.launcher == null" "$T/out" >/dev/null ||
-        fail "a restarted serve claims a launcher: $(jq -c ".processes[] | select(.pid == $(pid_of h-w)) | .seen" "$T/out")"
+jq -e ".processes[] | select(.pid == $(pid_of h-w)) | .seen.launcher.pid == $(pid_of h-l) and .seen.launcher.end == \"signal\"" "$T/out" >/dev/null ||
+        fail "the restarted serve forgot: $(jq -c ".processes[] | select(.pid == $(pid_of h-w)) | .seen" "$T/out")"
 [ "$(verdict "$T/out" "$(pid_of h-w)")" = "unsure unsure" ] || fail "after the restart: $(verdict "$T/out" "$(pid_of h-w)")"
-ok "restarted: its memory of the worker starts now, with no launcher it did not see"
+ok "restarted: its memory of the worker it saw is kept (hung up on: still unsure)"
+jq -e ".processes[] | select(.pid == $(pid_of d-w)) | .seen.launcher == null" "$T/out" >/dev/null ||
+        fail "a restarted serve claims a launcher: $(jq -c ".processes[] | select(.pid == $(pid_of d-w)) | .seen" "$T/out")"
+[ "$(verdict "$T/out" "$(pid_of d-w)")" = "unsure unsure" ] || fail "unseen worker: $(verdict "$T/out" "$(pid_of d-w)")"
+ok "a worker started and orphaned while serve was down: no launcher it did not see"
 stop_serve
 done_testing
