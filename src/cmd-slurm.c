@@ -249,19 +249,27 @@ static bool gpus_ok(struct slurm *sl, const gr_scope *scope, struct summary *m)
 
 /* No GPU list from the driver: the job's processes that hold any NVIDIA device file are still
  * ended (by PID, each verified), and the verdict says the GPUs could not be read */
-static void blind_pids_of_scope(struct slurm *sl, const gr_snapshot *s, const gr_scope *scope)
+static void blind_pids_of_scope(struct slurm *sl, gr_snapshot *s, const gr_scope *scope)
 {
         size_t o = 0;
         sl->blind_pids[0] = '\0';
+        /* the lineage verdicts need no driver: what only carries the job's SLURM_JOB_ID (out of
+         * its cgroup) is taken unless judged live, as the plan of an ended scope does */
+        gr_diagnosis *d = NULL;
+        if (gr_diagnose(s, 0, &d) < 0)
+                d = NULL;
         for (size_t k = 0; s->procs && k < s->procs->n; k++) {
                 const gr_process *p = &s->procs->procs[k];
-                if (!p->hold || gr_scope_contains(scope, p) == GR_SCOPE_OUT || !job_uid_ok(sl, p))
+                gr_scope_match m = p->hold ? gr_scope_contains(scope, p) : GR_SCOPE_OUT;
+                const gr_holder_verdict *v = d && m == GR_SCOPE_ESCAPED ? gr_diagnosis_holder(d, p->pid) : NULL;
+                if (m == GR_SCOPE_OUT || (m == GR_SCOPE_ESCAPED && (!v || v->judgement == GR_JUDGE_LIVE)) || !job_uid_ok(sl, p))
                         continue;
                 int n = snprintf(sl->blind_pids + o, sizeof(sl->blind_pids) - o, "%s%d", o ? "," : "", (int)p->pid);
                 if (n < 0 || (size_t)n >= sizeof(sl->blind_pids) - o)
                         break;
                 o += (size_t)n;
         }
+        gr_diagnosis_free(d);
 }
 
 /* Whether the driver can be read; without SLURM_JOB_GPUS, the GPUs the job's processes hold
@@ -288,8 +296,11 @@ static void gpus_of_scope(struct slurm *sl, const gr_scope *scope)
                 const gr_process *h = NULL;
                 for (size_t k = 0; s->procs && k < s->procs->n && !h; k++) {
                         const gr_process *p = &s->procs->procs[k];
-                        if (p->hold && gr_scope_contains(scope, p) != GR_SCOPE_OUT && job_uid_ok(sl, p) &&
-                            gr_process_fds_on_minor(p, g->minor) > 0)
+                        /* beyond the GPUs Slurm gave, only what runs in the job's cgroup widens
+                         * the list: a process that merely carries its SLURM_JOB_ID does not */
+                        gr_scope_match sm = p->hold ? gr_scope_contains(scope, p) : GR_SCOPE_OUT;
+                        bool counts = given ? sm == GR_SCOPE_IN : sm != GR_SCOPE_OUT;
+                        if (counts && job_uid_ok(sl, p) && gr_process_fds_on_minor(p, g->minor) > 0)
                                 h = p;
                 }
                 char item[32];

@@ -73,6 +73,13 @@ FILE *state_fopen(const char *name)
                 return NULL;
         int fd = openat(dir, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
         close(dir);
+        /* in a sticky directory another user may have put the file there: only ours counts */
+        struct stat st;
+        if (fd >= 0 && (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || (st.st_uid != 0 && st.st_uid != geteuid()) ||
+                        (st.st_mode & (S_IWGRP | S_IWOTH)))) {
+                close(fd);
+                fd = -1;
+        }
         FILE *f = fd >= 0 ? fdopen(fd, "re") : NULL;
         if (!f && fd >= 0)
                 close(fd);

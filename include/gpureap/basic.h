@@ -76,7 +76,8 @@ uint64_t gr_wall_ms(void);  /* the wall clock, ms since the epoch: for times tha
  * once their directory passed, and the file checked is the one opened (flags as open(2);
  * O_PATH for a descriptor that is only to be named). Returns the fd, -EPERM with why (the
  * directory or file at fault, in words) when something on the way is not trusted, -ENOENT when
- * it is missing from a directory nobody else can change, or another -errno. */
+ * it is missing (never use the name then: in a sticky directory another user may create it
+ * after this look), or another -errno. */
 int gr_open_trusted(const char *path, int flags, uid_t uid, char *why, size_t why_size);
 
 /* pidfds (lib/basic/pidfd.c): fd or -errno (-ENOSYS before Linux 5.3) */

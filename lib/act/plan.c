@@ -264,9 +264,13 @@ int gr_plan_make(const gr_snapshot *s, const gr_diagnosis *d, const gr_plan_opti
                         const gr_holder_verdict *v = &d->holders[i];
                         if (!v->process || !(gpus_of(s, v->process) & chosen))
                                 continue;
-                        bool in = gr_scope_contains(o->scope, v->process) != GR_SCOPE_OUT;
-                        if (!in)
+                        gr_scope_match m = gr_scope_contains(o->scope, v->process);
+                        if (m == GR_SCOPE_OUT)
                                 r = add(&b, v->pid, GR_WHY_LEFTOVER, GR_REFUSE_OUT_OF_SCOPE);
+                        else if (o->scope_ended && m == GR_SCOPE_ESCAPED && v->judgement == GR_JUDGE_LIVE)
+                                /* of the job only by its environment (out of the job's cgroup: a
+                                 * shell salloc gave, a daemon it started): judged live, spared */
+                                r = add(&b, v->pid, GR_WHY_LEFTOVER, judged_refusal(v, true));
                         else if (o->scope_ended)
                                 r = add(&b, v->pid, GR_WHY_ENDED, GR_REFUSE_NONE);
                         else

@@ -40,6 +40,7 @@ void gr_gpu_set_helper(const char *path)
 int gr_nvml_library(const gr_gpu_options *opts, struct gr_nvml_lib *ret)
 {
         ret->fd = -1;
+        ret->missing = false;
         ret->why[0] = '\0';
         if (opts && opts->library && *opts->library)
                 return gr_strlcpy(ret->name, opts->library, sizeof(ret->name)) ? 0 : -ENAMETOOLONG;
@@ -59,8 +60,12 @@ int gr_nvml_library(const gr_gpu_options *opts, struct gr_nvml_lib *ret)
                 return -EPERM;
         }
         int fd = gr_open_trusted(e, O_RDONLY, geteuid(), ret->why, sizeof(ret->why));
-        if (fd == -ENOENT)
-                return 0; /* missing where nobody else can put it: the helper reports no library */
+        if (fd == -ENOENT) {
+                /* the helper reports no library and loads nothing: in a sticky directory (/tmp)
+                 * another user may create that name between this look and a load by name */
+                ret->missing = true;
+                return 0;
+        }
         if (fd < 0) {
                 if (!ret->why[0])
                         snprintf(ret->why, sizeof(ret->why), "%s", strerror(-fd));
@@ -220,7 +225,7 @@ int gr_helper_start(struct gr_helper *h, const char *exe, enum gr_helper_kind ki
         hdr->size = shm_size;
         hdr->parent = (int32_t)getpid();
         gr_strlcpy(hdr->library, library->name, sizeof(hdr->library));
-        hdr->library_by_fd = library->fd >= 0;
+        hdr->library_by_fd = library->fd >= 0 ? GR_LIBRARY_BY_FD : library->missing ? GR_LIBRARY_MISSING : GR_LIBRARY_BY_NAME;
         hdr->progress.gpu = -1;
         unsigned threads = opts ? opts->nvml_threads : 0;
         hdr->threads_max = threads == 0 || threads > GR_NVML_THREADS_MAX ? GR_NVML_THREADS_MAX : threads;

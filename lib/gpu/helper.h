@@ -21,6 +21,7 @@
 #define GR_HELPER_SHM_FD 3
 #define GR_HELPER_DONE_FD 4
 #define GR_HELPER_LIBRARY_FD 5 /* the NVML library the caller opened and checked, when it did */
+enum { GR_LIBRARY_BY_NAME = 0, GR_LIBRARY_BY_FD = 1, GR_LIBRARY_MISSING = 2 };
 /* The exec and start of the helper are not the driver's time: they get this long, however
  * short --nvml-timeout is */
 #define GR_HELPER_START_MS 10000
@@ -47,7 +48,9 @@ struct gr_helper_header {
         uint64_t size;            /* bytes of the whole layout of this kind */
         int32_t parent;           /* the caller: the helper leaves at once if it is not its parent */
         char library[256];        /* the NVML to load (as named, for the messages) */
-        uint32_t library_by_fd;   /* load it through GR_HELPER_LIBRARY_FD: the file the caller checked */
+        uint32_t library_by_fd;   /* GR_LIBRARY_BY_FD: load it through GR_HELPER_LIBRARY_FD, the file
+                                     the caller checked; GR_LIBRARY_MISSING: it was not there (never
+                                     load it by name then: someone may have put it there since) */
         uint32_t threads_max;     /* GPUs read at once, 1..GR_NVML_THREADS_MAX (0: the most) */
         /* written by the helper: its main thread's call; while the GPU threads run (n_threads
          * of them, else 0) their slots are what the caller judges, not the main thread's */
@@ -88,6 +91,7 @@ const char *gr_helper_path(const gr_gpu_options *opts);
 struct gr_nvml_lib {
         char name[256];
         int fd;                   /* -1: loaded by name (the loader's search, or the caller's option) */
+        bool missing;             /* the environment named a file that is not there: nothing loads */
         char why[256];            /* why it was refused */
 };
 /* Choose it: 0, or -EPERM (why says what is not trusted: a bare name for root, a directory or

@@ -379,8 +379,14 @@ static gr_gpu_status open_nvml(struct nvml *n, const struct gr_helper_header *hd
         /* the file the caller checked, not whatever its name names by now */
         snprintf(by_fd, sizeof(by_fd), "/proc/self/fd/%d", GR_HELPER_LIBRARY_FD);
         calling(n, "dlopen");
-        n->dl = dlopen(hdr->library_by_fd ? by_fd : library, RTLD_NOW | RTLD_LOCAL);
-        if (hdr->library_by_fd)
+        if (hdr->library_by_fd == GR_LIBRARY_MISSING) {
+                snprintf(error, error_size, "cannot load '%s': No such file or directory", library);
+                gr_text_sanitize(error);
+                return GR_GPU_NO_LIBRARY;
+        }
+        bool fd = hdr->library_by_fd == GR_LIBRARY_BY_FD;
+        n->dl = dlopen(fd ? by_fd : library, RTLD_NOW | RTLD_LOCAL);
+        if (fd)
                 close(GR_HELPER_LIBRARY_FD); /* loaded (or not): the mapping keeps what it needs */
         if (!n->dl) {
                 const char *e = dlerror();

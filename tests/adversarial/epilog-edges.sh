@@ -11,7 +11,7 @@
 . "$(dirname "$0")/f-lib.sh"
 export GPUREAP_SYSLOG_SOCKET=$T/nolog
 job() { # ROLE JOB MINOR: a process of job JOB on GPU MINOR, in a session of its own
-        env SLURM_JOB_ID="$2" setsid "$GPUHOLD" cuda "$3" "$3" 64 pidfile "$PIDS" "$1" sleep </dev/null >/dev/null 2>&1 &
+        env SLURM_JOB_ID="$2" setsid -f "$GPUHOLD" cuda "$3" "$3" 64 pidfile "$PIDS" "$1" sleep </dev/null >/dev/null 2>&1 &
         LAUNCHED="$LAUNCHED $!"
         wait_role "$1"
         LAUNCHED="$LAUNCHED $(pid_of "$1")"
@@ -31,6 +31,7 @@ ok "and the epilog did not say clean"
 # a process of the job on GPU 1, which SLURM_JOB_GPUS does not name
 scenario "gpu 0 minor=0" "gpu 1 minor=1"
 job other 58 1
+echo "$(pid_of other)" >"$(f_cgroup "gr-epi-$$.slice/job_58/step_0")/cgroup.procs" # in the job's cgroup
 SLURM_JOB_ID=58 SLURM_JOB_UID=0 SLURM_JOB_GPUS=0 gr slurm-epilog --timeout 10s --grace 200ms
 has err "holds GPU 1, which is not in SLURM_JOB_GPUS" "the epilog says the job holds a GPU it was not given"
 wait_state "$(pid_of other)" "Z gone"
@@ -45,6 +46,35 @@ has err "invalid SLURM_JOB_UID 'nobody'" "it says so"
 alive "$(pid_of uidless)" || fail "the epilog with an invalid SLURM_JOB_UID killed the job's process"
 ok "and nothing was reaped"
 kill -KILL "$(pid_of uidless)"
+
+# a live process of the job's user in a login session that only carries the job's SLURM_JOB_ID
+# (the shell salloc gave): judged live, it is spared on a GPU the job was given and widens
+# nothing beyond them (found by the fourth adversarial review: killed, exit 0); control: an
+# escapee of the job that is not judged live (its own session, its launcher gone) is reaped
+sess=$(f_cgroup "gr-epi-$$.slice/user-4243.slice/session-9.scope")
+chmod 0755 "$T"; chmod 0666 "$T"/dev/* "$PIDS"; chmod 1777 "$T/ctx"
+for given in 0 1; do
+        setpriv --reuid=4243 --regid=4243 --clear-groups env SLURM_JOB_ID=77 \
+                "$GPUHOLD" cuda 1 1 64 listen "$PIDS" pidfile "$PIDS" "srv$given" sleep &
+        LAUNCHED="$LAUNCHED $!"
+        wait_role "srv$given"
+        srv=$(pid_of "srv$given")
+        echo "$srv" >"$sess/cgroup.procs"
+        SLURM_JOB_ID=77 SLURM_JOB_UID=4243 SLURM_JOB_GPUS=$given gr slurm-epilog --timeout 5s --grace 200ms
+        alive "$srv" || fail "the epilog (SLURM_JOB_GPUS=$given) killed a live server that only carries the job's id"
+        ok "a live process that only carries the job's id is spared (SLURM_JOB_GPUS=$given, exit $RC)"
+        kill -KILL "$srv"; wait_state "$srv" "Z gone"
+done
+setpriv --reuid=4243 --regid=4243 --clear-groups env SLURM_JOB_ID=78 \
+        "$GPUHOLD" child-exit-on-usr1 0 setsid cuda 1 1 64 pidfile "$PIDS" esc sleep &
+LAUNCHED="$LAUNCHED $!"
+wait_role esc
+esc=$(pid_of esc)
+echo "$esc" >"$sess/cgroup.procs"
+kill -USR1 "$(awk '$1 == "esc" {print $2}' "$PIDS" | head -n 1)" 2>/dev/null || true
+SLURM_JOB_ID=78 SLURM_JOB_UID=4243 SLURM_JOB_GPUS=1 gr slurm-epilog --timeout 5s --grace 200ms
+wait_state "$esc" "Z gone"
+ok "(control) the job's escapee that is not judged live is reaped (exit $RC)"
 
 # in a PID namespace of its own, the driver lists a PID it cannot see on the job's GPU
 if [ "$(id -u)" -eq 0 ] && unshare -p -f --mount-proc true 2>/dev/null; then

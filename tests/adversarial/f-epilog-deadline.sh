@@ -10,7 +10,7 @@ export GPUREAP_SYSLOG_SOCKET=$T/nolog
 for fn in nvmlDeviceGetComputeRunningProcesses_v3 nvmlDeviceGetMemoryInfo_v2 nvmlInit_v2; do
         for gpus in "" 0; do
                 scenario "gpu 0 minor=0" "hang $fn"
-                env SLURM_JOB_ID=55 setsid "$GPUHOLD" pidfile "$PIDS" left-$fn-$gpus cuda 0 0 64 sleep </dev/null >/dev/null 2>&1 &
+                env SLURM_JOB_ID=55 setsid -f "$GPUHOLD" pidfile "$PIDS" left-$fn-$gpus cuda 0 0 64 sleep </dev/null >/dev/null 2>&1 &
                 LAUNCHED="$LAUNCHED $!"
                 wait_role "left-$fn-$gpus"
                 LAUNCHED="$LAUNCHED $(pid_of "left-$fn-$gpus")"
@@ -35,7 +35,7 @@ done
 # the job is over, so killing it needs no NVML
 for gpus in "" 0; do
         scenario "gpu 0 minor=0" "fail nvmlInit_v2 9"
-        env SLURM_JOB_ID=56 setsid "$GPUHOLD" pidfile "$PIDS" fleft-$gpus cuda 0 0 64 sleep </dev/null >/dev/null 2>&1 &
+        env SLURM_JOB_ID=56 setsid -f "$GPUHOLD" pidfile "$PIDS" fleft-$gpus cuda 0 0 64 sleep </dev/null >/dev/null 2>&1 &
         LAUNCHED="$LAUNCHED $!"
         wait_role "fleft-$gpus"
         lp=$(pid_of "fleft-$gpus")

@@ -26,9 +26,9 @@ LAUNCHED="$LAUNCHED $!"
 # a root daemon of a systemd service that an admin started from an srun shell of job 77
 env SLURM_JOB_ID=77 "$GPUHOLD" pidfile "$PIDS" root-daemon cuda 1 1 256 listen "$PIDS" sleep &
 LAUNCHED="$LAUNCHED $!"
-# job 77's own escapee: uid 4243, setsid'd, out of any job cgroup
+# job 77's own escapee: uid 4243, setsid'd (its launcher gone, as at the epilog), out of any job cgroup
 setpriv --reuid=4243 --regid=4243 --clear-groups env SLURM_JOB_ID=77 \
-        setsid "$GPUHOLD" pidfile "$PIDS" job77-escapee cuda 0 0 128 sleep &
+        setsid -f "$GPUHOLD" pidfile "$PIDS" job77-escapee cuda 0 0 128 sleep &
 LAUNCHED="$LAUNCHED $!"
 wait_role job88-worker root-daemon job77-escapee
 w88=$(pid_of job88-worker) rd=$(pid_of root-daemon) esc=$(pid_of job77-escapee)
