@@ -45,7 +45,8 @@ _gpureap()
                 return ;;
         --gpu | --gpus | --pid | --job | --cgroup | --container | --pod | --grace | --timeout | \
         --nvml-timeout | --free | --max-time | --ready-port | --ready-log | --ready-timeout | \
-        --stall-timeout | --drain-timeout | --scontrol | --node | --only | --reap-after)
+        --stall-timeout | --drain-timeout | --scontrol | --node | --only | --reap-after | \
+        --remap-exit | --rewrite-signal | --parent-death-signal)
                 return ;;
         esac
         local opts
@@ -53,7 +54,7 @@ _gpureap()
         "" | status) opts="--json --why --wide --color --gpu --replay --direct --job --cgroup --container --pod --nvml-timeout --help" ;;
         reap) opts="--dry-run --direct --yes --json --gpu --pid --likely --all --tree --user --all-users --grace --timeout --job --cgroup --container --pod --ended --only --nvml-timeout --help" ;;
         wait) opts="--gpu --free --timeout --json --job --cgroup --container --pod --nvml-timeout --help" ;;
-        run) opts="--grace --max-time --ready-port --ready-log --ready-timeout --stall-timeout --drain-timeout --no-cgroup --tty --quiet --json --ready-file --help --" ;;
+        run) opts="--grace --max-time --ready-port --ready-log --ready-timeout --stall-timeout --drain-timeout --no-cgroup --tty --quiet --json --ready-file --remap-exit --signal-group --rewrite-signal --parent-death-signal --verbose --help --" ;;
         reset) opts="--gpu --yes --stop-monitors --timeout --help" ;;
         check) opts="--format --gpu --nvml-timeout --replay --help" ;;
         metrics) opts="--textfile --gpu --nvml-timeout --replay --help" ;;

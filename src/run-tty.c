@@ -73,34 +73,20 @@ static bool same_terminal(int a, int b)
 
 static volatile sig_atomic_t guard_fd = -1;
 static struct termios guard_modes;
-static const int guard_sigs[] = { SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT };
-static struct sigaction guard_old[GR_ELEMENTSOF(guard_sigs)];
 
-static void guard_handler(int sig, siginfo_t *si, void *uc)
+/* gpureap's crash handler (cmd-run.c's, for SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT) calls it */
+void run_tty_crash_restore(void)
 {
         int fd = guard_fd;
         if (fd >= 0)
                 tcsetattr(fd, TCSANOW, &guard_modes); /* async-signal-safe */
-        for (size_t i = 0; i < GR_ELEMENTSOF(guard_sigs); i++)
-                if (guard_sigs[i] == sig)
-                        sigaction(sig, &guard_old[i], NULL);
-        /* sent (abort): again, to the old action; a fault: returning faults again, into it */
-        if (si->si_code <= 0)
-                raise(sig);
 }
 
 static void guard_install(const struct run_tty *t)
 {
-        static bool installed;
+        guard_fd = -1; /* not half-written while the handler may read it */
         guard_modes = t->modes;
         guard_fd = t->fd;
-        if (installed)
-                return;
-        installed = true;
-        struct sigaction sa = { .sa_sigaction = guard_handler, .sa_flags = SA_SIGINFO };
-        sigemptyset(&sa.sa_mask);
-        for (size_t i = 0; i < GR_ELEMENTSOF(guard_sigs); i++)
-                sigaction(guard_sigs[i], &sa, &guard_old[i]);
 }
 
 static void copy_size(const struct run_tty *t)
@@ -210,6 +196,8 @@ int run_tty_open(struct run_tty *t, enum tty_when when, bool watch_output)
 static _Noreturn void shim(pid_t cmd, int report_fd)
 {
         prctl(PR_SET_NAME, "gpureap-tty");
+        int moved = chdir("/"); /* the command keeps the caller's directory; the shim holds no mount */
+        (void)moved;            /* (where / cannot be entered, it stays: no reason to fail the run) */
         close(report_fd); /* gpureap reads the exec pipe until every writer is gone */
         syscall(SYS_close_range, 0U, ~0U, 0U); /* the rest: the pty's end is the command's alone */
         /* gpureap's signals stay blocked (the ladder's TERM: the shim ends with the command),

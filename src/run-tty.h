@@ -65,5 +65,7 @@ void run_tty_relay(struct run_tty *t, short in_revents);
 void run_tty_end_relay(struct run_tty *t);
 /* The tree is gone: the terminal's foreground and modes back as they were; the pty closed */
 void run_tty_restore(struct run_tty *t);
+/* gpureap is dying of a fault: the terminal's modes back if it is raw (async-signal-safe) */
+void run_tty_crash_restore(void);
 
 #endif

@@ -37,8 +37,14 @@ int gr_tree_group_members(const char *proc_root, const pid_t *pgids, size_t n_pg
 
 /* The cgroup v2 mount point from /proc/self/mountinfo (/sys/fs/cgroup or .../unified) */
 int gr_cgroup2_mount(char *ret, size_t size);
-/* Create "gpureap-run-PID" below this process's own cgroup; the path in ret */
-int gr_cgroup_create_leaf(char *ret, size_t size);
+/* Create "gpureap-run-PID-RANDOM" below this process's own cgroup (PID as this process's own PID
+ * namespace numbers it, RANDOM 64 bits: the cgroup tree is the host's, and every namespace has
+ * its PID 1); the path in ret, and in ret_lock the leaf's directory, flocked: kept open for as
+ * long as the run lives, it tells that its owner does */
+int gr_cgroup_create_leaf(char *ret, size_t size, int *ret_lock);
+/* Remove the empty gpureap-run-* leaves beside ours whose owner is provably dead (a new-style
+ * one's lock is free; an old-style gpureap-run-N's N is no live gpureap here); never a member */
+int gr_cgroup_remove_stale(unsigned *ret_removed);
 int gr_cgroup_enter(const char *cgroup, pid_t pid);
 int gr_cgroup_kill(const char *cgroup);          /* cgroup.kill (Linux 5.14) */
 int gr_cgroup_remove(const char *cgroup);

@@ -4,7 +4,10 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/file.h>
+#include <sys/random.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "gpureap/basic.h"
@@ -439,7 +442,8 @@ int gr_cgroup2_mount(char *ret, size_t size)
         return r;
 }
 
-int gr_cgroup_create_leaf(char *ret, size_t size)
+/* The directory of this process's own cgroup (mount + the "0::" line of /proc/self/cgroup) */
+static int own_cgroup_dir(char *ret, size_t size)
 {
         char mount[1024], own[1024] = "";
         int r = gr_cgroup2_mount(mount, sizeof(mount));
@@ -457,15 +461,107 @@ int gr_cgroup_create_leaf(char *ret, size_t size)
         fclose(f);
         if (!own[0])
                 return -ENOENT;
-        char path[2200];
-        snprintf(path, sizeof(path), "%s%s%sgpureap-run-%d", mount, own,
-                 own[strlen(own) - 1] == '/' ? "" : "/", (int)getpid());
-        if (mkdir(path, 0755) < 0)
-                return -errno;
-        if (!gr_strlcpy(ret, path, size)) {
-                rmdir(path);
+        size_t n = strlen(own);
+        if ((size_t)snprintf(ret, size, "%s%.*s", mount, (int)(own[n - 1] == '/' ? n - 1 : n), own) >= size)
                 return -ENAMETOOLONG;
+        return 0;
+}
+
+int gr_cgroup_create_leaf(char *ret, size_t size, int *ret_lock)
+{
+        char dir[2100];
+        int r = own_cgroup_dir(dir, sizeof(dir));
+        if (r < 0)
+                return r;
+        pid_t self = gr_proc_self_pid();
+        for (int attempt = 0; attempt < 8; attempt++) {
+                uint64_t rnd = 0;
+                if (getrandom(&rnd, sizeof(rnd), GRND_NONBLOCK) != (ssize_t)sizeof(rnd)) {
+                        struct timespec ts; /* no entropy yet, early at boot: EEXIST retries */
+                        clock_gettime(CLOCK_MONOTONIC, &ts);
+                        rnd = (uint64_t)ts.tv_nsec ^ (uint64_t)ts.tv_sec << 30 ^ (uint64_t)getpid() << 44 ^ (uint64_t)attempt;
+                }
+                char path[2200];
+                snprintf(path, sizeof(path), "%s/gpureap-run-%d-%016llx", dir, (int)(self > 0 ? self : getpid()),
+                         (unsigned long long)rnd);
+                if (mkdir(path, 0755) < 0) {
+                        if (errno == EEXIST)
+                                continue;
+                        return -errno;
+                }
+                /* the lock says the owner lives; a cleaner that took it first (the leaf was
+                 * empty and unlocked) removed it meanwhile: another name */
+                int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+                struct stat a, b;
+                if (fd < 0 || flock(fd, LOCK_EX) < 0 || fstat(fd, &a) < 0 || stat(path, &b) < 0 || a.st_ino != b.st_ino) {
+                        if (fd >= 0)
+                                close(fd);
+                        continue;
+                }
+                if (!gr_strlcpy(ret, path, size)) {
+                        rmdir(path);
+                        close(fd);
+                        return -ENAMETOOLONG;
+                }
+                *ret_lock = fd;
+                return 0;
         }
+        return -EEXIST;
+}
+
+/* Is the old-style leaf's owner (gpureap-run-N, no lock) gone: no live process N here, or one
+ * whose name is not gpureap's. (A live run's leaf is empty only while it is made or removed, and
+ * rmdir leaves a leaf with members: the worst this can do to a live old run is take its empty
+ * leaf, and the run goes on with its subreaper alone) */
+static bool old_owner_gone(const char *name)
+{
+        uint64_t n = 0;
+        if (gr_parse_u64(name, &n) < 0 || n == 0 || n > GR_PROC_PID_MAX)
+                return false;
+        char path[64], comm[64] = "";
+        snprintf(path, sizeof(path), "/proc/%llu/comm", (unsigned long long)n);
+        FILE *f = fopen(path, "re");
+        if (!f)
+                return errno == ENOENT;
+        bool got = fgets(comm, sizeof(comm), f) != NULL;
+        fclose(f);
+        comm[strcspn(comm, "\n")] = '\0';
+        return got && strncmp(comm, "gpureap", 7) != 0; /* gpureap, gpureap-test-hooks (cut at 15) */
+}
+
+int gr_cgroup_remove_stale(unsigned *ret_removed)
+{
+        char dir[2100];
+        int r = own_cgroup_dir(dir, sizeof(dir));
+        if (r < 0)
+                return r;
+        DIR *d = opendir(dir);
+        if (!d)
+                return -errno;
+        unsigned removed = 0;
+        struct dirent *de;
+        while ((de = readdir(d))) {
+                if (de->d_type != DT_DIR || strncmp(de->d_name, "gpureap-run-", 12) != 0)
+                        continue;
+                const char *id = de->d_name + 12;
+                char path[2400];
+                if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir, de->d_name) >= sizeof(path))
+                        continue;
+                int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+                if (fd < 0)
+                        continue;
+                /* locked: its run lives. Unlocked and of the new kind: its owner is dead (the
+                 * lock goes with its last fd). The lock is held over the removal, so that an
+                 * owner that made it just now sees it gone and takes another name */
+                bool dead = flock(fd, LOCK_EX | LOCK_NB) == 0 && (strchr(id, '-') || old_owner_gone(id));
+                /* rmdir fails on a cgroup with members or children: nothing in it is touched */
+                if (dead && gr_cgroup_empty(path) && rmdir(path) == 0)
+                        removed++;
+                close(fd);
+        }
+        closedir(d);
+        if (ret_removed)
+                *ret_removed = removed;
         return 0;
 }
 

@@ -550,8 +550,12 @@ gr_cgroup_kind gr_cgroup_manager(const char *cgroup, char *ret_name, size_t size
                         kind = GR_CG_POD;
                         gr_strlcpy(name, tmp, sizeof(name));
                 } else if (has_prefix(p, n, "gpureap-run-")) {
+                        /* gpureap-run-N-RANDOM (gpureap-run-N before): N, the run's number */
+                        size_t d = 12;
+                        while (d < n && p[d] >= '0' && p[d] <= '9')
+                                d++;
                         kind = GR_CG_RUN;
-                        name_copy(p + 12, n - 12, name, sizeof(name));
+                        name_copy(p + 12, d - 12, name, sizeof(name));
                 } else if (has_prefix(p, n, "job_") && n > 4 && kind != GR_CG_POD) {
                         size_t d = 4;
                         while (d < n && p[d] >= '0' && p[d] <= '9')

@@ -33,10 +33,12 @@ for sig in ALRM VTALRM PROF XCPU PWR RTMIN+3 TERM; do
 done
 
 # INT and HUP that end gpureap reach the command alone first, with time to act on them (its
-# handler runs, it exits by itself), not followed at once by SIGTERM to its group
+# handler runs, it exits by itself), not followed at once by SIGTERM to its group. (At their
+# default action: a script's background job starts with INT and QUIT ignored, and an ignored one
+# is passed on, not the end of the run)
 for sig in INT HUP; do
         rm -f "$T/handled"
-        "$GPUREAP" run --grace 3s --json "$T/run.json" -- bash -c \
+        env --default-signal=INT,HUP,QUIT "$GPUREAP" run --grace 3s --json "$T/run.json" -- bash -c \
                 "trap 'echo \$\$ >\"$T/handled\"; exit 9' $sig; echo \"cmd \$\$\" >>\"$PIDS\"; while :; do sleep 0.05; done" \
                 >"$T/run.out" 2>&1 &
         rp=$!

@@ -73,13 +73,13 @@ if [ "$(id -u)" -eq 0 ] && unshare -p -f -m --mount-proc true 2>/dev/null; then
         ok "(b) and the default plan spares it"
         kill -KILL "$S" 2>/dev/null || true # the namespace's init: the namespace ends with it
         wait_state "$H" gone
-        # (b2) the same with the run's cgroup (gpureap-run-1: its number there) and a holder
+        # (b2) the same with the run's cgroup (gpureap-run-1-RANDOM: its number there) and a holder
         # without GPUREAP_RUN_PID in its environment: the cgroup is what ties it to the run
         in_ns b2 "" env -u GPUREAP_RUN_PID
-        for _ in $(seq 300); do grep -q "gpureap-run-1$" "/proc/$H/cgroup" && break; sleep 0.01; done # moved at 50 ms
-        if grep -q "gpureap-run-1$" "/proc/$H/cgroup"; then
+        for _ in $(seq 300); do grep -Eq "gpureap-run-1-[0-9a-f]{16}$" "/proc/$H/cgroup" && break; sleep 0.01; done # moved at 50 ms
+        if grep -Eq "gpureap-run-1-[0-9a-f]{16}$" "/proc/$H/cgroup"; then
                 gr status --json
-                [ "$(verdict "$H")" = "live likely" ] || fail "(b2) the holder in the cgroup gpureap-run-1 of a live run: $(verdict "$H")"
+                [ "$(verdict "$H")" = "live likely" ] || fail "(b2) the holder in the cgroup gpureap-run-1-RANDOM of a live run: $(verdict "$H")"
                 ok "(b2) in the cgroup of a live run that is its namespace's PID 1: a live job ($(verdict "$H"))"
                 ! planned "$H" || fail "(b2) the default plan would kill it: $(cat "$T/out")"
                 ok "(b2) and the default plan spares it"

@@ -41,7 +41,7 @@ cleanup() {
         # (and one a terminal test started as its job: recorded as "gpureap PID")
         for pid in $LAUNCHED $(awk '$1 == "gpureap" && $2 ~ /^[0-9]+$/ {print $2}' "$PIDS"); do
                 [ -n "$mnt" ] || break
-                for d in $(find "$mnt" -maxdepth 6 -type d -name "gpureap-run-$pid" 2>/dev/null); do
+                for d in $(find "$mnt" -maxdepth 6 -type d \( -name "gpureap-run-$pid" -o -name "gpureap-run-$pid-*" \) 2>/dev/null); do
                         rmdir "$d" 2>/dev/null || true
                 done
         done

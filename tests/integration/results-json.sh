@@ -51,10 +51,12 @@ jqok '.ended == "gpureap_signalled" and .gpureap_signal == 15 and .exit_code == 
 gr run --max-time 200ms --json - -- sleep 1000
 expect_rc 124 "max time"
 jqok '.ended == "max_time" and .exit_code == 124' "ended by --max-time"
-# a result that cannot be written: said in one line, the command's status unchanged
+# a result that cannot be written: gpureap's failure (125: a script that reads the result must not
+# take the command's status for it), the command's status told on the line after why
 gr run --json "$T/no/such/dir/r.json" -- sh -c 'exit 5'
-expect_rc 5 "the command's status, though the result could not be written"
+expect_rc 125 "the result could not be written"
 has err "^gpureap: cannot write '.*/no/such/dir/r.json'" "why it was not written"
+has err "^gpureap: the result was not written; the command's exit status was 5$" "and the command's status"
 gr run --json "" -- true
 expect_rc 2 "--json needs a file"
 

@@ -32,7 +32,7 @@ jqok '.gpus[0].state == "dirty"' "after gpureap run was SIGKILLed: dirty, though
 jqok ".findings[] | select(.kind == \"orphan\") | .pids == [$srv] and (.explanation | test(\"left by 'gpureap run' \\\\(PID $g\\\\), which was killed\"))" "the finding names the killed gpureap run"
 kill -KILL "$srv"; wait_state "$srv" gone
 # the killed supervisor's leaf cgroup stays behind: remove it (it is ours and empty now)
-for d in $(find /sys/fs/cgroup -maxdepth 4 -type d -name "gpureap-run-$g" 2>/dev/null); do
+for d in $(find /sys/fs/cgroup -maxdepth 4 -type d -name "gpureap-run-$g-*" 2>/dev/null); do
         rmdir "$d" || fail "cannot remove $d"
 done
 done_testing

@@ -89,13 +89,15 @@ grep -aq "not ready in time; the tree of 'sh'" "$J/screen" || fail "no diagnosis
 grep -aq "last output line: listening on 8000" "$J/screen" || fail "no last line: $(cat -v "$J/screen")"
 modes_restored modes.after "not ready (exit 121, the tree and its last line printed): the modes put back"
 
-# gpureap crashes (a SIGSEGV: its handler puts the modes back, then the old action runs: the
-# default, or the sanitizer's report and abort); the pty hangs up, and the command with it
-term crash -- "$GPUREAP" run --ready-log listening -- sh -c 'echo "cmd $$" >>"$PIDS"; echo "cmd $$" >>"$J/pids"; echo listening; exec sleep 1000'
+# gpureap crashes (a real SIGSEGV, through the test build's seam: a SIGSEGV sent to gpureap is
+# passed on to the command now; its handler puts the modes back and ends the tree, then gpureap
+# dies of it); the pty hangs up, and the command with it
+: "${GPUREAP_TEST_HOOKS:?the test build of gpureap (src/gpureap-test-hooks)}"
+term crash -- env GPUREAP_TEST_FAULT_ADDR=8 "$GPUREAP_TEST_HOOKS" run --ready-log listening -- sh -c 'echo "cmd $$" >>"$PIDS"; echo "cmd $$" >>"$J/pids"; echo listening; exec sleep 1000'
 c=$(jpid cmd)
 wait_screen listening
 wait_raw
-kill -SEGV "$G"
+kill -USR2 "$G"
 term_done
 grep -q "^signal" "$J/events" || fail "gpureap did not die of a signal: $(tr '\n' ' ' <"$J/events")"
 modes_restored modes.after "gpureap crashed: the terminal's modes put back all the same"
@@ -103,7 +105,7 @@ wait_state "$c" "gone Z"
 ok "and the command was hung up with the pty (SIGHUP), not left running"
 # the crashed gpureap could not remove its leaf cgroup (empty now): ours to remove
 mnt=$(awk '$9 == "cgroup2" { print $5; exit }' /proc/self/mountinfo)
-for d in $( [ -n "$mnt" ] && find "$mnt" -maxdepth 6 -type d -name "gpureap-run-$G" 2>/dev/null); do
+for d in $( [ -n "$mnt" ] && find "$mnt" -maxdepth 6 -type d -name "gpureap-run-$G-*" 2>/dev/null); do
         rmdir "$d" 2>/dev/null || true
 done
 

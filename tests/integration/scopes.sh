@@ -29,12 +29,12 @@ J2=slurm/uid_0/job_4343/step_0
 CT=system.slice/docker-0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef.scope
 POD=kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod5f0c1e2a_7b3d_4c1e_9a8b_1234567890ab.slice/cri-containerd-fedcba9876543210fedcba9876543210fedcba9876543210fedcba9876543210.scope
 
-# job 4242 on GPU 0: a live worker under its launcher, and a setsid'd escapee that left the
+# job 4242 on GPU 0: a live worker under its launcher, and a setsid'd escapee (its launcher gone) that left the
 # job's cgroup (it kept SLURM_JOB_ID); job 4343 on GPU 1; a container on GPU 2, a pod on GPU 3
 launch pidfile "$PIDS" j1 setpgid worker "$PIDS" j1w 0 0 512 sleep
 wait_role j1 j1w
 cg "$J1" "$(pid_of j1)"; cg "$J1" "$(pid_of j1w)"
-SLURM_JOB_ID=4242 setsid "$GPUHOLD" pidfile "$PIDS" escapee cuda 0 0 256 sleep &
+SLURM_JOB_ID=4242 setsid -f "$GPUHOLD" pidfile "$PIDS" escapee cuda 0 0 256 sleep &
 LAUNCHED="$LAUNCHED $!"
 launch pidfile "$PIDS" j2 setpgid worker "$PIDS" j2w 1 1 512 sleep
 wait_role escapee j2 j2w

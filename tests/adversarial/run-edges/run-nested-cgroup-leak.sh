@@ -6,6 +6,6 @@
 STARTED=$!
 until grep -q '^a ' "$T/pids"; do sleep 0.01; done; sleep 0.3
 kill -TERM $STARTED; wait $STARTED; echo "rc=$?"
-left=$(find "$CGMNT" -maxdepth 6 -type d -path "*gpureap-run-$STARTED*")
+left=$(find "$CGMNT" -maxdepth 6 -type d -path "*gpureap-run-$STARTED-*")
 [ -z "$left" ] && { echo "held: no cgroup left"; exit 0; }
 echo "BUG: left behind:"; echo "$left"; exit 1

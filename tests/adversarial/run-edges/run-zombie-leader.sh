@@ -25,7 +25,7 @@ z=$(head -1 "$T/out"); EXTRA_PIDS=$z
 cat "$T/err"
 if alive "$z"; then
         echo "BUG: run returned ($rc) while member $z lives: $(grep -E '^(State|Threads)' /proc/$z/status | tr '\n' ' ')"
-        find "$CGMNT" -maxdepth 6 -type d -name "gpureap-run-$STARTED" | sed 's/^/left behind: cgroup /'
+        find "$CGMNT" -maxdepth 6 -type d -name "gpureap-run-$STARTED-*" | sed 's/^/left behind: cgroup /'
         exit 1
 fi
 echo "held: member $z is gone"

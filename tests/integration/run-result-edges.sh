@@ -1,0 +1,80 @@
+#!/bin/bash
+# 'gpureap run' results that must not be mistaken: a --json result that could not be written (a
+# full disk) is exit 125, not the command's 0; --ready-port counts only a listener of the
+# command's own tree, not another process's on that port.
+. "$TESTLIB"
+command -v python3 >/dev/null || { echo "1..0 # SKIP no python3"; exit 77; }
+
+# --json - to a full device
+set +e
+"$GPUREAP" run --quiet --json - -- true >/dev/full 2>"$T/err"
+RC=$?
+set -e
+expect_rc 125 "--json - on a full device"
+has err "result was not written; the command's exit status was 0" "the command's own status is told"
+
+# --json FILE on a full file system (a tmpfs of our own, in a mount namespace of our own)
+if [ "$(id -u)" = 0 ] && unshare -m true 2>/dev/null; then
+        mkdir -p "$T/full"
+        set +e
+        unshare -m sh -c 'mount -t tmpfs -o size=64k tmpfs "$1" || exit 77
+                dd if=/dev/zero of="$1/fill" bs=4k 2>/dev/null
+                "$2" run --quiet --json "$1/result.json" -- true' sh "$T/full" "$GPUREAP" 2>"$T/err"
+        RC=$?
+        set -e
+        [ "$RC" != 77 ] || fail "cannot mount a tmpfs"
+        expect_rc 125 "--json FILE on a full file system"
+        has err "cannot write '.*result.json'" "the failed write is named"
+else
+        echo "# not root: the full file system case is left out"
+fi
+
+# --json FILE, relative, still lands in the caller's directory (gpureap itself moves to /)
+(cd "$T" && "$GPUREAP" run --quiet --json rel.json -- sh -c 'pwd >"$0"' "$T/cmd-pwd")
+[ -s "$T/rel.json" ] || fail "no rel.json in the caller's directory"
+[ "$(cat "$T/cmd-pwd")" = "$T" ] || fail "the command ran in $(cat "$T/cmd-pwd")"
+ok "a relative --json FILE is the caller's directory's; the command runs there"
+
+# gpureap's own relative paths from the environment (the NVML library; a relative device
+# directory is refused as root) still work once it has left the caller's directory: the drain is
+# awaited, the memory seen back
+scenario "gpu 0" "teardown_ms 100"
+(cd "$(dirname "$FAKE_NVML")" && GPUREAP_NVML_LIBRARY=./$(basename "$FAKE_NVML") \
+        "$GPUREAP" run --quiet --json "$T/drain.json" -- "$GPUHOLD" cuda 0 0 100 spawn-holder "$T/pids2" child exit) ||
+        fail "the run with relative paths failed"
+jq -e '.gpu_minors == [0] and .drain.memory_back == true' "$T/drain.json" >/dev/null ||
+        fail "a relative GPUREAP_NVML_LIBRARY: $(jq -c '{gpu_minors, drain}' "$T/drain.json")"
+ok "a relative GPUREAP_NVML_LIBRARY: the GPU seen, the drain awaited"
+
+# --ready-port: a listener of someone else's on the port is not the command ready
+port=$(free_port)
+python3 -c '
+import socket, sys, time
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", int(sys.argv[1])))
+s.listen(16)
+open(sys.argv[2], "w").close()
+time.sleep(120)' "$port" "$T/other-listens" &
+LAUNCHED="$LAUNCHED $!"
+i=0; until [ -e "$T/other-listens" ]; do i=$((i + 1)); [ $i -lt 1000 ] || fail "no listener"; sleep 0.01; done
+gr run --quiet --ready-port "$port" --ready-timeout 1s --max-time 20s --ready-file "$T/ready" -- sleep 30
+expect_rc 121 "a port another process listens on: never ready"
+[ ! -e "$T/ready" ] || fail "the ready file was written"
+has err "not ready in time" "the run says it was not ready"
+other=${LAUNCHED##* }
+kill -KILL "$other"
+wait "$other" 2>/dev/null || true
+
+# ... and a listener of the command's own tree is (the positive control)
+port=$(free_port)
+gr run --quiet --ready-port "$port" --ready-timeout 20s --json - -- python3 -c '
+import socket, sys, time
+s = socket.socket()
+s.bind(("127.0.0.1", int(sys.argv[1])))
+s.listen(16)
+c, _ = s.accept()  # gpureap connects once: ready
+sys.exit(7)' "$port"
+expect_rc 7 "a listener of the command's own: ready, and its status passed on"
+jqok '.ended == "exit"' "it ended by itself, not as not ready"
+done_testing
