@@ -171,6 +171,9 @@ int serve_fetch(const char *path, uint64_t timeout_ms, char **ret, size_t *ret_l
 void serve_merge_history(gr_snapshot *fresh, const gr_snapshot *served);
 /* The same from a running serve (at most 500 ms, a snapshot of at most 5 s): true when merged */
 bool serve_history_into(gr_snapshot *s);
+/* A running serve's snapshot with its memory, when it answers within 500 ms and it is at most
+ * 5 s old; NULL otherwise */
+gr_snapshot *serve_fetch_fresh(void);
 
 /* src/view.c: the snapshot every face judges from. VIEW_SERVED_OK: a running serve's, when it
  * answers and is fresh (s->served_by says so), else one taken here with serve's memory joined;

@@ -134,22 +134,30 @@ void serve_merge_history(gr_snapshot *fresh, const gr_snapshot *served)
         fresh->served_by = served->served_by;
 }
 
-bool serve_history_into(gr_snapshot *s)
+gr_snapshot *serve_fetch_fresh(void)
 {
         char *buf = NULL, err[256];
         size_t len = 0;
         if (serve_fetch(serve_socket_path(NULL), 500, &buf, &len) < 0)
-                return false;
-        gr_snapshot *served = NULL;
-        int r = snapshot_from_json_buffer(buf, len, "gpureap serve", &served, err, sizeof(err));
+                return NULL;
+        gr_snapshot *s = NULL;
+        int r = snapshot_from_json_buffer(buf, len, "gpureap serve", &s, err, sizeof(err));
         free(buf);
         if (r < 0)
-                return false;
+                return NULL;
         uint64_t now = gr_wall_ms();
-        bool ok = served->served_by && served->history_since_ms && served->taken_at_ms + 5000 >= now &&
-                  served->taken_at_ms <= now + 5000;
-        if (ok)
+        if (!s->served_by || !s->history_since_ms || s->taken_at_ms + 5000 < now || s->taken_at_ms > now + 5000) {
+                gr_snapshot_free(s);
+                return NULL;
+        }
+        return s;
+}
+
+bool serve_history_into(gr_snapshot *s)
+{
+        gr_snapshot *served = serve_fetch_fresh();
+        if (served)
                 serve_merge_history(s, served);
         gr_snapshot_free(served);
-        return ok;
+        return served != NULL;
 }

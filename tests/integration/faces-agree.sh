@@ -10,13 +10,7 @@ trap - HUP
 scenario "gpu 0 minor=0" "gpu 1 minor=1"
 export GPUREAP_SYSLOG_SOCKET=$T/nolog
 port=$(free_port)
-"$GPUREAP" serve --interval 100ms --listen "127.0.0.1:$port" >"$T/serve.out" 2>&1 &
-SERVE=$!
-LAUNCHED="$LAUNCHED $SERVE"
-i=0
-until "$GPUREAP" status --json 2>/dev/null | jq -e ".history.served_by == $SERVE" >/dev/null; do
-        i=$((i + 1)); [ $i -lt 300 ] || fail "serve did not answer: $(cat "$T/serve.out")"; sleep 0.02
-done
+serve_start --interval 100ms --listen "127.0.0.1:$port"
 # a worker in a session of its own on GPU 0, its launcher seen by serve and SIGKILLed; a live
 # job on GPU 1
 "$GPUHOLD" pidfile "$PIDS" k-l child setsid cuda 0 0 512 pidfile "$PIDS" k-w sleep &
@@ -24,15 +18,9 @@ LAUNCHED="$LAUNCHED $!"
 launch pidfile "$PIDS" busy cuda 1 1 256 sleep
 wait_role k-l k-w busy
 w=$(pid_of k-w)
-i=0
-until "$GPUREAP" status --json 2>/dev/null | jq -e ".processes[] | select(.pid == $w) | .seen.launcher.pid == $(pid_of k-l)" >/dev/null; do
-        i=$((i + 1)); [ $i -lt 500 ] || fail "serve never saw the worker start"; sleep 0.02
-done
+until_served ".processes[] | select(.pid == $w) | .seen.launcher.pid == $(pid_of k-l)"
 kill -KILL "$(pid_of k-l)"
-i=0
-until "$GPUREAP" status --json 2>/dev/null | jq -e ".processes[] | select(.pid == $w) | .verdict.confidence == \"sure\"" >/dev/null; do
-        i=$((i + 1)); [ $i -lt 500 ] || fail "serve never judged the worker"; sleep 0.02
-done
+until_served ".processes[] | select(.pid == $w) | .verdict.confidence == \"sure\""
 
 # the GPU states and the worker's verdict as each face tells them: "STATE0 STATE1 VERDICT"
 faces() { # DIRECT-FLAG

@@ -182,3 +182,21 @@ PY
         local i=0
         until [ -S "$GPUREAP_SYSLOG_SOCKET" ]; do i=$((i + 1)); [ $i -lt 500 ] || fail "no listener"; sleep 0.01; done
 }
+
+# serve_start ARGS...: the test's own 'gpureap serve' on $GPUREAP_SERVE_SOCKET (its PID in
+# $SERVE), once it answers; until_served FILTER: until its answer satisfies a jq filter (10 s)
+serve_start() {
+        "$GPUREAP" serve "$@" >"$T/serve.out" 2>&1 &
+        SERVE=$!
+        LAUNCHED="$LAUNCHED $SERVE"
+        local i=0
+        until "$GPUREAP" status --json 2>/dev/null | jq -e ".history.served_by == $SERVE" >/dev/null; do
+                i=$((i + 1)); [ $i -lt 300 ] || fail "serve did not answer: $(cat "$T/serve.out")"; sleep 0.02
+        done
+}
+until_served() {
+        local i=0
+        until "$GPUREAP" status --json 2>/dev/null | jq -e "$1" >/dev/null; do
+                i=$((i + 1)); [ $i -lt 500 ] || fail "serve never said: $1"; sleep 0.02
+        done
+}
