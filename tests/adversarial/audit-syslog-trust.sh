@@ -8,19 +8,6 @@
 [ "$(id -u)" = 0 ] || { echo "1..0 # SKIP needs root (another user's directory)"; exit 77; }
 command -v python3 >/dev/null || { echo "1..0 # SKIP no python3 for the log listener"; exit 77; }
 
-listen() { # SOCKET FILE: datagrams to SOCKET appended to FILE, one a line
-        python3 - "$1" "$2" <<'PY' &
-import socket, sys
-s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-s.bind(sys.argv[1])
-with open(sys.argv[2], "ab", buffering=0) as f:
-    while True:
-        f.write(s.recv(65536) + b"\n")
-PY
-        LAUNCHED="$LAUNCHED $!"
-        local i=0
-        until [ -S "$1" ]; do i=$((i + 1)); [ $i -lt 500 ] || fail "no listener on $1"; sleep 0.01; done
-}
 ghost() { # ROLE: a ghost on GPU 0 whose hidden holder (ROLE-c) a reap ends
         launch pidfile "$PIDS" "$1-o" cuda 0 0 256 spawn-holder "$PIDS" "$1-c" exit
         wait_role "$1-o" "$1-c"
@@ -29,7 +16,7 @@ ghost() { # ROLE: a ghost on GPU 0 whose hidden holder (ROLE-c) a reap ends
 
 # another user's directory: its socket must not get root's trail
 mkdir -m 0755 "$T/u4242"
-listen "$T/u4242/log" "$T/u4242.log"
+dgram_listener "$T/u4242/log" "$T/u4242.log"
 chown 4242:4242 "$T/u4242" "$T/u4242/log"
 ghost a
 GPUREAP_SYSLOG_SOCKET=$T/u4242/log gr reap --yes
@@ -52,7 +39,7 @@ ok "through a link: uid 4242's socket received nothing"
 
 # the control: root's own 0700 directory
 mkdir -m 0700 "$T/root"
-listen "$T/root/log" "$T/root.log"
+dgram_listener "$T/root/log" "$T/root.log"
 ghost c
 child=$(pid_of c-c)
 GPUREAP_SYSLOG_SOCKET=$T/root/log gr reap --yes

@@ -170,7 +170,11 @@ doc_example() {
 syslog_listener() {
         command -v python3 >/dev/null || { echo "1..0 # SKIP no python3 for the log listener"; exit 77; }
         export GPUREAP_SYSLOG_SOCKET=$T/log
-        python3 - "$GPUREAP_SYSLOG_SOCKET" "$T/syslog" <<'PY' &
+        dgram_listener "$GPUREAP_SYSLOG_SOCKET" "$T/syslog"
+}
+# dgram_listener SOCKET FILE: datagrams to the Unix socket SOCKET appended to FILE, one a line
+dgram_listener() {
+        python3 - "$1" "$2" <<'PY' &
 import socket, sys
 s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
 s.bind(sys.argv[1])
@@ -180,7 +184,7 @@ with open(sys.argv[2], "ab", buffering=0) as f:
 PY
         LAUNCHED="$LAUNCHED $!"
         local i=0
-        until [ -S "$GPUREAP_SYSLOG_SOCKET" ]; do i=$((i + 1)); [ $i -lt 500 ] || fail "no listener"; sleep 0.01; done
+        until [ -S "$1" ]; do i=$((i + 1)); [ $i -lt 500 ] || fail "no listener on $1"; sleep 0.01; done
 }
 
 # serve_start ARGS...: the test's own 'gpureap serve' on $GPUREAP_SERVE_SOCKET (its PID in

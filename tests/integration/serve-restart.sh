@@ -8,21 +8,7 @@ scenario "gpu 0 minor=0" "gpu 1 minor=1"
 export GPUREAP_SYSLOG_SOCKET=$T/nolog
 HIST=$T/serve.history
 
-start_serve() {
-        "$GPUREAP" serve --interval 100ms --listen none >"$T/serve.out" 2>&1 &
-        SERVE=$!
-        LAUNCHED="$LAUNCHED $SERVE"
-        local i=0
-        until "$GPUREAP" status --json 2>/dev/null | jq -e ".history.served_by == $SERVE" >/dev/null; do
-                i=$((i + 1)); [ $i -lt 300 ] || fail "serve did not answer: $(cat "$T/serve.out")"; sleep 0.02
-        done
-}
-until_served() {
-        local i=0
-        until "$GPUREAP" status --json 2>/dev/null | jq -e "$1" >/dev/null; do
-                i=$((i + 1)); [ $i -lt 500 ] || fail "serve never said: $1"; sleep 0.02
-        done
-}
+start_serve() { serve_start --interval 100ms --listen none; } # (lib.sh)
 verdict() { # PID -> "judgement confidence", through serve
         "$GPUREAP" status --json | jq -r ".processes[] | select(.pid == $1) | .verdict | \"\(.judgement) \(.confidence)\""
 }

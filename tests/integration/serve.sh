@@ -10,25 +10,10 @@
 scenario "gpu 0 minor=0" "gpu 1 minor=1"
 export GPUREAP_SYSLOG_SOCKET=$T/nolog # its event lines go nowhere here
 
-start_serve() {
-        "$GPUREAP" serve --interval 100ms --listen none >"$T/serve.out" 2>&1 &
-        SERVE=$!
-        LAUNCHED="$LAUNCHED $SERVE"
-        local i=0
-        until "$GPUREAP" status --json 2>/dev/null | jq -e ".history.served_by == $SERVE" >/dev/null; do
-                i=$((i + 1)); [ $i -lt 300 ] || fail "serve did not answer: $(cat "$T/serve.out")"; sleep 0.02
-        done
-}
+start_serve() { serve_start --interval 100ms --listen none; } # (lib.sh)
 stop_serve() {
         kill -TERM "$SERVE"
         wait "$SERVE" 2>/dev/null || true
-}
-# until serve's answer satisfies a jq filter (its refresh every 100 ms), at most 10 s
-until_served() {
-        local i=0
-        until "$GPUREAP" status --json 2>/dev/null | jq -e "$1" >/dev/null; do
-                i=$((i + 1)); [ $i -lt 500 ] || fail "serve never said: $1"; sleep 0.02
-        done
 }
 verdict() { # JSON_FILE PID -> "judgement confidence"
         jq -r ".processes[] | select(.pid == $2) | .verdict | \"\(.judgement) \(.confidence)\"" "$1"
