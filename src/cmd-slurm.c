@@ -14,6 +14,7 @@
 #include <syslog.h>
 #include <unistd.h>
 
+#include "gpureap/act.h"
 #include "gpureap/basic.h"
 #include "gpureap.h"
 
@@ -261,8 +262,8 @@ static void blind_pids_of_scope(struct slurm *sl, gr_snapshot *s, const gr_scope
         for (size_t k = 0; s->procs && k < s->procs->n; k++) {
                 const gr_process *p = &s->procs->procs[k];
                 gr_scope_match m = p->hold ? gr_scope_contains(scope, p) : GR_SCOPE_OUT;
-                const gr_holder_verdict *v = d && m == GR_SCOPE_ESCAPED ? gr_diagnosis_holder(d, p->pid) : NULL;
-                if (m == GR_SCOPE_OUT || (m == GR_SCOPE_ESCAPED && (!v || v->judgement == GR_JUDGE_LIVE)) || !job_uid_ok(sl, p))
+                const gr_holder_verdict *v = d ? gr_diagnosis_holder(d, p->pid) : NULL;
+                if (!gr_plan_ended_scope_takes(m, v) || !job_uid_ok(sl, p))
                         continue;
                 int n = snprintf(sl->blind_pids + o, sizeof(sl->blind_pids) - o, "%s%d", o ? "," : "", (int)p->pid);
                 if (n < 0 || (size_t)n >= sizeof(sl->blind_pids) - o)

@@ -90,6 +90,10 @@ typedef struct gr_plan {
 
 int gr_plan_make(const gr_snapshot *s, const gr_diagnosis *d, const gr_plan_options *o,
                  gr_plan **ret);
+/* In a scope that has ended (a job's epilog), is this holder (its place in the scope, its
+ * verdict, NULL unknown) one to end? In the scope: yes, by definition. Of it only by its
+ * environment (GR_SCOPE_ESCAPED): unless it is judged live, or cannot be judged at all */
+bool gr_plan_ended_scope_takes(gr_scope_match m, const gr_holder_verdict *v);
 void gr_plan_free(gr_plan *p);
 const char *gr_refusal_text(gr_refusal r);
 size_t gr_plan_count(const gr_plan *p); /* targets that will be signalled */

@@ -93,6 +93,11 @@ static gr_refusal refuse_with(const gr_snapshot *s, const gr_diagnosis *d, const
         return GR_REFUSE_NONE;
 }
 
+bool gr_plan_ended_scope_takes(gr_scope_match m, const gr_holder_verdict *v)
+{
+        return m == GR_SCOPE_IN || (m == GR_SCOPE_ESCAPED && v && v->judgement != GR_JUDGE_LIVE);
+}
+
 static gr_refusal refuse(const struct builder *b, const gr_process *p)
 {
         return refuse_with(b->s, b->d, b->o, p);
@@ -267,12 +272,12 @@ int gr_plan_make(const gr_snapshot *s, const gr_diagnosis *d, const gr_plan_opti
                         gr_scope_match m = gr_scope_contains(o->scope, v->process);
                         if (m == GR_SCOPE_OUT)
                                 r = add(&b, v->pid, GR_WHY_LEFTOVER, GR_REFUSE_OUT_OF_SCOPE);
-                        else if (o->scope_ended && m == GR_SCOPE_ESCAPED && v->judgement == GR_JUDGE_LIVE)
+                        else if (o->scope_ended && gr_plan_ended_scope_takes(m, v))
+                                r = add(&b, v->pid, GR_WHY_ENDED, GR_REFUSE_NONE);
+                        else if (o->scope_ended)
                                 /* of the job only by its environment (out of the job's cgroup: a
                                  * shell salloc gave, a daemon it started): judged live, spared */
                                 r = add(&b, v->pid, GR_WHY_LEFTOVER, judged_refusal(v, true));
-                        else if (o->scope_ended)
-                                r = add(&b, v->pid, GR_WHY_ENDED, GR_REFUSE_NONE);
                         else
                                 r = add(&b, v->pid, GR_WHY_LEFTOVER, judged_refusal(v, o->likely));
                 }
