@@ -23,9 +23,14 @@ kill -KILL "$l"
 until_served ".processes[] | select(.pid == $w) | .seen.launcher.end == \"signal\""
 [ "$(verdict "$w")" = "leftover sure" ] || fail "before the restart: $(verdict "$w")"
 ok "serve saw launcher $l killed: its worker $w is a sure leftover"
-# until the history on disk names the worker (bounded; what is there is checked below)
+# until the history on disk has the worker with its launcher killed by a signal: serve answers
+# first and writes after, so a served answer can be ahead of the file (bounded; what is there
+# is checked below). The fields: holder PID START SINCE STATE STATE_SINCE LAUNCHER
+# LAUNCHER_START SAME_EXE END (1 = a signal) ...
 i=0
-until [ -f "$HIST" ] && grep -q "^holder $w " "$HIST"; do i=$((i + 1)); [ $i -lt 500 ] || break; sleep 0.02; done
+until [ -f "$HIST" ] && awk -v w="$w" -v l="$l" '$1 == "holder" && $2 == w && $7 == l && $10 == 1 { f = 1 } END { exit !f }' "$HIST"; do
+        i=$((i + 1)); [ $i -lt 500 ] || break; sleep 0.02
+done
 
 kill -KILL "$SERVE"
 wait "$SERVE" 2>/dev/null || true
@@ -53,7 +58,9 @@ LAUNCHED="$LAUNCHED $!"
 wait_role a-l a-w
 until_served ".processes[] | select(.pid == $(pid_of a-w)) | .seen.launcher.end == \"alive\""
 i=0
-until grep -q "^holder $(pid_of a-w) " "$HIST"; do i=$((i + 1)); [ $i -lt 500 ] || fail "a-w not on disk"; sleep 0.02; done
+until awk -v w="$(pid_of a-w)" -v l="$(pid_of a-l)" '$1 == "holder" && $2 == w && $7 == l { f = 1 } END { exit !f }' "$HIST"; do
+        i=$((i + 1)); [ $i -lt 500 ] || fail "a-w and its launcher not on disk"; sleep 0.02
+done
 kill -KILL "$SERVE"
 wait "$SERVE" 2>/dev/null || true
 kill -KILL "$(pid_of a-l)"
