@@ -12,9 +12,8 @@
 
 #include "gpureap/act.h"
 #include "gpureap/basic.h"
-#include "gpureap/tree.h"
+#include "gpureap/reap.h"
 #include "gpureap.h"
-#include "procevents.h"
 
 static void reap_usage(FILE *f)
 {
@@ -72,7 +71,7 @@ struct reap {
         struct gpu_selection sel;
         gr_scope scope;
         json_object *out;          /* the --json result, filled as things happen */
-        int events_fd;             /* the kernel's process events, from before the snapshot; -1 */
+        int code;                  /* what the review decided (declined: usage, no consent) */
 };
 
 static const char *const why_names[] = { "leftover", "asked (--pid)", "asked (--all)", "its process group (--tree)",
@@ -334,406 +333,9 @@ static bool confirm(size_t n)
         return line[0] == 'y' || line[0] == 'Y';
 }
 
-/* What each GPU of the plan uses when drained: the live jobs left alone, and the slack */
-static void drain_targets(const gr_snapshot *s, const gr_plan *plan, uint64_t *targets)
+/* The audit trail of the signals: who, and why, before the first one */
+static void audit_targets(const gr_snapshot *s, const gr_plan *plan)
 {
-        for (unsigned i = 0; i < GR_GPUS_MAX; i++) {
-                targets[i] = GR_UNKNOWN_U64;
-                if (i >= s->gpu->n_gpus || !(plan->gpus >> i & 1))
-                        continue;
-                const gr_gpu *g = &s->gpu->gpus[i];
-                targets[i] = GR_BASELINE_SLACK + (g->mem_api == 1 ? (640ULL << 20) : 0);
-                for (unsigned j = 0; j < g->n_procs; j++) {
-                        const gr_process *op = gr_proc_table_find(s->procs, (pid_t)g->procs[j].pid);
-                        bool planned = false;
-                        for (size_t k = 0; k < plan->n && !planned; k++)
-                                planned = plan->targets[k].pid == (pid_t)g->procs[j].pid &&
-                                          plan->targets[k].refused == GR_REFUSE_NONE;
-                        if (op && op->state != 'Z' && !planned && g->procs[j].used_bytes != GR_UNKNOWN_U64)
-                                targets[i] += g->procs[j].used_bytes;
-                }
-        }
-}
-
-/* What a target forks while the ladder runs (a leftover that forks on SIGTERM, a launcher that
- * restarts its workers) gets the plan's checks and selection and the current rung: a process
- * the snapshot did not have (what it had, the plan judged), that is a child of a member of the
- * ladder (by parentage, never by a group number that a newcomer may have reused), or, born
- * since the plan, in a target's group whose leader is gone and that was the targets' alone (no
- * process of it alive at the snapshot but the targets: a group shared with a live job, or one of
- * gpureap's callers', tells nothing of who forked what), and that holds a device file of the
- * chosen GPUs (with --tree, any process of such a group), born while a member of that group
- * may still have lived (after all of them ended, a process in it has taken its number). */
-struct tree_watch {
-        const gr_snapshot *s;
-        const gr_plan_options *po;
-        pid_t pgids[GR_PLAN_MAX];  /* the targets' groups that were theirs alone */
-        size_t n_pgids;
-        uint64_t minors;           /* bit m: /dev/nvidia<m> is of a chosen GPU (with --gpu) */
-        bool minors_set;
-        bool tree;
-        uint64_t since_ticks;      /* born after this (clock ticks since boot): new since the plan */
-        long hz;
-        /* the members and their groups, and when the ladder first saw each one ended (clock
-         * ticks since boot, 0 while it runs): a newcomer is taken for a fork into a group only
-         * if it was born while a member of that group may still have lived (a group whose
-         * members are all gone cannot grow, except by a new process that took its number) */
-        struct { pid_t pid, pgrp; uint64_t done_ticks; } mem[1024];
-        size_t n_mem;
-        /* With the kernel's process events (root): who forked whom, in order. The live
-         * descendants of the targets: the targets, then each child forked by one of them while
-         * it lived, each removed when it ends (a PID taken again afterwards is someone else's).
-         * A newcomer is theirs exactly when it is among them; groups and times are not needed.
-         * lineage_ok false (no events, some lost, too many): the rules above instead. */
-        int events_fd;
-        bool lineage_ok;
-        struct { pid_t pid; uint64_t start; } lineage[4096]; /* start 0: ended before it was read */
-        size_t n_lineage;
-        uint64_t next_ms;
-        gr_ladder *l;
-        pid_t found[256];
-        uint64_t found_start[256];
-        size_t n_found;
-};
-
-static bool is_member(const gr_ladder *l, pid_t pid)
-{
-        for (size_t i = 0; i < l->n; i++)
-                if (l->m[i].ref.pid == pid)
-                        return true;
-        return false;
-}
-
-/* Is the process that has this PID now a member itself, not another that took its number once
- * the member ended (the same start time)? */
-static bool is_member_now(const struct tree_watch *tw, pid_t pid)
-{
-        for (size_t i = 0; i < tw->l->n; i++) {
-                const gr_ladder_member *m = &tw->l->m[i];
-                if (m->ref.pid != pid)
-                        continue;
-                gr_stat st;
-                return gr_proc_read_stat(tw->s->proc_root, pid, &st) == 0 && st.start_time == m->ref.start_time;
-        }
-        return false;
-}
-
-/* Is the leader of process group G gone, or one of the ladder's? A group led by a live
- * process that is not (a newcomer that took a dead group's number, a live launcher) is not the
- * targets' */
-static bool group_ours(struct tree_watch *tw, pid_t g)
-{
-        if (is_member(tw->l, g))
-                return true;
-        char path[1100], buf[1024];
-        snprintf(path, sizeof(path), "%s/%d", tw->s->proc_root, (int)g);
-        int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (fd < 0)
-                return true;
-        size_t len;
-        gr_stat st;
-        bool gone = gr_read_file_at(fd, "stat", buf, sizeof(buf), &len) < 0 || gr_parse_stat(buf, len, &st) < 0 ||
-                    st.state == 'Z' || st.pgrp != g;
-        close(fd);
-        return gone;
-}
-
-/* Does it hold a device file of the chosen GPUs (any NVIDIA file without --gpu)? */
-static bool holds_chosen(const struct tree_watch *tw, const gr_holding *h)
-{
-        if (!h)
-                return false;
-        if (!tw->minors_set)
-                return true;
-        for (unsigned i = 0; i < h->n_gpus; i++)
-                if (h->gpus[i].minor < 64 && (tw->minors >> h->gpus[i].minor & 1))
-                        return true;
-        return false;
-}
-
-static uint64_t boot_ticks(long hz)
-{
-        struct timespec bt;
-        clock_gettime(CLOCK_BOOTTIME, &bt);
-        return (uint64_t)bt.tv_sec * (uint64_t)hz + (uint64_t)bt.tv_nsec / (1000000000ULL / (uint64_t)hz);
-}
-
-static void watch_member(struct tree_watch *tw, pid_t pid, pid_t pgrp)
-{
-        if (tw->n_mem < GR_ELEMENTSOF(tw->mem))
-                tw->mem[tw->n_mem++] = (__typeof__(tw->mem[0])){ pid, pgrp, 0 };
-}
-
-/* Could a member of group g have been alive at this start time (clock ticks)? */
-static bool group_lived_at(const struct tree_watch *tw, pid_t g, uint64_t start)
-{
-        for (size_t i = 0; i < tw->n_mem; i++)
-                if (tw->mem[i].pgrp == g && (tw->mem[i].done_ticks == 0 || start <= tw->mem[i].done_ticks + 2))
-                        return true;
-        return false;
-}
-
-static ssize_t lineage_index(const struct tree_watch *tw, pid_t pid)
-{
-        for (size_t i = 0; i < tw->n_lineage; i++)
-                if (tw->lineage[i].pid == pid)
-                        return (ssize_t)i;
-        return -1;
-}
-
-/* Is this process (PID and start time) one of the targets' live descendants? The start time
- * makes a PID that another process took since unlike it */
-static bool in_lineage(const struct tree_watch *tw, pid_t pid, uint64_t start)
-{
-        ssize_t i = lineage_index(tw, pid);
-        return i >= 0 && tw->lineage[i].start == start;
-}
-
-static void lineage_fork(pid_t parent, pid_t child, void *userdata)
-{
-        struct tree_watch *tw = userdata;
-        if (!tw->lineage_ok || lineage_index(tw, parent) < 0 || lineage_index(tw, child) >= 0)
-                return;
-        if (tw->n_lineage == GR_ELEMENTSOF(tw->lineage)) {
-                tw->lineage_ok = false; /* more than it can follow: the rules without events */
-                return;
-        }
-        gr_stat st;
-        uint64_t start = gr_proc_read_stat(tw->s->proc_root, child, &st) == 0 ? st.start_time : 0;
-        tw->lineage[tw->n_lineage].pid = child;
-        tw->lineage[tw->n_lineage++].start = start;
-}
-
-static void lineage_exit(pid_t pid, int wait_status, void *userdata)
-{
-        (void)wait_status;
-        struct tree_watch *tw = userdata;
-        ssize_t i = lineage_index(tw, pid);
-        if (i < 0)
-                return;
-        /* the main thread may have ended alone (pthread_exit): the kernel tells it as the
-         * process's exit while its other threads run on, and fork */
-        gr_stat st;
-        if (gr_proc_read_stat(tw->s->proc_root, pid, &st) == 0 && st.start_time == tw->lineage[i].start &&
-            (st.state != 'Z' || gr_proc_zombie_leader_alive(tw->s->proc_root, pid)))
-                return;
-        tw->lineage[i] = tw->lineage[--tw->n_lineage];
-}
-
-/* What the kernel told since the last look, in its order */
-static void read_lineage(struct tree_watch *tw)
-{
-        if (tw->events_fd < 0 || !tw->lineage_ok)
-                return;
-        bool lost = false;
-        if (procev_read_lineage(tw->events_fd, lineage_fork, lineage_exit, tw, &lost) < 0 || lost)
-                tw->lineage_ok = false;
-}
-
-/* Was a process whose parent is ppid reparented (its parent ended: ppid is an init, a
- * subreaper, or gone)? A live parent of another kind forked it itself: a process that joined a
- * target's group with setpgid is not the targets' */
-static bool reparented(const struct tree_watch *tw, pid_t ppid)
-{
-        gr_stat st;
-        if (ppid <= 1 || gr_proc_read_stat(tw->s->proc_root, ppid, &st) < 0 || st.state == 'Z' || st.state == 'X')
-                return true;
-        if (!gr_proc_comm_is_init(st.comm))
-                return false;
-        /* an init by what it is, not by the name it gave itself */
-        char path[1100], exe[GR_EXE_NAME_MAX];
-        snprintf(path, sizeof(path), "%s/%d", tw->s->proc_root, (int)ppid);
-        int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        bool read = fd >= 0 && gr_proc_read_exe_at(fd, exe, sizeof(exe)) == 0;
-        if (fd >= 0)
-                close(fd);
-        return gr_proc_is_init_program(st.comm, read ? GR_EXE_READ : GR_EXE_UNREADABLE, exe);
-}
-
-static int fork_cb(pid_t pid, const gr_stat *st, void *userdata)
-{
-        struct tree_watch *tw = userdata;
-        if (st->state == 'Z' || st->kthread || is_member(tw->l, pid))
-                return 0;
-        const gr_process *known = gr_proc_table_find(tw->s->procs, pid);
-        if (known && known->start_time == st->start_time)
-                return 0; /* in the snapshot: the plan judged it (spared, or not chosen) */
-        /* forked by a member: its parent still is one, or (a child whose parent exited at once,
-         * reparented) it was born since the plan into a target's group that is still theirs */
-        bool in_group = false;
-        for (size_t k = 0; k < tw->n_pgids && !in_group; k++)
-                in_group = st->pgrp == tw->pgids[k];
-        bool forked = tw->lineage_ok ? in_lineage(tw, pid, st->start_time)
-                                     : is_member_now(tw, st->ppid) ||
-                                               (in_group && pid != st->pgrp && st->start_time >= tw->since_ticks &&
-                                                group_lived_at(tw, st->pgrp, st->start_time) && group_ours(tw, st->pgrp) &&
-                                                reparented(tw, st->ppid));
-        if (!forked)
-                return 0;
-        if (!(tw->tree && in_group)) {
-                gr_holding *h = NULL;
-                bool chosen = gr_proc_holding(tw->s->proc_root, tw->s->dev_dir, pid, &h) == 0 && holds_chosen(tw, h);
-                free(h);
-                if (!chosen)
-                        return 0; /* a child that holds none of the GPUs is none of this reap's business */
-        }
-        if (tw->n_found < GR_ELEMENTSOF(tw->found)) {
-                tw->found[tw->n_found] = pid;
-                tw->found_start[tw->n_found++] = st->start_time;
-        }
-        return 0;
-}
-
-static void tree_refresh(gr_ladder *l, void *userdata)
-{
-        struct tree_watch *tw = userdata;
-        /* each round: when a member was first seen ended (the rules without events need it,
-         * also once events were lost) */
-        uint64_t ticks = 0;
-        for (size_t i = 0; i < l->n; i++) {
-                if (!l->m[i].done)
-                        continue;
-                for (size_t k = 0; k < tw->n_mem; k++)
-                        if (tw->mem[k].pid == l->m[i].ref.pid && tw->mem[k].done_ticks == 0)
-                                tw->mem[k].done_ticks = ticks ? ticks : (ticks = boot_ticks(tw->hz));
-        }
-        uint64_t now = gr_now_ms();
-        if (now < tw->next_ms && !l->final_look)
-                return;
-        tw->next_ms = now + 50; /* a walk of /proc each time: not at every 10 ms round */
-        tw->l = l;
-        read_lineage(tw);
-        tw->n_found = 0;
-        if (gr_proc_walk(tw->s->proc_root, fork_cb, tw) < 0)
-                return;
-        for (size_t i = 0; i < tw->n_found; i++) {
-                gr_process p = { .pid = tw->found[i], .start_time = tw->found_start[i] };
-                gr_proc_options pop = { .proc_root = tw->s->proc_root };
-                /* only its owner and parent are needed: the plan's safety rules */
-                if (gr_proc_load_details(&pop, &p) < 0)
-                        continue;
-                char buf[1024];
-                size_t len;
-                gr_stat st;
-                char path[1100];
-                snprintf(path, sizeof(path), "%s/%d", tw->s->proc_root, (int)p.pid);
-                int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-                if (fd >= 0 && gr_read_file_at(fd, "stat", buf, sizeof(buf), &len) == 0 &&
-                    gr_parse_stat(buf, len, &st) == 0 && st.start_time == p.start_time) {
-                        p.ppid = st.ppid;
-                        p.pgrp = st.pgrp;
-                        p.state = st.state;
-                        p.kthread = st.kthread;
-                        /* the plan's selection too: --user, the job, cgroup, container or pod */
-                        bool selected = (!tw->po->user_set || (p.has_uid && p.uid == tw->po->user)) &&
-                                        (!tw->po->scope || gr_scope_contains(tw->po->scope, &p) != GR_SCOPE_OUT);
-                        if (selected && gr_plan_refusal(tw->s, NULL, tw->po, &p) == GR_REFUSE_NONE &&
-                            gr_ladder_add(l, p.pid, p.start_time, &p.uid) > 0)
-                                watch_member(tw, p.pid, p.pgrp);
-                }
-                if (fd >= 0)
-                        close(fd);
-                free(p.cmdline);
-                free(p.cgroup);
-        }
-}
-
-struct verify {
-        const struct gpu_selection *sel;
-        uint64_t gpus;             /* bit i: GPU index i must be free of leftovers */
-        bool unknown;              /* a GPU could not be read: nothing to wait for */
-};
-
-/* free of leftovers: clean, or busy with a job that was not to be touched. A GPU that cannot be
- * read ends the wait at once: waiting does not make the driver answer (exit 3) */
-static bool verified(const gr_snapshot *s, const gr_diagnosis *d, void *userdata)
-{
-        struct verify *v = userdata;
-        for (unsigned i = 0; i < s->gpu->n_gpus && i < 64; i++)
-                if ((v->gpus >> i & 1) && d->gpus[i].state == GR_GPU_UNKNOWN) {
-                        v->unknown = true;
-                        return true;
-                }
-        for (unsigned i = 0; i < s->gpu->n_gpus && i < 64; i++)
-                if ((v->gpus >> i & 1) && d->gpus[i].state != GR_GPU_CLEAN && d->gpus[i].state != GR_GPU_BUSY)
-                        return false;
-        return true;
-}
-
-static void progress(const gr_snapshot *s, const gr_diagnosis *d, uint64_t elapsed, void *userdata)
-{
-        const struct verify *v = userdata;
-        char line[512], mem[32];
-        size_t o = 0;
-        for (unsigned i = 0; i < s->gpu->n_gpus && i < 64 && o < sizeof(line); i++)
-                if (v->gpus >> i & 1)
-                        o += (size_t)snprintf(line + o, sizeof(line) - o, "  GPU %u %s %s used", s->gpu->gpus[i].index,
-                                              gr_gpu_state_name(d->gpus[i].state),
-                                              gr_format_bytes(s->gpu->gpus[i].mem_used, mem, sizeof(mem)));
-        fprintf(stderr, "\r\033[Kverifying %.1fs:%s", (double)elapsed / 1000, line);
-        fflush(stderr);
-}
-
-static uint64_t left_ms(const struct reap *r)
-{
-        uint64_t now = gr_now_ms();
-        return now < r->deadline ? r->deadline - now : 0;
-}
-
-static void emit_json(struct reap *r, int code)
-{
-        if (!r->json || !r->out)
-                return;
-        json_object_object_add(r->out, "elapsed_ms", json_object_new_int64((int64_t)(gr_now_ms() - r->t0)));
-        json_object_object_add(r->out, "exit_code", json_object_new_int(code));
-        puts(json_object_to_json_string_ext(r->out, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED |
-                                                            JSON_C_TO_STRING_NOSLASHESCAPE));
-        json_object_put(r->out);
-        r->out = NULL;
-}
-
-/* Signal the plan; print and record what became of each target; true when none may be left */
-static bool run_plan(struct reap *r, const gr_snapshot *s, const gr_plan *plan)
-{
-        struct tree_watch *tw = calloc(1, sizeof(*tw));
-        if (!tw) {
-                error_msg("out of memory");
-                return false;
-        }
-        tw->s = s;
-        tw->po = &r->po;
-        tw->tree = r->po.tree;
-        tw->events_fd = r->events_fd;
-        tw->lineage_ok = r->events_fd >= 0;
-        for (size_t i = 0; i < plan->n && tw->n_lineage < GR_ELEMENTSOF(tw->lineage); i++)
-                if (plan->targets[i].refused == GR_REFUSE_NONE) {
-                        tw->lineage[tw->n_lineage].pid = plan->targets[i].pid;
-                        tw->lineage[tw->n_lineage++].start = plan->targets[i].start_time;
-                }
-        /* what happened since the snapshot, before any signal: a target that ended since then
-         * leaves the lineage (its PID may be another's by the time it is looked at) */
-        read_lineage(tw);
-        long hz = sysconf(_SC_CLK_TCK);
-        tw->hz = hz > 0 ? hz : 100;
-        hz = tw->hz;
-        uint64_t now_ticks = boot_ticks(hz);
-        uint64_t since_plan = (gr_wall_ms() > s->taken_at_ms ? gr_wall_ms() - s->taken_at_ms : 0) + 1000;
-        uint64_t back = since_plan * (uint64_t)hz / 1000;
-        tw->since_ticks = now_ticks > back ? now_ticks - back : 0;
-        for (size_t i = 0; i < plan->n && tw->n_pgids < GR_ELEMENTSOF(tw->pgids); i++) {
-                const gr_process *t = gr_proc_table_find(s->procs, plan->targets[i].pid);
-                if (plan->targets[i].refused == GR_REFUSE_NONE && t)
-                        watch_member(tw, t->pid, t->pgrp);
-                if (plan->targets[i].refused == GR_REFUSE_NONE && t && t->pgrp > 1 &&
-                    gr_plan_group_targets_alone(s, plan, &r->po, t->pgrp))
-                        tw->pgids[tw->n_pgids++] = t->pgrp;
-        }
-        tw->minors_set = r->po.gpus != NULL; /* chosen GPUs without a device file known: nothing matches */
-        for (unsigned i = 0; r->po.gpus && i < s->gpu->n_gpus; i++)
-                if (gr_gpu_matches_list(&s->gpu->gpus[i], r->po.gpus) && s->gpu->gpus[i].minor >= 0 &&
-                    s->gpu->gpus[i].minor < 64)
-                        tw->minors |= 1ULL << s->gpu->gpus[i].minor;
-        /* --timeout bounds the whole command: the SIGKILL comes early enough to take effect */
         for (size_t i = 0; i < plan->n; i++) {
                 const gr_target *t = &plan->targets[i];
                 if (t->refused != GR_REFUSE_NONE)
@@ -751,259 +353,52 @@ static bool run_plan(struct reap *r, const gr_snapshot *s, const gr_plan *plan)
                           t->judged ? "; judged " : "", t->judged ? gr_judgement_name(t->judgement) : "",
                           t->judged ? ": " : "", t->judged ? t->reason : "");
         }
-        uint64_t budget = left_ms(r), reserve = budget / 5 < 1000 ? budget / 5 : 1000;
-        gr_kill_options ko = { .proc_root = s->proc_root,
-                               .grace_ms = r->grace < budget - reserve ? r->grace : budget - reserve,
-                               .deadline_ms = budget, .refresh = tree_refresh, .userdata = tw };
-        gr_kill_outcome *res = NULL;
-        size_t n_res = 0;
-        int q = gr_kill_plan(plan, &ko, &res, &n_res);
-        free(tw);
-        if (q < 0) {
-                error_msg("cannot signal: %s", strerror(-q));
+}
+
+/* The first look: a look of its own (it acts on it), with what a running serve saw of its
+ * processes (their launchers' ends) */
+static int take(const gr_snapshot_options *so, gr_snapshot **ret, void *userdata)
+{
+        const struct reap *r = userdata;
+        return view_take(so, r->direct ? VIEW_DIRECT : VIEW_OWN_LOOK, ret);
+}
+
+/* The plan printed; consent; the audit trail. false: nothing is signalled */
+static bool review(const gr_snapshot *s, const gr_diagnosis *d, const gr_plan *plan, void *userdata)
+{
+        struct reap *r = userdata;
+        char bad[128];
+        if (s->gpu->status != GR_GPU_OK) {
+                error_msg("%s", s->gpu->error);
+                if (!r->json)
+                        printf("the driver cannot be read: ending the named processes anyway; their GPUs cannot be verified\n");
+        } else if (gpu_selection_unmatched(&r->sel, s->gpu, bad, sizeof(bad))) {
+                gpu_selection_error(&r->sel, s->gpu);
+                r->code = EXIT_USAGE;
                 return false;
         }
-        bool all_ended = true;
-        json_object *outs = json_object_new_array();
-        for (size_t i = 0; i < n_res; i++) {
-                bool forked = true;
-                for (size_t k = 0; k < plan->n && forked; k++)
-                        forked = plan->targets[k].pid != res[i].pid;
-                if (!r->json) {
-                        printf("  %-8d %s%s", (int)res[i].pid, gr_kill_result_name(res[i].result),
-                               forked ? " (forked during the kill)" : "");
-                        if (res[i].error)
-                                printf(": %s", strerror(-res[i].error));
-                        putchar('\n');
-                }
-                json_object *e = json_object_new_object();
-                json_object_object_add(e, "pid", json_object_new_int(res[i].pid));
-                json_object_object_add(e, "result", json_object_new_string(gr_kill_result_name(res[i].result)));
-                json_object_object_add(e, "error", res[i].error ? json_object_new_string(strerror(-res[i].error)) : NULL);
-                json_object_object_add(e, "forked_during_kill", json_object_new_boolean(forked));
-                json_object_array_add(outs, e);
-                all_ended = all_ended && !gr_kill_result_failed(res[i].result);
-                r->n_targets++;
-                if (gr_kill_result_failed(res[i].result)) {
-                        r->n_failed++;
-                        if (res[i].result == GR_KILL_SURVIVED && r->survived_len < sizeof(r->survived))
-                                r->survived_len += (size_t)snprintf(r->survived + r->survived_len,
-                                                                    sizeof(r->survived) - r->survived_len,
-                                                                    "survived %d %llu\n", (int)res[i].pid,
-                                                                    (unsigned long long)res[i].start_time);
-                }
-                audit_log(gr_kill_result_failed(res[i].result) ? LOG_WARNING : LOG_NOTICE,
-                          "pid %d start %llu comm '%s'%s: %s%s%s", (int)res[i].pid,
-                          (unsigned long long)res[i].start_time, res[i].comm,
-                          forked ? " (forked into a target's group during the kill)" : "",
-                          gr_kill_result_name(res[i].result), res[i].error ? ": " : "",
-                          res[i].error ? strerror(-res[i].error) : "");
-        }
-        json_object_object_add(r->out, "outcomes", outs);
-        free(res);
-        return all_ended;
-}
-
-/* Which GPUs to verify: --gpu, or the GPUs the targets held; with nothing signalled, every
- * selected GPU, looked at once (nothing can change) */
-static uint64_t gpus_to_verify(const struct reap *r, const gr_snapshot *s, const gr_plan *plan, size_t n)
-{
-        uint64_t m = 0;
-        for (unsigned i = 0; i < s->gpu->n_gpus && i < 64; i++)
-                if (gpu_selected(&r->sel, &s->gpu->gpus[i]) && (r->sel.list || n == 0 || (plan->gpus >> i & 1)))
-                        m |= 1ULL << i;
-        return m;
-}
-
-static int verify_and_report(struct reap *r, uint64_t gpus, bool watched_anything, const uint64_t *before,
-                             bool all_ended)
-{
-        gr_snapshot *s = NULL;
-        gr_diagnosis *d = NULL;
-        struct verify v = { .sel = &r->sel, .gpus = gpus };
-        bool tty = isatty(STDERR_FILENO) && !r->json;
-        struct wait_spec w = { .so = &r->so, .timeout_ms = watched_anything ? left_ms(r) : 0,
-                               .progress = tty ? progress : NULL };
-        bool met = false;
-        int q = wait_until(&w, verified, &v, &s, &d, &met);
-        if (tty && watched_anything)
-                fprintf(stderr, "\r\033[K");
-        if (q < 0) {
-                error_msg("cannot verify: %s", strerror(-q));
-                return EXIT_DRIVER;
-        }
-        json_object *jg = json_object_new_array();
-        for (unsigned i = 0; i < s->gpu->n_gpus && i < GR_GPUS_MAX; i++) {
-                const gr_gpu *g = &s->gpu->gpus[i];
-                if (!(gpus >> i & 1))
-                        continue;
-                char b1[32], b2[32];
-                if (!r->json)
-                        printf("GPU %u  %s  memory %s -> %s\n", g->index, gr_gpu_state_name(d->gpus[i].state),
-                               gr_format_bytes(before[i], b1, sizeof(b1)), gr_format_bytes(g->mem_used, b2, sizeof(b2)));
-                json_object *e = json_object_new_object();
-                json_object_object_add(e, "index", json_object_new_int64(g->index));
-                json_object_object_add(e, "state", json_object_new_string(gr_gpu_state_name(d->gpus[i].state)));
-                json_object_object_add(e, "memory_before", before[i] == GR_UNKNOWN_U64 ? NULL : json_object_new_int64((int64_t)before[i]));
-                json_object_object_add(e, "memory_after", g->mem_used == GR_UNKNOWN_U64 ? NULL : json_object_new_int64((int64_t)g->mem_used));
-                json_object_array_add(jg, e);
-        }
-        json_object_object_add(r->out, "gpus", jg);
-        json_object_object_add(r->out, "verified", json_object_new_boolean(met && all_ended && !v.unknown));
-        int code;
-        fflush(stdout);
-        if (s->gpu->status != GR_GPU_OK) {
-                error_msg("%s", s->gpu->error);
-                code = EXIT_DRIVER;
-        } else if (v.unknown) {
-                error_msg("a GPU could not be read: cannot verify");
-                render_status_table(stderr, s, d, &r->sel, &(struct table_options){ .width = terminal_width(STDERR_FILENO) });
-                code = EXIT_DRIVER;
-        } else if (met && all_ended) {
-                if (!r->json)
-                        printf("verified in %llu ms: no leftover on the %s GPUs\n",
-                               (unsigned long long)(gr_now_ms() - r->t0), r->sel.list || !watched_anything ? "selected" : "targets'");
-                code = EXIT_CLEAN;
-        } else {
-                if (!all_ended)
-                        error_msg("a target may still be alive: see its outcome above");
-                if (!met)
-                        error_msg("%s: what is left follows", watched_anything ? "not clean by the deadline" : "not clean");
-                render_status_table(stderr, s, d, &r->sel, &(struct table_options){ .width = terminal_width(STDERR_FILENO) });
-                code = EXIT_NOT_CLEAN;
-        }
-        gr_diagnosis_free(d);
-        gr_snapshot_free(s);
-        return code;
-}
-
-int cmd_reap(int argc, char **argv)
-{
-        struct reap r = { .grace = 5000, .timeout = 30000, .events_fd = -1 };
-        int pa = parse_args(&r, argc, argv);
-        if (pa != 0)
-                return pa > 0 ? EXIT_CLEAN : EXIT_USAGE;
-        r.sel.list = r.gpus[0] ? r.gpus : NULL;
-        r.sel.scope = &r.scope;
-        r.po.gpus = r.sel.list;
-        r.po.scope = r.scope.kind != GR_SCOPE_NONE ? &r.scope : NULL;
-        r.po.pids = r.pids;
-        r.po.n_pids = r.n_pids;
-        if (!r.dry && signalling_env_ok("reap") < 0)
-                return EXIT_USAGE;
-        if (self_plan_options(&r.po) < 0) {
-                error_msg("out of memory");
-                return EXIT_DRIVER;
-        }
-        gr_raise_fd_limit(); /* one pidfd per target */
-        if (!r.dry)
-                audit_open("reap");
-        r.t0 = gr_now_ms();
-        r.deadline = r.t0 + r.timeout;
-        r.out = json_object_new_object();
-        json_object_object_add(r.out, "schema_version", json_object_new_int(JSON_SCHEMA_VERSION));
-        json_object_object_add(r.out, "command", json_object_new_string("reap"));
-        json_object_object_add(r.out, "dry_run", json_object_new_boolean(r.dry));
-
-        gr_snapshot *s = NULL;
-        gr_diagnosis *d = NULL;
-        gr_plan *plan = NULL;
-        gr_drain *drain = NULL;
-        int code = EXIT_DRIVER;
-        /* the drain watcher initialises NVML while the snapshot is taken */
-        if (!r.dry && gr_drain_start(&r.so.gpu, &drain) < 0)
-                drain = NULL;
-        /* who forks whom from now on, for what the targets fork while they are ended (root;
-         * without it, the rules of tree_watch). The events name processes by their PIDs in the
-         * initial PID namespace: elsewhere those are not the numbers /proc shows */
-        r.events_fd = r.dry || !gr_proc_in_init_pidns() ? -1 : procev_open();
-#ifdef GPUREAP_TEST_HOOKS
-        if (r.events_fd >= 0 && getenv("GPUREAP_TEST_NO_EVENTS")) { /* as without CAP_NET_ADMIN */
-                close(r.events_fd);
-                r.events_fd = -1;
-        }
-#endif
-        if (r.events_fd < 0)
-                r.events_fd = -1;
-        /* a look of its own (it acts on it), with what a running serve saw of its processes */
-        int q = view_take(&r.so, r.direct ? VIEW_DIRECT : VIEW_OWN_LOOK, &s);
-        if (q < 0) {
-                error_msg("cannot take a snapshot: %s", strerror(-q));
-                goto out;
-        }
-        /* a driver that cannot be read: the processes named with --pid (a job's epilog names
-         * the ended job's holders from /proc) are still ended, each verified as ever; their GPUs
-         * cannot be verified, and the exit status says so */
-        bool blind = false;
-        if (s->gpu->status != GR_GPU_OK) {
-                error_msg("%s", s->gpu->error);
-                if (r.n_pids == 0 || r.sel.list)
-                        goto out;
-                blind = true;
-                if (!r.json)
-                        printf("the driver cannot be read: ending the named processes anyway; their GPUs cannot be verified\n");
-        }
-        char bad[128];
-        if (!blind && gpu_selection_unmatched(&r.sel, s->gpu, bad, sizeof(bad))) {
-                gpu_selection_error(&r.sel, s->gpu);
-                code = EXIT_USAGE;
-                goto out;
-        }
-        r.sel.scope_mask = scope_gpus(s, &r.scope);
-        /* whoever is named gets its owner read, holder or not: the plan refuses what it cannot
-         * attribute to a user, and the ladder checks the owner again before the signal */
-        for (size_t i = 0; i < r.n_pids; i++) {
-                gr_process *np = gr_proc_table_find(s->procs, r.pids[i]);
-                if (np)
-                        gr_proc_load_details(&r.so.proc, np);
-        }
-        if ((q = gr_diagnose(s, getuid(), &d)) < 0 || (q = gr_plan_make(s, d, &r.po, &plan)) < 0) {
-                error_msg("cannot plan: %s", strerror(-q));
-                goto out;
-        }
-        if (r.po.tree) { /* the groups' members are targets too: plan again with their owners read */
-                bool loaded = false;
-                for (size_t i = 0; i < plan->n; i++) {
-                        gr_process *tp = gr_proc_table_find(s->procs, plan->targets[i].pid);
-                        if (tp && !tp->has_details)
-                                loaded |= gr_proc_load_details(&r.so.proc, tp) == 0;
-                }
-                if (loaded) {
-                        gr_plan_free(plan);
-                        plan = NULL;
-                        if ((q = gr_plan_make(s, d, &r.po, &plan)) < 0) {
-                                error_msg("cannot plan: %s", strerror(-q));
-                                goto out;
-                        }
-                }
-        }
+        r->sel.scope_mask = scope_gpus(s, &r->scope);
         size_t n = gr_plan_count(plan);
-        uint64_t before[GR_GPUS_MAX];
-        for (unsigned i = 0; i < s->gpu->n_gpus && i < GR_GPUS_MAX; i++)
-                before[i] = s->gpu->gpus[i].mem_used;
-
-        json_object_object_add(r.out, "plan", plan_json(plan));
-        if (!r.json) {
+        json_object_object_add(r->out, "plan", plan_json(plan));
+        if (!r->json) {
                 printf("%s", n || plan->n ? "plan:\n" : "");
                 print_plan(stdout, plan);
                 if (n == 0)
                         printf("nothing to kill\n");
         }
         fflush(stdout);
-        if (r.dry) {
-                code = EXIT_CLEAN;
-                goto out;
-        }
-        if (n > 0 && !r.yes) {
+        if (r->dry)
+                return true;
+        if (n > 0 && !r->yes) {
                 if (!isatty(STDIN_FILENO)) {
                         error_msg("not asking without a terminal: add --yes to kill %zu process%s", n, n == 1 ? "" : "es");
-                        code = EXIT_USAGE;
-                        goto out;
+                        r->code = EXIT_USAGE;
+                        return false;
                 }
                 if (!confirm(n)) {
                         error_msg("nothing done");
-                        code = EXIT_USAGE;
-                        goto out;
+                        r->code = EXIT_USAGE;
+                        return false;
                 }
         }
 #ifdef GPUREAP_TEST_HOOKS
@@ -1023,58 +418,275 @@ int cmd_reap(int argc, char **argv)
                         waitpid(hp, NULL, 0);
         }
 #endif
-        uint64_t targets[GR_GPUS_MAX];
-        drain_targets(s, plan, targets);
-        uint64_t arm_by = gr_now_ms() + (r.so.gpu.timeout_ms ? r.so.gpu.timeout_ms : 5000);
-        bool watching = !blind && drain && n > 0 && gr_drain_arm(drain, targets, GR_GPUS_MAX, arm_by < r.deadline ? arm_by : r.deadline);
-        uint64_t t_sig = gr_now_us();
-        bool all_ended = n == 0 || run_plan(&r, s, plan);
-        if (blind) {
+        audit_targets(s, plan);
+        return true;
+}
+
+/* What became of each target, printed and recorded; the drain */
+static void acted(const gr_reap_result *res, void *userdata)
+{
+        struct reap *r = userdata;
+        json_object *outs = json_object_new_array();
+        for (size_t i = 0; i < res->n_outcomes; i++) {
+                const gr_reap_outcome *o = &res->outcomes[i];
+                if (!r->json) {
+                        printf("  %-8d %s%s", (int)o->pid, gr_kill_result_name(o->result),
+                               o->forked ? " (forked during the kill)" : "");
+                        if (o->error)
+                                printf(": %s", strerror(-o->error));
+                        putchar('\n');
+                }
+                json_object *e = json_object_new_object();
+                json_object_object_add(e, "pid", json_object_new_int(o->pid));
+                json_object_object_add(e, "result", json_object_new_string(gr_kill_result_name(o->result)));
+                json_object_object_add(e, "error", o->error ? json_object_new_string(strerror(-o->error)) : NULL);
+                json_object_object_add(e, "forked_during_kill", json_object_new_boolean(o->forked));
+                json_object_array_add(outs, e);
+                r->n_targets++;
+                if (gr_kill_result_failed(o->result)) {
+                        r->n_failed++;
+                        if (o->result == GR_KILL_SURVIVED && r->survived_len < sizeof(r->survived))
+                                r->survived_len += (size_t)snprintf(r->survived + r->survived_len,
+                                                                    sizeof(r->survived) - r->survived_len,
+                                                                    "survived %d %llu\n", (int)o->pid,
+                                                                    (unsigned long long)o->start_time);
+                }
+                audit_log(gr_kill_result_failed(o->result) ? LOG_WARNING : LOG_NOTICE, "pid %d start %llu comm '%s'%s: %s%s%s",
+                          (int)o->pid, (unsigned long long)o->start_time, o->comm,
+                          o->forked ? " (forked into a target's group during the kill)" : "",
+                          gr_kill_result_name(o->result), o->error ? ": " : "", o->error ? strerror(-o->error) : "");
+        }
+        if (res->n_signalled > 0)
+                json_object_object_add(r->out, "outcomes", outs);
+        else
+                json_object_put(outs);
+        if (res->drained && !r->json)
+                printf("memory back %.1f ms after the first signal\n", (double)res->drain_us / 1000);
+        if (res->before->gpu->status == GR_GPU_OK)
+                json_object_object_add(r->out, "drain_ms", res->drained ? json_object_new_double((double)res->drain_us / 1000) : NULL);
+}
+
+static void progress(const gr_snapshot *s, const gr_diagnosis *d, uint64_t elapsed, void *userdata)
+{
+        const gr_reap_result *res = userdata; /* the verify's: its GPUs */
+        char line[512], mem[32];
+        size_t o = 0;
+        for (unsigned i = 0; i < s->gpu->n_gpus && i < 64 && o < sizeof(line); i++)
+                if (res->gpus >> i & 1)
+                        o += (size_t)snprintf(line + o, sizeof(line) - o, "  GPU %u %s %s used", s->gpu->gpus[i].index,
+                                              gr_gpu_state_name(d->gpus[i].state),
+                                              gr_format_bytes(s->gpu->gpus[i].mem_used, mem, sizeof(mem)));
+        fprintf(stderr, "\r\033[Kverifying %.1fs:%s", (double)elapsed / 1000, line);
+        fflush(stderr);
+}
+
+static void emit_json(struct reap *r, int code)
+{
+        if (!r->json || !r->out)
+                return;
+        json_object_object_add(r->out, "elapsed_ms", json_object_new_int64((int64_t)(gr_now_ms() - r->t0)));
+        json_object_object_add(r->out, "exit_code", json_object_new_int(code));
+        puts(json_object_to_json_string_ext(r->out, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED |
+                                                            JSON_C_TO_STRING_NOSLASHESCAPE));
+        json_object_put(r->out);
+        r->out = NULL;
+}
+
+/* The verify's last look: each GPU's state and memory, and the exit code it makes */
+static int report_verify(struct reap *r, const gr_reap_result *res)
+{
+        const gr_snapshot *s = res->after;
+        const gr_diagnosis *d = res->after_d;
+        json_object *jg = json_object_new_array();
+        for (unsigned i = 0; i < s->gpu->n_gpus && i < GR_GPUS_MAX; i++) {
+                const gr_gpu *g = &s->gpu->gpus[i];
+                if (!(res->gpus >> i & 1))
+                        continue;
+                char b1[32], b2[32];
+                if (!r->json)
+                        printf("GPU %u  %s  memory %s -> %s\n", g->index, gr_gpu_state_name(d->gpus[i].state),
+                               gr_format_bytes(res->mem_before[i], b1, sizeof(b1)), gr_format_bytes(g->mem_used, b2, sizeof(b2)));
+                json_object *e = json_object_new_object();
+                json_object_object_add(e, "index", json_object_new_int64(g->index));
+                json_object_object_add(e, "state", json_object_new_string(gr_gpu_state_name(d->gpus[i].state)));
+                json_object_object_add(e, "memory_before", res->mem_before[i] == GR_UNKNOWN_U64 ? NULL : json_object_new_int64((int64_t)res->mem_before[i]));
+                json_object_object_add(e, "memory_after", g->mem_used == GR_UNKNOWN_U64 ? NULL : json_object_new_int64((int64_t)g->mem_used));
+                json_object_array_add(jg, e);
+        }
+        json_object_object_add(r->out, "gpus", jg);
+        json_object_object_add(r->out, "verified", json_object_new_boolean(res->status == GR_REAP_VERIFIED));
+        bool watched = res->n_signalled > 0;
+        struct table_options to = { .width = terminal_width(STDERR_FILENO) };
+        fflush(stdout);
+        if (s->gpu->status != GR_GPU_OK) {
+                error_msg("%s", s->gpu->error);
+                return EXIT_DRIVER;
+        }
+        if (res->unknown) {
+                error_msg("a GPU could not be read: cannot verify");
+                render_status_table(stderr, s, d, &r->sel, &to);
+                return EXIT_DRIVER;
+        }
+        if (res->status == GR_REAP_VERIFIED) {
+                if (!r->json)
+                        printf("verified in %llu ms: no leftover on the %s GPUs\n", (unsigned long long)(gr_now_ms() - r->t0),
+                               r->sel.list || !watched ? "selected" : "targets'");
+                return EXIT_CLEAN;
+        }
+        if (!res->all_ended)
+                error_msg("a target may still be alive: see its outcome above");
+        if (!res->met)
+                error_msg("%s: what is left follows", watched ? "not clean by the deadline" : "not clean");
+        render_status_table(stderr, s, d, &r->sel, &to);
+        return EXIT_NOT_CLEAN;
+}
+
+/* For 'gpureap metrics': when, how, and what survived a SIGKILL */
+static int record_reap(const struct reap *r, int code)
+{
+        char st[2400], path[4096];
+        snprintf(st, sizeof(st), "time %llu\nexit %d\ntargets %u\nfailed %u\n%s", (unsigned long long)time(NULL), code,
+                 r->n_targets, r->n_failed, r->survived);
+        int w = state_write("last-reap", st);
+        /* no state directory at all (a user without XDG_RUNTIME_DIR) keeps nothing; one that
+         * cannot take the record leaves the metrics saying an older reap */
+        if (w < 0 && state_file_path("last-reap", path, sizeof(path)) == 0) {
+                error_msg("cannot record the reap in '%s': %s", QUOTED(path), strerror(-w));
+                if (code == EXIT_CLEAN || code == EXIT_NOT_CLEAN)
+                        code = EXIT_OUTPUT;
+        }
+        return code;
+}
+
+/* The cycle (lib's gr_reap) with what reap prints around it; its exit code */
+static int reap_execute(struct reap *r)
+{
+        r->sel.list = r->gpus[0] ? r->gpus : NULL;
+        r->sel.scope = &r->scope;
+        r->po.gpus = r->sel.list;
+        r->po.scope = r->scope.kind != GR_SCOPE_NONE ? &r->scope : NULL;
+        r->po.pids = r->pids;
+        r->po.n_pids = r->n_pids;
+        if (!r->dry && signalling_env_ok("reap") < 0)
+                return EXIT_USAGE;
+        if (self_plan_options(&r->po) < 0) {
+                error_msg("out of memory");
+                return EXIT_DRIVER;
+        }
+        gr_raise_fd_limit(); /* one pidfd per target */
+        if (!r->dry)
+                audit_open("reap");
+        r->t0 = gr_now_ms();
+        r->code = EXIT_DRIVER;
+        r->out = json_object_new_object();
+        json_object_object_add(r->out, "schema_version", json_object_new_int(JSON_SCHEMA_VERSION));
+        json_object_object_add(r->out, "command", json_object_new_string("reap"));
+        json_object_object_add(r->out, "dry_run", json_object_new_boolean(r->dry));
+        gr_reap_options o = { .so = &r->so, .po = &r->po, .grace_ms = r->grace, .deadline_ms = r->t0 + r->timeout,
+                              .uid = getuid(), .dry = r->dry, .follow_events = true, .take = take,
+                              .review = review, .acted = acted, .userdata = r };
+#ifdef GPUREAP_TEST_HOOKS
+        o.follow_events = !getenv("GPUREAP_TEST_NO_EVENTS"); /* as without CAP_NET_ADMIN */
+#endif
+        gr_reap_result res;
+        if (isatty(STDERR_FILENO) && !r->json)
+                o.progress = progress;
+        int q = gr_reap(&o, &res);
+        int code = r->code;
+        bool recorded = false;
+        switch (res.status) {
+        case GR_REAP_FAILED:
+                error_msg("cannot %s: %s",
+                          res.stage == GR_REAP_AT_LOOK   ? "take a snapshot"
+                          : res.stage == GR_REAP_AT_PLAN ? "plan"
+                          : res.stage == GR_REAP_AT_SIGNAL ? "signal"
+                                                           : "verify",
+                          strerror(-q));
+                code = res.stage == GR_REAP_AT_SIGNAL ? EXIT_NOT_CLEAN : EXIT_DRIVER;
+                recorded = res.stage >= GR_REAP_AT_SIGNAL;
+                break;
+        case GR_REAP_PLANNED:
+                code = EXIT_CLEAN;
+                break;
+        case GR_REAP_DECLINED:
+                break;
+        case GR_REAP_BLIND:
                 code = EXIT_DRIVER;
-                if (!r.json)
+                if (!r->json)
                         printf("%s; the GPUs were not verified (the driver cannot be read)\n",
-                               all_ended ? "every named process ended" : "not every named process ended");
+                               res.all_ended ? "every named process ended" : "not every named process ended");
+                break;
+        case GR_REAP_DRIVER:
+                if (!res.after) { /* the first look: nothing was planned */
+                        error_msg("%s", res.before->gpu->error);
+                        code = EXIT_DRIVER;
+                        break;
+                }
+                /* the verify could not read a GPU */
+                __attribute__((fallthrough));
+        case GR_REAP_VERIFIED:
+        case GR_REAP_NOT_CLEAN:
+                if (isatty(STDERR_FILENO) && !r->json && res.n_signalled > 0)
+                        fprintf(stderr, "\r\033[K");
+                code = report_verify(r, &res);
+                recorded = true;
+                break;
+        }
+        if (recorded)
+                code = record_reap(r, code);
+        emit_json(r, code);
+        json_object_put(r->out);
+        r->out = NULL;
+        fflush(stdout);
+        gr_reap_result_release(&res);
+        self_plan_options_release(&r->po);
+        return code;
+}
+
+int cmd_reap(int argc, char **argv)
+{
+        struct reap r = { .grace = 5000, .timeout = 30000 };
+        int pa = parse_args(&r, argc, argv);
+        if (pa != 0)
+                return pa > 0 ? EXIT_CLEAN : EXIT_USAGE;
+        return reap_execute(&r);
+}
+
+int reap_request_run(const struct reap_request *q)
+{
+        struct reap *r = calloc(1, sizeof(*r));
+        if (!r) {
+                error_msg("out of memory");
+                return EXIT_DRIVER;
+        }
+        r->yes = true;
+        r->direct = q->direct;
+        r->grace = q->grace_ms;
+        r->timeout = q->timeout_ms;
+        r->so.gpu.timeout_ms = q->nvml_timeout_ms;
+        int code = EXIT_USAGE;
+        if (q->gpus && !gr_strlcpy(r->gpus, q->gpus, sizeof(r->gpus))) {
+                error_msg("the GPU list is too long");
                 goto out;
         }
-        /* the drain: until the driver has the memory back, seen by the watcher within 0.2 ms */
-        uint64_t drained_at = 0;
-        bool drained = watching && gr_drain_wait(drain, r.deadline, &drained_at);
-        if (drained && !r.json)
-                printf("memory back %.1f ms after the first signal\n", (double)(drained_at - t_sig) / 1000);
-        json_object_object_add(r.out, "drain_ms", drained ? json_object_new_double((double)(drained_at - t_sig) / 1000) : NULL);
-        gr_drain_free(drain);
-        drain = NULL;
-        uint64_t gpus = gpus_to_verify(&r, s, plan, n);
-        gr_diagnosis_free(d);
-        gr_snapshot_free(s);
-        s = NULL;
-        d = NULL;
-        code = verify_and_report(&r, gpus, n > 0, before, all_ended);
-        {
-                /* for 'gpureap metrics': when, how, and what survived a SIGKILL */
-                char st[2400];
-                snprintf(st, sizeof(st), "time %llu\nexit %d\ntargets %u\nfailed %u\n%s",
-                         (unsigned long long)time(NULL), code, r.n_targets, r.n_failed, r.survived);
-                char path[4096];
-                int w = state_write("last-reap", st);
-                /* no state directory at all (a user without XDG_RUNTIME_DIR) keeps nothing; one
-                 * that cannot take the record leaves the metrics saying an older reap */
-                if (w < 0 && state_file_path("last-reap", path, sizeof(path)) == 0) {
-                        error_msg("cannot record the reap in '%s': %s", QUOTED(path), strerror(-w));
-                        if (code == EXIT_CLEAN || code == EXIT_NOT_CLEAN)
-                                code = EXIT_OUTPUT;
-                }
+        if (q->n_pids > GR_ELEMENTSOF(r->pids) || q->n_only > GR_ELEMENTSOF(r->only)) {
+                error_msg("too many processes to name (at most %zu)", GR_ELEMENTSOF(r->pids));
+                goto out;
         }
+        memcpy(r->pids, q->pids, q->n_pids * sizeof(*q->pids));
+        r->n_pids = q->n_pids;
+        memcpy(r->only, q->only, q->n_only * sizeof(*q->only));
+        r->n_only = q->n_only;
+        r->po.only = r->n_only ? r->only : NULL;
+        r->po.n_only = r->n_only;
+        if (q->scope)
+                r->scope = *q->scope;
+        r->po.scope_ended = q->scope_ended && q->scope;
+        r->po.all_users = q->all_users;
+        r->po.user_set = q->user_set;
+        r->po.user = q->user;
+        code = reap_execute(r);
 out:
-        if (r.events_fd >= 0)
-                close(r.events_fd);
-        emit_json(&r, code);
-        json_object_put(r.out);
-        fflush(stdout);
-        gr_drain_free(drain);
-        gr_plan_free(plan);
-        gr_diagnosis_free(d);
-        gr_snapshot_free(s);
-        self_plan_options_release(&r.po);
+        free(r);
         return code;
 }

@@ -310,9 +310,9 @@ int cmd_reset(int argc, char **argv)
         gr_snapshot_free(s);
         d = NULL;
         s = NULL;
-        struct wait_spec w = { .so = &so, .timeout_ms = timeout };
+        gr_wait_options w = { .so = &so, .timeout_ms = timeout };
         bool met = false;
-        if ((r = wait_until(&w, clean_gpu, &gi, &s, &d, &met)) < 0) {
+        if ((r = gr_wait_until(&w, clean_gpu, &gi, &s, &d, &met)) < 0) {
                 error_msg("cannot verify: %s", strerror(-r));
                 goto out;
         }

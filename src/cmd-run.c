@@ -1739,12 +1739,12 @@ int cmd_run(int argc, char **argv)
                 gr_snapshot_options so = { 0 };
                 nvml_timeout_from_env(&so.gpu.timeout_ms);
                 struct drain_cond dc = { r.gpu_minors, r.end_pids, r.n_end_pids };
-                struct wait_spec w = { .so = &so, .timeout_ms = r.drain_timeout };
+                gr_wait_options w = { .so = &so, .timeout_ms = r.drain_timeout };
                 gr_snapshot *s = NULL;
                 gr_diagnosis *d = NULL;
                 bool met = false;
                 uint64_t t0 = gr_now_ms();
-                if (wait_until(&w, gpus_back, &dc, &s, &d, &met) == 0) {
+                if (gr_wait_until(&w, gpus_back, &dc, &s, &d, &met) == 0) {
                         drain_met = met;
                         drain_ms = gr_now_ms() - t0;
                         snprintf(gpu_note, sizeof(gpu_note), "; GPU memory %s in %llu ms",

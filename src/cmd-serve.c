@@ -36,7 +36,6 @@
 #include "gpureap.h"
 #include "gpureap/basic.h"
 #include "history.h"
-#include "procevents.h"
 #ifdef HAVE_MICROHTTPD
 #include <dlfcn.h>
 #include <microhttpd.h>
@@ -871,7 +870,7 @@ int cmd_serve(int argc, char **argv)
         int sfd = signalfd(-1, &sigs, SFD_CLOEXEC | SFD_NONBLOCK);
 
         audit_open("serve");
-        int efd = procev_open();
+        int efd = gr_procev_open();
         history_init(&sv.hist, gr_wall_ms(), efd >= 0, NULL);
         /* after the process events are open: a launcher found alive now is the one serve saw,
          * and its end from now on is an event */
@@ -997,7 +996,7 @@ int cmd_serve(int argc, char **argv)
                         struct exit_events ee = { &sv.hist, false };
                         /* every process of the host that ends is an event (our own helpers
                          * too): only a watched launcher's end makes serve look again at once */
-                        if (procev_read(efd, on_exit_event, &ee, &lost) > 0 && ee.watched) {
+                        if (gr_procev_read(efd, on_exit_event, &ee, &lost) > 0 && ee.watched) {
                                 pthread_mutex_lock(&sv.lock); /* a launcher ended: look again now */
                                 sv.wake_now = true;
                                 pthread_cond_signal(&sv.wake);

@@ -179,12 +179,12 @@ int cmd_wait(int argc, char **argv)
         a.sel.list = gpus[0] ? gpus : NULL;
         a.sel.scope = &a.scope;
         bool tty = isatty(STDERR_FILENO) && !json;
-        struct wait_spec w = { .so = &so, .timeout_ms = timeout, .progress = tty ? progress : NULL };
+        gr_wait_options w = { .so = &so, .timeout_ms = timeout, .progress = tty ? progress : NULL };
         gr_snapshot *s = NULL;
         gr_diagnosis *d = NULL;
         bool met = false;
         uint64_t t0 = gr_now_ms();
-        int r = wait_until(&w, cond, &a, &s, &d, &met);
+        int r = gr_wait_until(&w, cond, &a, &s, &d, &met);
         uint64_t waited = gr_now_ms() - t0;
         if (tty)
                 fprintf(stderr, "\r\033[K");

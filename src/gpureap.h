@@ -7,6 +7,7 @@
 
 #include "gpureap/diagnose.h"
 #include "gpureap/snapshot.h"
+#include "gpureap/verify.h"
 
 /* Documented, stable exit codes (docs/exit-codes.md) */
 enum {
@@ -184,15 +185,21 @@ int view_take(const gr_snapshot_options *so, enum view_want want, gr_snapshot **
 int cmd_slurm_prolog(int argc, char **argv);
 int cmd_slurm_epilog(int argc, char **argv);
 
-/* the wait loop of 'wait' and 'reap' (src/waitloop.c) */
-typedef bool (*wait_cond_fn)(const gr_snapshot *s, const gr_diagnosis *d, void *userdata);
-struct wait_spec {
-        const gr_snapshot_options *so;
-        uint64_t timeout_ms;    /* 0: one look */
-        void (*progress)(const gr_snapshot *s, const gr_diagnosis *d, uint64_t elapsed_ms, void *userdata);
+/* 'gpureap reap' from options, not an argv, for the faces that reap on their own account (the
+ * Slurm epilog): without asking, printing what reap prints; reap's exit code */
+struct reap_request {
+        const char *gpus;          /* a --gpu list; NULL all */
+        const pid_t *pids;         /* --pid */
+        size_t n_pids;
+        const gr_pid_start *only;  /* --only */
+        size_t n_only;
+        const gr_scope *scope;     /* NULL: none */
+        bool scope_ended;          /* --ended */
+        bool all_users, user_set, direct;
+        uid_t user;
+        uint64_t grace_ms, timeout_ms, nvml_timeout_ms;
 };
-int wait_until(const struct wait_spec *w, wait_cond_fn cond, void *userdata, gr_snapshot **ret_s,
-               gr_diagnosis **ret_d, bool *ret_met);
+int reap_request_run(const struct reap_request *q);
 
 void sd_notify_send(const char *msg); /* to $NOTIFY_SOCKET (systemd Type=notify), if set */
 

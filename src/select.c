@@ -87,16 +87,7 @@ int scope_option(const char *option, const char *value, gr_scope *sc)
 
 uint64_t scope_gpus(const gr_snapshot *s, const gr_scope *sc)
 {
-        uint64_t m = 0;
-        for (size_t k = 0; s->procs && k < s->procs->n; k++) {
-                const gr_process *p = &s->procs->procs[k];
-                if (!p->hold || gr_scope_contains(sc, p) == GR_SCOPE_OUT)
-                        continue;
-                for (unsigned i = 0; i < s->gpu->n_gpus; i++)
-                        if (s->gpu->gpus[i].index < 64 && gr_process_fds_on_minor(p, s->gpu->gpus[i].minor) > 0)
-                                m |= 1ULL << s->gpu->gpus[i].index;
-        }
-        return m;
+        return gr_scope_gpus(s, sc);
 }
 
 const char *scope_option_name(int code)

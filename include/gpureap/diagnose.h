@@ -173,6 +173,8 @@ typedef struct gr_holder_verdict {
 typedef struct gr_gpu_verdict {
         gr_gpu_state state;
         uint64_t unaccounted;     /* used memory that no live listed owner accounts for */
+        uint64_t allowance;       /* what a GPU shows with nothing on it, still noise (the slack;
+                                     v1 memory counts the driver's reserve in used) */
 } gr_gpu_verdict;
 
 typedef struct gr_diagnosis {

@@ -341,4 +341,21 @@ int gr_pidref_kill(gr_pidref *r, const char *proc_root, int sig);
 bool gr_pidref_gone(const gr_pidref *r, const char *proc_root);
 void gr_pidref_done(gr_pidref *r);
 
+/* ---- the kernel's process events (lib/proc/procevents.c): the netlink process connector ----
+ * How each process ended, which no /proc scan can tell after the fact, and who forked whom.
+ * The events name processes by their PIDs in the initial PID namespace. */
+/* A process ended: its PID and its wait status (WIFSIGNALED/WTERMSIG, WEXITSTATUS) */
+typedef void (*gr_procev_exit_fn)(pid_t pid, int wait_status, void *userdata);
+/* A process forked another (thread group IDs; threads are left out) */
+typedef void (*gr_procev_fork_fn)(pid_t parent, pid_t child, void *userdata);
+/* A non-blocking socket subscribed to the events, or -errno (-EPERM without CAP_NET_ADMIN) */
+int gr_procev_open(void);
+/* Read what is waiting, calling on_exit for each process that ended; *ret_lost set when the
+ * kernel dropped events. The number of exits, or -errno. */
+int gr_procev_read(int fd, gr_procev_exit_fn on_exit, void *userdata, bool *ret_lost);
+/* The same with the forks too, in the kernel's order; on_exit may be NULL. The number of
+ * events, or -errno. */
+int gr_procev_read_lineage(int fd, gr_procev_fork_fn on_fork, gr_procev_exit_fn on_exit, void *userdata,
+                           bool *ret_lost);
+
 #endif

@@ -56,6 +56,8 @@ typedef struct gr_snapshot_options {
 
 int gr_snapshot_take(const gr_snapshot_options *opts, gr_snapshot **ret);
 void gr_snapshot_free(gr_snapshot *s);
+/* The GPUs (bit i: NVML index i < 64) that processes of the scope hold a device file of */
+uint64_t gr_scope_gpus(const gr_snapshot *s, const gr_scope *sc);
 
 typedef enum gr_owner_state {
         GR_OWNER_ALIVE,

@@ -388,14 +388,19 @@ static bool family_of_live_owner(const struct dx *x, unsigned gi, const gr_proce
         return false;
 }
 
+/* v2 reports the reserve apart; v1 counts it in used, and its size is not known, so v1 GPUs
+ * are judged with the v2 H200 reserve as the allowance */
+static uint64_t gpu_allowance(const gr_gpu *g)
+{
+        return GR_BASELINE_SLACK + (g->mem_api == 1 ? (640ULL << 20) : 0);
+}
+
 static void gpu_view_init(const struct dx *x, unsigned gi, struct gpu_view *gv)
 {
         const gr_gpu *g = &x->s->gpu->gpus[gi];
         memset(gv, 0, sizeof(*gv));
         gv->gi = gi;
-        /* v2 reports the reserve apart; v1 counts it in used, and its size is not known, so v1
-         * GPUs are judged with the v2 H200 reserve as the allowance */
-        gv->allowance = GR_BASELINE_SLACK + (g->mem_api == 1 ? (640ULL << 20) : 0);
+        gv->allowance = gpu_allowance(g);
         for (size_t i = 0; i < x->d->n_holders; i++) {
                 const gr_holder_verdict *v = &x->d->holders[i];
                 if (!holds_minor(v, g->minor))
@@ -744,6 +749,7 @@ static int judge_gpu(struct dx *x, unsigned gi)
 {
         const gr_gpu *g = &x->s->gpu->gpus[gi];
         gr_gpu_verdict *gv = &x->d->gpus[gi];
+        gv->allowance = gpu_allowance(g);
         if (!g->procs_ok || g->mem_api == 0 || g->mem_inconsistent) {
                 gv->state = GR_GPU_UNKNOWN; /* numbers the driver cannot have meant */
                 gv->unaccounted = GR_UNKNOWN_U64;

@@ -7,6 +7,7 @@
 
 #include "gpureap/basic.h"
 #include "gpureap/proc.h"
+#include "gpureap/snapshot.h"
 
 const char *gr_scope_kind_name(gr_scope_kind k)
 {
@@ -107,4 +108,18 @@ gr_scope_match gr_scope_contains(const gr_scope *sc, const gr_process *p)
                 break;
         }
         return GR_SCOPE_IN;
+}
+
+uint64_t gr_scope_gpus(const gr_snapshot *s, const gr_scope *sc)
+{
+        uint64_t m = 0;
+        for (size_t k = 0; s->procs && k < s->procs->n; k++) {
+                const gr_process *p = &s->procs->procs[k];
+                if (!p->hold || gr_scope_contains(sc, p) == GR_SCOPE_OUT)
+                        continue;
+                for (unsigned i = 0; i < s->gpu->n_gpus; i++)
+                        if (s->gpu->gpus[i].index < 64 && gr_process_fds_on_minor(p, s->gpu->gpus[i].minor) > 0)
+                                m |= 1ULL << s->gpu->gpus[i].index;
+        }
+        return m;
 }

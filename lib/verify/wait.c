@@ -1,13 +1,13 @@
-/* The wait loop shared by 'wait' and 'reap': take a snapshot, diagnose it, test a condition;
- * if it does not hold, sleep until a holder exits (pidfds) or a backoff delay passes, never a
- * fixed sleep, and try again until the deadline. */
+/* The verify layer: the wait loop shared by 'wait', 'reap', 'reset' and 'run' (take a snapshot,
+ * diagnose it, test a condition; if it does not hold, sleep until a holder exits or a backoff
+ * delay passes, never a fixed sleep), the drain targets, and what "free of leftovers" means. */
 #include <errno.h>
 #include <poll.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "gpureap/basic.h"
-#include "gpureap.h"
+#include "gpureap/verify.h"
 
 static void wait_holders(const gr_snapshot *s, uint64_t ms)
 {
@@ -26,8 +26,8 @@ static void wait_holders(const gr_snapshot *s, uint64_t ms)
                 close(fds[i].fd);
 }
 
-int wait_until(const struct wait_spec *w, wait_cond_fn cond, void *userdata, gr_snapshot **ret_s,
-               gr_diagnosis **ret_d, bool *ret_met)
+int gr_wait_until(const gr_wait_options *w, gr_wait_cond_fn cond, void *userdata, gr_snapshot **ret_s,
+                  gr_diagnosis **ret_d, bool *ret_met)
 {
         uint64_t start = gr_now_ms(), delay = 5;
         for (;;) {
@@ -66,4 +66,39 @@ int wait_until(const struct wait_spec *w, wait_cond_fn cond, void *userdata, gr_
                 gr_diagnosis_free(d);
                 gr_snapshot_free(s);
         }
+}
+
+void gr_drain_targets(const gr_snapshot *s, const gr_diagnosis *d, const gr_plan *plan, uint64_t *targets,
+                      size_t n)
+{
+        for (size_t i = 0; i < n; i++) {
+                targets[i] = GR_UNKNOWN_U64;
+                if (i >= s->gpu->n_gpus || i >= 64 || !(plan->gpus >> i & 1))
+                        continue;
+                const gr_gpu *g = &s->gpu->gpus[i];
+                targets[i] = d && i < d->n_gpus ? d->gpus[i].allowance : GR_BASELINE_SLACK;
+                for (unsigned j = 0; j < g->n_procs; j++) {
+                        const gr_process *op = gr_proc_table_find(s->procs, (pid_t)g->procs[j].pid);
+                        bool planned = false;
+                        for (size_t k = 0; k < plan->n && !planned; k++)
+                                planned = plan->targets[k].pid == (pid_t)g->procs[j].pid &&
+                                          plan->targets[k].refused == GR_REFUSE_NONE;
+                        if (op && op->state != 'Z' && !planned && g->procs[j].used_bytes != GR_UNKNOWN_U64)
+                                targets[i] += g->procs[j].used_bytes;
+                }
+        }
+}
+
+bool gr_gpus_free_of_leftovers(const gr_snapshot *s, const gr_diagnosis *d, uint64_t gpus, bool *ret_unknown)
+{
+        for (unsigned i = 0; i < s->gpu->n_gpus && i < 64 && i < d->n_gpus; i++)
+                if ((gpus >> i & 1) && d->gpus[i].state == GR_GPU_UNKNOWN) {
+                        if (ret_unknown)
+                                *ret_unknown = true;
+                        return true;
+                }
+        for (unsigned i = 0; i < s->gpu->n_gpus && i < 64 && i < d->n_gpus; i++)
+                if ((gpus >> i & 1) && d->gpus[i].state != GR_GPU_CLEAN && d->gpus[i].state != GR_GPU_BUSY)
+                        return false;
+        return true;
 }

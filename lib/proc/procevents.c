@@ -12,9 +12,9 @@
 #include <linux/connector.h>
 #include <linux/netlink.h>
 
-#include "procevents.h"
+#include "gpureap/proc.h"
 
-int procev_open(void)
+int gr_procev_open(void)
 {
         int fd = socket(AF_NETLINK, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, NETLINK_CONNECTOR);
         if (fd < 0)
@@ -53,19 +53,19 @@ int procev_open(void)
         return fd;
 }
 
-static int read_events(int fd, procev_fork_fn on_fork, procev_exit_fn on_exit, void *userdata, bool *ret_lost);
+static int read_events(int fd, gr_procev_fork_fn on_fork, gr_procev_exit_fn on_exit, void *userdata, bool *ret_lost);
 
-int procev_read(int fd, procev_exit_fn on_exit, void *userdata, bool *ret_lost)
+int gr_procev_read(int fd, gr_procev_exit_fn on_exit, void *userdata, bool *ret_lost)
 {
         return read_events(fd, NULL, on_exit, userdata, ret_lost);
 }
 
-int procev_read_lineage(int fd, procev_fork_fn on_fork, procev_exit_fn on_exit, void *userdata, bool *ret_lost)
+int gr_procev_read_lineage(int fd, gr_procev_fork_fn on_fork, gr_procev_exit_fn on_exit, void *userdata, bool *ret_lost)
 {
         return read_events(fd, on_fork, on_exit, userdata, ret_lost);
 }
 
-static int read_events(int fd, procev_fork_fn on_fork, procev_exit_fn on_exit, void *userdata, bool *ret_lost)
+static int read_events(int fd, gr_procev_fork_fn on_fork, gr_procev_exit_fn on_exit, void *userdata, bool *ret_lost)
 {
         static char buf[65536] __attribute__((aligned(NLMSG_ALIGNTO)));
         int n_exits = 0;

@@ -1,0 +1,41 @@
+/* gpureap verify: after the signals, until the driver has given the memory back and a look says
+ * the GPUs are free of leftovers. The drain watch (gr_drain_*, gpureap/gpu.h) sees the memory
+ * fall within 0.2 ms; the wait loop below confirms with whole looks (a snapshot, a diagnosis). */
+#ifndef GPUREAP_VERIFY_H
+#define GPUREAP_VERIFY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gpureap/act.h"
+#include "gpureap/diagnose.h"
+#include "gpureap/snapshot.h"
+
+/* The wait loop: take a snapshot, diagnose it, test a condition; if it does not hold, sleep
+ * until a holder exits (pidfds) or a backoff delay passes (never a fixed sleep), and look again
+ * until the timeout. A driver that cannot be read ends the wait at once (waiting does not make
+ * it answer). The last look is returned, met or not. */
+typedef bool (*gr_wait_cond_fn)(const gr_snapshot *s, const gr_diagnosis *d, void *userdata);
+typedef void (*gr_wait_progress_fn)(const gr_snapshot *s, const gr_diagnosis *d, uint64_t elapsed_ms,
+                                    void *userdata);
+typedef struct gr_wait_options {
+        const gr_snapshot_options *so;
+        uint64_t timeout_ms;          /* 0: one look */
+        gr_wait_progress_fn progress; /* each look that does not end the wait; may be NULL */
+} gr_wait_options;
+int gr_wait_until(const gr_wait_options *w, gr_wait_cond_fn cond, void *userdata, gr_snapshot **ret_s,
+                  gr_diagnosis **ret_d, bool *ret_met);
+
+/* What each GPU of the plan uses once drained (targets[i], GPU index i; GR_UNKNOWN_U64 for a
+ * GPU the plan does not drain): the diagnosis's allowance (the slack a clean GPU shows) plus
+ * what the live holders that the plan leaves alone use */
+void gr_drain_targets(const gr_snapshot *s, const gr_diagnosis *d, const gr_plan *plan, uint64_t *targets,
+                      size_t n);
+
+/* Are these GPUs (bit i: index i) free of leftovers: clean, or busy with holders that were not
+ * to be touched? *ret_unknown set when one of them cannot be read (then true: nothing to wait
+ * for, and nothing verified) */
+bool gr_gpus_free_of_leftovers(const gr_snapshot *s, const gr_diagnosis *d, uint64_t gpus, bool *ret_unknown);
+
+#endif

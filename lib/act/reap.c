@@ -1,0 +1,219 @@
+/* The whole cycle in one call: see, judge, plan, act, verify (gpureap/reap.h) */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "gpureap/basic.h"
+#include "gpureap/reap.h"
+
+static uint64_t left_ms(uint64_t deadline)
+{
+        uint64_t now = gr_now_ms();
+        return now < deadline ? deadline - now : 0;
+}
+
+const char *gr_reap_status_name(gr_reap_status s)
+{
+        static const char *const names[] = { "verified", "not-clean", "driver", "blind", "planned", "declined",
+                                             "failed" };
+        return (unsigned)s < GR_ELEMENTSOF(names) ? names[s] : "?";
+}
+
+static void failed(gr_reap_result *r, gr_reap_stage stage, int error)
+{
+        r->status = GR_REAP_FAILED;
+        r->stage = stage;
+        r->error = error;
+}
+
+/* The plan, and with --tree the plan again once the groups' members have their owners read */
+static int plan(const gr_reap_options *o, gr_reap_result *r)
+{
+        gr_snapshot *s = r->before;
+        int q = gr_diagnose(s, o->uid, &r->before_d);
+        if (q < 0 || (q = gr_plan_make(s, r->before_d, o->po, &r->plan)) < 0)
+                return q;
+        if (!o->po->tree)
+                return 0;
+        bool loaded = false;
+        for (size_t i = 0; i < r->plan->n; i++) {
+                gr_process *tp = gr_proc_table_find(s->procs, r->plan->targets[i].pid);
+                if (tp && !tp->has_details)
+                        loaded |= gr_proc_load_details(&o->so->proc, tp) == 0;
+        }
+        if (!loaded)
+                return 0;
+        gr_plan_free(r->plan);
+        r->plan = NULL;
+        return gr_plan_make(s, r->before_d, o->po, &r->plan);
+}
+
+/* The ladder over the plan, following forks; the outcomes in r */
+static int act(const gr_reap_options *o, gr_reap_result *r, int events_fd)
+{
+        gr_follow *f = NULL;
+        int q = gr_follow_new(r->before, r->plan, o->po, events_fd, &f);
+        if (q < 0)
+                return q;
+        /* the deadline bounds the whole: the SIGKILL comes early enough to take effect */
+        uint64_t budget = left_ms(o->deadline_ms), reserve = budget / 5 < 1000 ? budget / 5 : 1000;
+        gr_kill_options ko = { .proc_root = r->before->proc_root,
+                               .grace_ms = o->grace_ms < budget - reserve ? o->grace_ms : budget - reserve,
+                               .deadline_ms = budget, .refresh = gr_follow_refresh, .userdata = f };
+        gr_kill_outcome *res = NULL;
+        size_t n = 0;
+        q = gr_kill_plan(r->plan, &ko, &res, &n);
+        gr_follow_free(f);
+        if (q < 0)
+                return q;
+        r->outcomes = calloc(n ? n : 1, sizeof(*r->outcomes));
+        if (!r->outcomes) {
+                free(res);
+                return -ENOMEM;
+        }
+        r->all_ended = true;
+        for (size_t i = 0; i < n; i++) {
+                gr_reap_outcome *e = &r->outcomes[i];
+                e->pid = res[i].pid;
+                e->start_time = res[i].start_time;
+                gr_strlcpy(e->comm, res[i].comm, sizeof(e->comm));
+                e->result = res[i].result;
+                e->error = res[i].error;
+                e->forked = true;
+                for (size_t k = 0; k < r->plan->n && e->forked; k++)
+                        e->forked = r->plan->targets[k].pid != e->pid;
+                r->all_ended = r->all_ended && !gr_kill_result_failed(e->result);
+        }
+        r->n_outcomes = n;
+        free(res);
+        return 0;
+}
+
+/* --gpu, or the GPUs the targets held; with nothing signalled, every selected GPU (of the
+ * scope, without --gpu), looked at once (nothing can change) */
+static uint64_t gpus_to_verify(const gr_reap_options *o, const gr_snapshot *s, const gr_plan *p, size_t n)
+{
+        const gr_scope *sc = o->po->scope;
+        uint64_t scoped = sc && sc->kind != GR_SCOPE_NONE && !o->po->gpus ? gr_scope_gpus(s, sc) : ~0ULL;
+        uint64_t m = 0;
+        for (unsigned i = 0; i < s->gpu->n_gpus && i < 64; i++) {
+                const gr_gpu *g = &s->gpu->gpus[i];
+                bool selected = o->po->gpus ? gr_gpu_matches_list(g, o->po->gpus) : g->index < 64 && (scoped >> g->index & 1);
+                if (selected && (o->po->gpus || n == 0 || (p->gpus >> i & 1)))
+                        m |= 1ULL << i;
+        }
+        return m;
+}
+
+static bool free_of_leftovers(const gr_snapshot *s, const gr_diagnosis *d, void *userdata)
+{
+        gr_reap_result *r = userdata;
+        return gr_gpus_free_of_leftovers(s, d, r->gpus, &r->unknown);
+}
+
+int gr_reap(const gr_reap_options *o, gr_reap_result *r)
+{
+        memset(r, 0, sizeof(*r));
+        gr_drain *drain = NULL;
+        int events_fd = -1;
+        /* the drain watcher starts NVML while the snapshot is taken; who forks whom is followed
+         * from before it (the events name processes as the initial PID namespace does) */
+        if (!o->dry && gr_drain_start(&o->so->gpu, &drain) < 0)
+                drain = NULL;
+        if (!o->dry && o->follow_events && gr_proc_in_init_pidns() && (events_fd = gr_procev_open()) < 0)
+                events_fd = -1;
+        int q = o->take ? o->take(o->so, &r->before, o->userdata) : gr_snapshot_take(o->so, &r->before);
+        if (q < 0) {
+                r->before = NULL;
+                failed(r, GR_REAP_AT_LOOK, q);
+                goto out;
+        }
+        gr_snapshot *s = r->before;
+        /* a driver that cannot be read: the processes named by PID (an epilog names the ended
+         * job's holders from /proc) are still ended, each verified as ever; GPUs cannot be */
+        bool blind = s->gpu->status != GR_GPU_OK;
+        if (blind && (o->po->n_pids == 0 || o->po->gpus)) {
+                r->status = GR_REAP_DRIVER;
+                goto out;
+        }
+        /* whoever is named gets its owner read, holder or not: the plan refuses what it cannot
+         * attribute to a user, and the ladder checks the owner again before the signal */
+        for (size_t i = 0; i < o->po->n_pids; i++) {
+                gr_process *np = gr_proc_table_find(s->procs, o->po->pids[i]);
+                if (np)
+                        gr_proc_load_details(&o->so->proc, np);
+        }
+        if ((q = plan(o, r)) < 0) {
+                failed(r, GR_REAP_AT_PLAN, q);
+                goto out;
+        }
+        size_t n = r->n_signalled = gr_plan_count(r->plan);
+        for (unsigned i = 0; i < GR_GPUS_MAX; i++)
+                r->mem_before[i] = i < s->gpu->n_gpus ? s->gpu->gpus[i].mem_used : GR_UNKNOWN_U64;
+        bool go = !o->review || o->review(s, r->before_d, r->plan, o->userdata);
+        if (o->dry || !go) {
+                r->status = o->dry ? GR_REAP_PLANNED : GR_REAP_DECLINED;
+                goto out;
+        }
+        uint64_t targets[GR_GPUS_MAX];
+        gr_drain_targets(s, r->before_d, r->plan, targets, GR_GPUS_MAX);
+        uint64_t arm_by = gr_now_ms() + (o->so->gpu.timeout_ms ? o->so->gpu.timeout_ms : 5000);
+        r->drain_watched = !blind && drain && n > 0 &&
+                           gr_drain_arm(drain, targets, GR_GPUS_MAX, arm_by < o->deadline_ms ? arm_by : o->deadline_ms);
+        uint64_t t_sig = gr_now_us();
+        r->all_ended = true;
+        if (n > 0 && (q = act(o, r, events_fd)) < 0) {
+                failed(r, GR_REAP_AT_SIGNAL, q);
+                goto out;
+        }
+        if (events_fd >= 0) {
+                close(events_fd);
+                events_fd = -1;
+        }
+        /* the drain: until the driver has the memory back, seen by the watcher within 0.2 ms */
+        uint64_t drained_at = 0;
+        r->drained = r->drain_watched && gr_drain_wait(drain, o->deadline_ms, &drained_at);
+        r->drain_us = r->drained ? drained_at - t_sig : 0;
+        gr_drain_free(drain);
+        drain = NULL;
+        if (o->acted)
+                o->acted(r, o->userdata);
+        if (blind) {
+                r->status = GR_REAP_BLIND;
+                goto out;
+        }
+        r->gpus = gpus_to_verify(o, s, r->plan, n);
+        gr_wait_options w = { .so = o->so, .timeout_ms = n > 0 ? left_ms(o->deadline_ms) : 0, .progress = o->progress };
+        bool met = false;
+        q = gr_wait_until(&w, free_of_leftovers, r, &r->after, &r->after_d, &met);
+        if (q < 0) {
+                r->after = NULL;
+                r->after_d = NULL;
+                failed(r, GR_REAP_AT_VERIFY, q);
+                goto out;
+        }
+        r->met = met && !r->unknown;
+        if (r->after->gpu->status != GR_GPU_OK || r->unknown)
+                r->status = GR_REAP_DRIVER;
+        else
+                r->status = r->met && r->all_ended ? GR_REAP_VERIFIED : GR_REAP_NOT_CLEAN;
+out:
+        if (events_fd >= 0)
+                close(events_fd);
+        gr_drain_free(drain);
+        return r->status == GR_REAP_FAILED ? r->error : 0;
+}
+
+void gr_reap_result_release(gr_reap_result *r)
+{
+        if (!r)
+                return;
+        free(r->outcomes);
+        gr_plan_free(r->plan);
+        gr_diagnosis_free(r->before_d);
+        gr_snapshot_free(r->before);
+        gr_diagnosis_free(r->after_d);
+        gr_snapshot_free(r->after);
+        memset(r, 0, sizeof(*r));
+}
