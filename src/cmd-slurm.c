@@ -54,7 +54,9 @@ struct slurm {
         uint64_t timeout, grace;
         uint64_t deadline;        /* the whole command's */
         const char *uid;          /* SLURM_JOB_UID, when it is a number: only its processes */
-        char blind_pids[4096];    /* the driver could not be read: the job's holders by /proc */
+        uid_t uid_value;
+        pid_t blind[256];         /* the driver could not be read: the job's holders by /proc */
+        size_t n_blind;
 };
 
 /* How long the driver gets per look: its usual deadline, but never more than a third of what
@@ -252,8 +254,7 @@ static bool gpus_ok(struct slurm *sl, const gr_scope *scope, struct summary *m)
  * ended (by PID, each verified), and the verdict says the GPUs could not be read */
 static void blind_pids_of_scope(struct slurm *sl, gr_snapshot *s, const gr_scope *scope)
 {
-        size_t o = 0;
-        sl->blind_pids[0] = '\0';
+        sl->n_blind = 0;
         /* the lineage verdicts need no driver: what only carries the job's SLURM_JOB_ID (out of
          * its cgroup) is taken unless judged live, as the plan of an ended scope does */
         gr_diagnosis *d = NULL;
@@ -265,10 +266,9 @@ static void blind_pids_of_scope(struct slurm *sl, gr_snapshot *s, const gr_scope
                 const gr_holder_verdict *v = d ? gr_diagnosis_holder(d, p->pid) : NULL;
                 if (!gr_plan_ended_scope_takes(m, v) || !job_uid_ok(sl, p))
                         continue;
-                int n = snprintf(sl->blind_pids + o, sizeof(sl->blind_pids) - o, "%s%d", o ? "," : "", (int)p->pid);
-                if (n < 0 || (size_t)n >= sizeof(sl->blind_pids) - o)
-                        break;
-                o += (size_t)n;
+                if (sl->n_blind == GR_ELEMENTSOF(sl->blind))
+                        break; /* more than one reap takes: the verdict after it says what is left */
+                sl->blind[sl->n_blind++] = p->pid;
         }
         gr_diagnosis_free(d);
 }
@@ -323,57 +323,31 @@ static void gpus_of_scope(struct slurm *sl, const gr_scope *scope)
 static int run_epilog(struct slurm *sl, const gr_scope *scope, uint64_t deadline)
 {
         /* the reap of the ended job's scope: the same plan, checks, ladder, drain and audit as
-         * 'gpureap reap --job ID --ended' */
-        char timeout[32], grace[32];
+         * 'gpureap reap --job ID --ended', as options */
         uint64_t left = deadline > gr_now_ms() ? deadline - gr_now_ms() : 0;
-        snprintf(timeout, sizeof(timeout), "%llums", (unsigned long long)(left > 1000 ? left - 500 : left));
-        snprintf(grace, sizeof(grace), "%llums", (unsigned long long)sl->grace);
-        char *argv[24];
-        int argc = 0;
-        argv[argc++] = (char *)"reap";
-        argv[argc++] = (char *)"--yes";
-        argv[argc++] = (char *)"--job";
-        argv[argc++] = (char *)sl->job;
-        argv[argc++] = (char *)"--ended";
-        argv[argc++] = (char *)"--all-users"; /* the job's processes are its user's; we are root */
-        if (sl->uid) { /* and nobody else's: a root daemon or another user's process that carries
-                        * the job's id in its environment is spared */
-                argv[argc++] = (char *)"--user";
-                argv[argc++] = (char *)sl->uid;
+        struct reap_request q = {
+                .scope = scope,
+                .scope_ended = true,
+                .all_users = true, /* the job's processes are its user's; we are root */
+                /* and nobody else's: a root daemon or another user's process that carries the
+                 * job's id in its environment is spared */
+                .user_set = sl->uid != NULL,
+                .user = sl->uid_value,
+                .timeout_ms = left > 1000 ? left - 500 : left,
+                .grace_ms = sl->grace,
+                .nvml_timeout_ms = nvml_budget(sl),
+                .gpus = sl->gpus[0] ? sl->gpus : NULL,
+        };
+        if (sl->n_blind) {
+                /* the driver could not be read: its holders by PID (no scope, no GPU list) */
+                q.scope = NULL;
+                q.scope_ended = false;
+                q.gpus = NULL;
+                q.pids = sl->blind;
+                q.n_pids = sl->n_blind;
+                return reap_request_run(&q);
         }
-        argv[argc++] = (char *)"--timeout";
-        argv[argc++] = timeout;
-        argv[argc++] = (char *)"--grace";
-        argv[argc++] = grace;
-        char nvml[32];
-        snprintf(nvml, sizeof(nvml), "%llums", (unsigned long long)nvml_budget(sl));
-        argv[argc++] = (char *)"--nvml-timeout";
-        argv[argc++] = nvml;
-        if (sl->blind_pids[0]) {
-                /* the driver could not be read: its holders by PID (--pid: no --ended, no --gpu) */
-                argc -= 0;
-                int k = 0;
-                char *keep[24];
-                for (int i = 0; i < argc; i++) {
-                        if (strcmp(argv[i], "--job") == 0) {
-                                i++; /* and its value */
-                                continue;
-                        }
-                        if (strcmp(argv[i], "--ended") == 0)
-                                continue;
-                        keep[k++] = argv[i];
-                }
-                keep[k++] = (char *)"--pid";
-                keep[k++] = sl->blind_pids;
-                keep[k] = NULL;
-                return cmd_reap(k, keep);
-        }
-        if (sl->gpus[0]) {
-                argv[argc++] = (char *)"--gpu";
-                argv[argc++] = sl->gpus;
-        }
-        argv[argc] = NULL;
-        int code = cmd_reap(argc, argv);
+        int code = reap_request_run(&q);
         if (code != EXIT_DRIVER)
                 return code;
         /* the first look had the driver, reap's own did not (a slow driver): reap ended
@@ -384,10 +358,14 @@ static int run_epilog(struct slurm *sl, const gr_scope *scope, uint64_t deadline
                 return code;
         blind_pids_of_scope(sl, s, scope);
         gr_snapshot_free(s);
-        if (!sl->blind_pids[0])
+        if (!sl->n_blind)
                 return code;
+        char list[2048];
+        size_t o = 0;
+        for (size_t i = 0; i < sl->n_blind && o < sizeof(list); i++)
+                o += (size_t)snprintf(list + o, sizeof(list) - o, "%s%d", i ? "," : "", (int)sl->blind[i]);
         audit_log(LOG_WARNING, "job %s: the driver did not answer reap's look: ending the job's holders %s by PID",
-                  sl->job, sl->blind_pids);
+                  sl->job, list);
         return run_epilog(sl, scope, deadline);
 }
 
@@ -449,6 +427,7 @@ static int cmd_slurm(int argc, char **argv, bool epilog)
                 return EXIT_USAGE;
         }
         sl.uid = ju;
+        sl.uid_value = ju ? (uid_t)juv : 0;
         gr_scope scope;
         if (!sl.job || gr_scope_parse(GR_SCOPE_SLURM_JOB, sl.job, &scope) < 0) {
                 error_msg("no valid SLURM_JOB_ID in the environment: run me as Slurm's %s", epilog ? "Epilog" : "Prolog");
@@ -464,9 +443,9 @@ static int cmd_slurm(int argc, char **argv, bool epilog)
         if (epilog) {
                 /* the driver's state and, without SLURM_JOB_GPUS, the GPUs the job holds */
                 gpus_of_scope(&sl, &scope);
-                if (sl.blind_pids[0])
+                if (sl.n_blind)
                         sl.gpus[0] = '\0'; /* the driver cannot say which GPU is which */
-                if (!sl.gpus[0] && !sl.blind_pids[0]) {
+                if (!sl.gpus[0] && !sl.n_blind) {
                         audit_log(LOG_INFO, "job %s: no GPU, nothing of it holds one", sl.job);
                         return EXIT_CLEAN;
                 }
