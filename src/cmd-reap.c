@@ -72,6 +72,9 @@ struct reap {
         gr_scope scope;
         json_object *out;          /* the --json result, filled as things happen */
         int code;                  /* what the review decided (declined: usage, no consent) */
+        bool quiet;                /* nothing on stdout: reap_request.quiet */
+        int (*take)(const gr_snapshot_options *so, gr_snapshot **ret, void *userdata);
+        void *take_userdata;
 };
 
 static const char *const why_names[] = { "leftover", "asked (--pid)", "asked (--all)", "its process group (--tree)",
@@ -360,6 +363,8 @@ static void audit_targets(const gr_snapshot *s, const gr_plan *plan)
 static int take(const gr_snapshot_options *so, gr_snapshot **ret, void *userdata)
 {
         const struct reap *r = userdata;
+        if (r->take)
+                return r->take(so, ret, r->take_userdata);
         return view_take(so, r->direct ? VIEW_DIRECT : VIEW_OWN_LOOK, ret);
 }
 
@@ -482,7 +487,7 @@ static void progress(const gr_snapshot *s, const gr_diagnosis *d, uint64_t elaps
 
 static void emit_json(struct reap *r, int code)
 {
-        if (!r->json || !r->out)
+        if (!r->json || r->quiet || !r->out)
                 return;
         json_object_object_add(r->out, "elapsed_ms", json_object_new_int64((int64_t)(gr_now_ms() - r->t0)));
         json_object_object_add(r->out, "exit_code", json_object_new_int(code));
@@ -574,7 +579,7 @@ static int reap_execute(struct reap *r)
                 return EXIT_DRIVER;
         }
         gr_raise_fd_limit(); /* one pidfd per target */
-        if (!r->dry)
+        if (!r->dry && !r->quiet) /* quiet: a face's own thread (serve's), whose trail is open */
                 audit_open("reap");
         r->t0 = gr_now_ms();
         r->code = EXIT_DRIVER;
@@ -661,6 +666,9 @@ int reap_request_run(const struct reap_request *q)
         }
         r->yes = true;
         r->direct = q->direct;
+        r->quiet = r->json = q->quiet; /* json: no text; quiet: no JSON either */
+        r->take = q->take;
+        r->take_userdata = q->take_userdata;
         r->grace = q->grace_ms;
         r->timeout = q->timeout_ms;
         r->so.gpu.timeout_ms = q->nvml_timeout_ms;

@@ -94,8 +94,8 @@ struct serve {
         bool reap_all_users;
         struct sure_since *sure;  /* the holders judged sure leftovers at every look since */
         size_t n_sure;
-        pid_t reaper;             /* a 'gpureap reap' started by the policy, until reaped */
-        char socket_path[4096];   /* ours, for the reap to ask */
+        struct policy_reap *reaping; /* the policy's reap while it runs, until joined */
+        char socket_path[4096];   /* ours */
         bool process_metrics;     /* /metrics with the per-process series (--process-metrics) */
         int hist_dir;             /* where the history is written (the socket's directory) */
         char hist_name[256];
@@ -109,8 +109,9 @@ struct sure_since {
 };
 
 /* A child of this thread still running (not a zombie): an NVML helper stuck in the driver.
- * Only the refresher thread starts children: helpers, and the policy's reap (not stuck) */
-static pid_t stuck_helper(pid_t reaper)
+ * The refresher thread starts no other children (the policy's reap is a thread of its own,
+ * and its helpers are its children) */
+static pid_t stuck_helper(void)
 {
         char path[64], buf[4096];
         snprintf(path, sizeof(path), "/proc/self/task/%ld/children", (long)syscall(SYS_gettid));
@@ -134,8 +135,7 @@ static pid_t stuck_helper(pid_t reaper)
                         continue;
                 sb[k] = '\0';
                 const char *close_paren = strrchr(sb, ')');
-                if (close_paren && close_paren[1] == ' ' && close_paren[2] != 'Z' && close_paren[2] != 'X' &&
-                    (pid_t)pid != reaper)
+                if (close_paren && close_paren[1] == ' ' && close_paren[2] != 'Z' && close_paren[2] != 'X')
                         return (pid_t)pid;
         }
         return 0;
@@ -200,41 +200,49 @@ static void drop_process_series(char *text, size_t *len)
         *len = o;
 }
 
-/* 'gpureap reap --yes --only ONLY', asking this serve (its --socket) for what it remembers;
- * its PID, 0 when it could not be started */
-static pid_t start_reap(struct serve *sv, char *only)
+/* The policy's reap: lib's whole cycle (gr_reap, through reap's face without its output: the
+ * audit trail and the record for 'gpureap metrics' are the same) in a thread of its own, so
+ * that the looks go on while it runs. Its first look joins serve's memory of the launchers. */
+struct policy_reap {
+        struct serve *sv;
+        pthread_t thread;
+        gr_pid_start only[256];
+        size_t n_only;
+        int code;
+        bool done;                /* set by the reap's thread when it ends (atomic) */
+};
+
+static int policy_take(const gr_snapshot_options *so, gr_snapshot **ret, void *userdata)
 {
-        char *argv[] = { (char *)"gpureap", (char *)"reap", (char *)"--yes", (char *)"--timeout", (char *)"30s",
-                         (char *)"--only", only, sv->reap_all_users ? (char *)"--all-users" : NULL, NULL };
-        posix_spawn_file_actions_t fa;
-        posix_spawn_file_actions_init(&fa);
-        posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-        posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
-        size_t ne = 0;
-        while (environ[ne])
-                ne++;
-        char **envp = calloc(ne + 2, sizeof(*envp));
-        char sockenv[sizeof(sv->socket_path) + 32];
-        if (!envp) {
-                posix_spawn_file_actions_destroy(&fa);
-                return 0;
+        struct serve *sv = userdata;
+        int r = gr_snapshot_take(so, ret);
+        if (r == 0 && history_attach(&sv->hist, *ret, gr_wall_ms()) < 0) {
+                gr_snapshot_free(*ret);
+                *ret = NULL;
+                r = -ENOMEM;
         }
-        size_t k = 0;
-        for (size_t i = 0; i < ne; i++)
-                if (strncmp(environ[i], "GPUREAP_SERVE_SOCKET=", 21) != 0)
-                        envp[k++] = environ[i];
-        snprintf(sockenv, sizeof(sockenv), "GPUREAP_SERVE_SOCKET=%s", sv->socket_path);
-        envp[k++] = sockenv;
-        envp[k] = NULL;
-        pid_t pid = 0;
-        int r = posix_spawn(&pid, "/proc/self/exe", &fa, NULL, argv, envp);
-        free(envp);
-        posix_spawn_file_actions_destroy(&fa);
-        if (r != 0) {
-                audit_log(LOG_WARNING, "policy: cannot start gpureap reap: %s", strerror(r));
-                return 0;
-        }
-        return pid;
+        return r;
+}
+
+static void *policy_reap_main(void *arg)
+{
+        struct policy_reap *pr = arg;
+        struct reap_request q = { .only = pr->only, .n_only = pr->n_only, .all_users = pr->sv->reap_all_users,
+                                  .grace_ms = 5000, .timeout_ms = 30000, .nvml_timeout_ms = pr->sv->so.gpu.timeout_ms,
+                                  .quiet = true, .take = policy_take, .take_userdata = pr->sv };
+        pr->code = reap_request_run(&q);
+        __atomic_store_n(&pr->done, true, __ATOMIC_RELEASE);
+        return NULL;
+}
+
+static void policy_reap_join(struct serve *sv)
+{
+        if (!sv->reaping)
+                return;
+        pthread_join(sv->reaping->thread, NULL);
+        audit_log(LOG_NOTICE, "policy: the reap ended with exit code %d", sv->reaping->code);
+        free(sv->reaping);
+        sv->reaping = NULL;
 }
 
 /* The policy: note who is a sure leftover now (and since when: the first look of an unbroken
@@ -244,23 +252,15 @@ static pid_t start_reap(struct serve *sv, char *only)
  * plan, so a process that is no longer a sure leftover by then is spared too. */
 static void policy(struct serve *sv, const gr_diagnosis *d, uint64_t now, bool driver_ok)
 {
-        if (sv->reaper > 0) {
-                int st;
-                pid_t w = waitpid(sv->reaper, &st, WNOHANG);
-                if (w == sv->reaper || (w < 0 && errno == ECHILD)) {
-                        if (w == sv->reaper)
-                                audit_log(LOG_NOTICE, "policy: reap (PID %d) %s %d", (int)sv->reaper,
-                                          WIFEXITED(st) ? "exited" : "was killed by signal",
-                                          WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
-                        sv->reaper = 0;
-                        /* one it could not end (state D) waits its full time again: no reap
-                         * after reap for a process that does not die */
-                        for (size_t k = 0; k < sv->n_sure; k++)
-                                if (sv->sure[k].tried) {
-                                        sv->sure[k].tried = false;
-                                        sv->sure[k].since_ms = now;
-                                }
-                }
+        if (sv->reaping && __atomic_load_n(&sv->reaping->done, __ATOMIC_ACQUIRE)) {
+                policy_reap_join(sv);
+                /* one it could not end (state D) waits its full time again: no reap after reap
+                 * for a process that does not die */
+                for (size_t k = 0; k < sv->n_sure; k++)
+                        if (sv->sure[k].tried) {
+                                sv->sure[k].tried = false;
+                                sv->sure[k].since_ms = now;
+                        }
         }
         struct sure_since *now_set = calloc(d && d->n_holders ? d->n_holders : 1, sizeof(*now_set));
         if (!now_set)
@@ -284,12 +284,16 @@ static void policy(struct serve *sv, const gr_diagnosis *d, uint64_t now, bool d
         free(sv->sure);
         sv->sure = now_set;
         sv->n_sure = n;
-        if (sv->reaper > 0 || !driver_ok)
+        if (sv->reaping || !driver_ok)
                 return;
+        struct policy_reap *pr = calloc(1, sizeof(*pr));
+        if (!pr)
+                return;
+        pr->sv = sv;
         char only[8192];
         size_t len = 0, due = 0;
         only[0] = '\0';
-        for (size_t i = 0; i < n && due < 256; i++) {
+        for (size_t i = 0; i < n && due < GR_ELEMENTSOF(pr->only); i++) {
                 if (now < now_set[i].since_ms + sv->reap_after_ms)
                         continue;
                 int w = snprintf(only + len, sizeof(only) - len, "%s%d@%llu", len ? "," : "", (int)now_set[i].pid,
@@ -297,17 +301,26 @@ static void policy(struct serve *sv, const gr_diagnosis *d, uint64_t now, bool d
                 if (w < 0 || (size_t)w >= sizeof(only) - len)
                         break;
                 len += (size_t)w;
-                due++;
+                pr->only[due++] = (gr_pid_start){ now_set[i].pid, now_set[i].start_time };
                 now_set[i].tried = true;
         }
-        if (!due)
+        pr->n_only = due;
+        if (!due) {
+                free(pr);
                 return;
-        pid_t pid = start_reap(sv, only);
-        if (pid <= 0)
+        }
+        audit_log(LOG_NOTICE, "policy: %zu sure leftover%s for more than %llu ms: reaping --only %s", due,
+                  due == 1 ? "" : "s", (unsigned long long)sv->reap_after_ms, only);
+        /* the reap's thread inherits this one's mask: every signal blocked (the main thread's) */
+        int r = pthread_create(&pr->thread, NULL, policy_reap_main, pr);
+        if (r != 0) {
+                audit_log(LOG_WARNING, "policy: cannot start the reap: %s", strerror(r));
+                for (size_t i = 0; i < n; i++)
+                        now_set[i].tried = false;
+                free(pr);
                 return;
-        sv->reaper = pid;
-        audit_log(LOG_NOTICE, "policy: %zu sure leftover%s for more than %llu ms: gpureap reap (PID %d) --only %s", due,
-                  due == 1 ? "" : "s", (unsigned long long)sv->reap_after_ms, (int)pid, only);
+        }
+        sv->reaping = pr;
 }
 
 /* The memory on disk when it changed (a launch, an end, a state): a look that changed nothing
@@ -325,7 +338,7 @@ static void refresh(struct serve *sv)
 {
         uint64_t now = gr_wall_ms();
         char down[256];
-        pid_t stuck = stuck_helper(sv->reaper);
+        pid_t stuck = stuck_helper();
         gr_snapshot_options so = sv->so;
         if (stuck) {
                 snprintf(down, sizeof(down), "the driver has not answered a call of gpureap serve's NVML helper (PID %d) "
@@ -1048,8 +1061,7 @@ int cmd_serve(int argc, char **argv)
         free(sv.json);
         free(sv.metrics);
         free(sv.sure);
-        if (sv.reaper > 0)
-                waitpid(sv.reaper, NULL, 0); /* a reap runs to its own --timeout */
+        policy_reap_join(&sv); /* a reap runs to its own deadline */
         history_release(&sv.hist);
         return EXIT_CLEAN;
 }

@@ -198,6 +198,11 @@ struct reap_request {
         bool all_users, user_set, direct;
         uid_t user;
         uint64_t grace_ms, timeout_ms, nvml_timeout_ms;
+        bool quiet;                /* nothing on stdout (serve's policy): the audit trail, the
+                                      record for metrics and errors on stderr only */
+        /* the first look, where the face has its own memory to join (serve's); NULL: reap's */
+        int (*take)(const gr_snapshot_options *so, gr_snapshot **ret, void *userdata);
+        void *take_userdata;
 };
 int reap_request_run(const struct reap_request *q);
 

@@ -1,7 +1,8 @@
 #!/bin/bash
 # gpureap serve's policy (--reap-after, off by default): a holder judged a sure leftover at every
-# look for longer than the given time is reaped by 'gpureap reap --only PID@START', with reap's
-# own plan, checks and audit log; live jobs, unsure holders and monitors are never touched. And
+# look for longer than the given time is reaped by lib's cycle in a thread of serve's (what
+# 'gpureap reap --only PID@START' does: reap's own plan, checks and audit lines; no second
+# process, no argv); live jobs, unsure holders and monitors are never touched. And
 # reap --only itself: the default plan limited to processes named with their start times.
 . "$TESTLIB"
 scenario "gpu 0 minor=0" "gpu 1 minor=1"
@@ -33,8 +34,8 @@ gr reap --dry-run --only 12x
 expect_rc 2 "a malformed --only item"
 kill -KILL "$h1"; wait_state "$h1" gone
 
-# serve on a socket given with --socket, its environment naming one where nobody listens: the
-# reap it starts must still ask this serve (else it would not know the launchers it saw)
+# serve on a socket given with --socket, its environment naming one where nobody listens: its
+# reap still joins this serve's memory (else it would not know the launchers it saw)
 GPUREAP_SERVE_SOCKET=$T/nobody.sock "$GPUREAP" serve --socket "$T/policy.sock" --interval 100ms --listen none \
         --reap-after 600ms >"$T/serve.out" 2>&1 &
 SERVE=$!
@@ -89,10 +90,10 @@ i=0; while [ -d "/proc/$w" ] && [ "$(sed 's/.*) //' "/proc/$w/stat" 2>/dev/null 
         i=$((i + 1)); [ $i -lt 6000 ] || fail "the sure leftover $w was not reaped in 60 s"; sleep 0.01
 done
 ok "the sure leftover $w was reaped by the policy"
-has_log "policy: 1 sure leftover for more than 600 ms: gpureap reap \\(PID [0-9]+\\) --only $w@$wstart" "the policy names what it hands to reap"
-has_log "gpureap\\[[0-9]+\\]: reap by uid $(id -u) \\(euid $(id -u), parent $SERVE " "reap itself logs who started it: serve"
-has_log "signalling pid $w start $wstart .*: leftover; judged leftover" "reap's audit line for the target, with the verdict"
-has_log "policy: reap \\(PID [0-9]+\\) exited 0" "the reap verified the GPU and exited 0"
+has_log "policy: 1 sure leftover for more than 600 ms: reaping --only $w@$wstart" "the policy names what it reaps"
+has_log "gpureap\\[$SERVE\\]: serve by uid $(id -u) \\(euid $(id -u), parent [0-9]+ [^)]*\\): signalling pid $w start $wstart .*: leftover; judged leftover" \
+        "the audit line for the target, with the verdict, is serve's own (no other process did it)"
+has_log "policy: the reap ended with exit code 0" "the reap verified the GPU: exit code 0"
 for p in $live $unsure $mon $other; do
         [ -d "/proc/$p" ] && [ "$(sed 's/.*) //' "/proc/$p/stat" | cut -d' ' -f1)" != Z ] || fail "process $p was ended by the policy"
 done
