@@ -53,7 +53,7 @@ _gpureap()
         case $cmd in
         "" | status) opts="--json --why --wide --color --gpu --replay --direct --job --cgroup --container --pod --nvml-timeout --help" ;;
         reap) opts="--dry-run --direct --yes --json --gpu --pid --likely --all --tree --user --all-users --grace --timeout --job --cgroup --container --pod --ended --only --nvml-timeout --help" ;;
-        wait) opts="--gpu --free --timeout --json --job --cgroup --container --pod --nvml-timeout --help" ;;
+        wait) opts="--gpu --free --timeout --json --direct --job --cgroup --container --pod --nvml-timeout --help" ;;
         run) opts="--grace --max-time --ready-port --ready-log --ready-timeout --stall-timeout --drain-timeout --no-cgroup --tty --quiet --json --ready-file --remap-exit --signal-group --rewrite-signal --parent-death-signal --verbose --help --" ;;
         reset) opts="--gpu --yes --stop-monitors --timeout --help" ;;
         check) opts="--format --gpu --nvml-timeout --replay --help" ;;

@@ -12,6 +12,7 @@ static void wait_usage(FILE *f)
 {
         fprintf(f,
                 "usage: gpureap wait [--gpu SEL[,SEL...]] [--free SIZE|PERCENT%%] [--timeout DURATION] [--json]\n"
+                "                    [--direct]\n"
                 "\n"
                 "Wait until every selected GPU is clean (memory back at baseline, nothing holds it but\n"
                 "monitors), or with --free until each has that much memory free: the gate before a\n"
@@ -26,6 +27,7 @@ static void wait_usage(FILE *f)
                 "  --nvml-timeout DUR how long the driver gets for each call (default 5s)\n"
                 "  --json             the result as JSON on stdout: the condition, whether it held,\n"
                 "                     how long it took, the last look (docs/json-schema.md)\n"
+                "  --direct           do not join what a running 'gpureap serve' saw to each look\n"
                 "\n"
                 "exit codes: 0 the condition holds, 1 timeout (what still holds memory is printed),\n"
                 "2 usage error, 3 GPU or driver failure\n");
@@ -95,6 +97,11 @@ static void progress(const gr_snapshot *s, const gr_diagnosis *d, uint64_t elaps
         fflush(stderr);
 }
 
+static int wait_take(const gr_snapshot_options *so, gr_snapshot **ret, void *userdata)
+{
+        return view_take(so, VIEW_OWN_LOOK, ret);
+}
+
 int cmd_wait(int argc, char **argv)
 {
         static const struct option opts[] = {
@@ -107,11 +114,12 @@ int cmd_wait(int argc, char **argv)
                 { "container", required_argument, NULL, OPT_CONTAINER },
                 { "pod", required_argument, NULL, OPT_POD },
                 { "json", no_argument, NULL, 'j' },
+                { "direct", no_argument, NULL, 'D' },
                 { "help", no_argument, NULL, 'h' },
                 { NULL, 0, NULL, 0 },
         };
         struct wait_args a = { 0 };
-        bool json = false;
+        bool json = false, direct = false;
         char gpus[1024] = "";
         gr_snapshot_options so = { 0 };
         uint64_t timeout = 60000;
@@ -119,8 +127,11 @@ int cmd_wait(int argc, char **argv)
                 return EXIT_USAGE;
         optind = 1;
         int c;
-        while ((c = getopt_long(argc, argv, "+g:f:T:t:jh", opts, NULL)) != -1) {
+        while ((c = getopt_long(argc, argv, "+g:f:T:t:jDh", opts, NULL)) != -1) {
                 switch (c) {
+                case 'D':
+                        direct = true;
+                        break;
                 case 'j':
                         json = true;
                         break;
@@ -179,7 +190,10 @@ int cmd_wait(int argc, char **argv)
         a.sel.list = gpus[0] ? gpus : NULL;
         a.sel.scope = &a.scope;
         bool tty = isatty(STDERR_FILENO) && !json;
-        gr_wait_options w = { .so = &so, .timeout_ms = timeout, .progress = tty ? progress : NULL };
+        /* each look through the one view: taken here (wait watches it change), with what a
+         * running serve saw joined, so that its verdicts are status's and reap's */
+        gr_wait_options w = { .so = &so, .timeout_ms = timeout, .progress = tty ? progress : NULL,
+                              .take = direct ? NULL : wait_take };
         gr_snapshot *s = NULL;
         gr_diagnosis *d = NULL;
         bool met = false;

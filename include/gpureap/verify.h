@@ -23,6 +23,10 @@ typedef struct gr_wait_options {
         const gr_snapshot_options *so;
         uint64_t timeout_ms;          /* 0: one look */
         gr_wait_progress_fn progress; /* each look that does not end the wait; may be NULL */
+        /* each look, where the caller has a view of its own (serve's memory joined); NULL:
+         * gr_snapshot_take(so). 0 or -errno */
+        int (*take)(const gr_snapshot_options *so, gr_snapshot **ret, void *userdata);
+        void *take_userdata;
 } gr_wait_options;
 int gr_wait_until(const gr_wait_options *w, gr_wait_cond_fn cond, void *userdata, gr_snapshot **ret_s,
                   gr_diagnosis **ret_d, bool *ret_met);

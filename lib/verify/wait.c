@@ -34,7 +34,7 @@ int gr_wait_until(const gr_wait_options *w, gr_wait_cond_fn cond, void *userdata
                 uint64_t look = gr_now_ms();
                 gr_snapshot *s = NULL;
                 gr_diagnosis *d = NULL;
-                int r = gr_snapshot_take(w->so, &s);
+                int r = w->take ? w->take(w->so, &s, w->take_userdata) : gr_snapshot_take(w->so, &s);
                 if (r < 0)
                         return r;
                 r = gr_diagnose(s, getuid(), &d);

@@ -1,5 +1,5 @@
 #!/bin/bash
-# One view for every face (issue 20): on the same node at the same moment status, check,
+# One view for every face (issue 20): on the same node at the same moment status, check, wait,
 # metrics, serve's /metrics and reap's plan agree on each GPU's state and each holder's
 # verdict, with serve running (its memory makes a setsid'd worker whose launcher was SIGKILLed
 # a sure leftover) and without it (the same worker is unsure everywhere). Before, with serve
@@ -31,6 +31,8 @@ faces() { # DIRECT-FLAG
         echo "metrics $(awk -F'state="' '/^gpureap_gpu_state\{/ && / 1$/ {split($2, a, "\""); printf "%s ", a[1]}' "$T/out")" >>"$T/faces"
         gr check $d
         echo "check $(cut -c1-60 "$T/out")" >>"$T/faces"
+        gr wait --timeout 0 --json $d
+        echo "wait $(jq -r '[.status.gpus[].state] | join(" ")' "$T/out") $(jq -r ".status.processes[] | select(.pid == $w) | .verdict | \"\(.judgement)-\(.confidence)\"" "$T/out") $(jq -r .met "$T/out")" >>"$T/faces"
         gr reap --dry-run --json $d
         echo "reap $(jq -r "[.plan.targets[] | select(.pid == $w)] | length" "$T/out")" >>"$T/faces"
         if [ -z "$d" ]; then
@@ -48,6 +50,8 @@ grep -q "^served-metrics dirty busy $" "$T/faces" || fail "serve's /metrics disa
 ok "serve's /metrics: the same states"
 grep -q "^check GPUREAP CRITICAL - GPU 0: 1 leftover hold" "$T/faces" || fail "check disagrees: $(cat "$T/faces")"
 ok "check: a leftover on GPU 0, critical"
+grep -q "^wait dirty busy leftover-sure false$" "$T/faces" || fail "wait disagrees: $(cat "$T/faces")"
+ok "wait: the same states and verdict, and GPU 0 not clean"
 grep -q "^reap 1$" "$T/faces" || fail "reap's plan disagrees: $(cat "$T/faces")"
 ok "reap's default plan takes the worker"
 
@@ -58,7 +62,8 @@ ok "status --direct: the worker cannot be judged"
 grep -q "^metrics busy busy $" "$T/faces" || fail "metrics --direct: $(cat "$T/faces")"
 grep -q "^check GPUREAP WARNING - GPU 0: 1 holder gpureap cannot judge" "$T/faces" || fail "check --direct: $(cat "$T/faces")"
 grep -q "^reap 0$" "$T/faces" || fail "reap --direct: $(cat "$T/faces")"
-ok "metrics, check and reap --direct agree with it"
+grep -q "^wait busy busy unsure-unsure false$" "$T/faces" || fail "wait --direct: $(cat "$T/faces")"
+ok "metrics, check, wait and reap --direct agree with it"
 kill -TERM "$SERVE"
 wait "$SERVE" 2>/dev/null || true
 done_testing
