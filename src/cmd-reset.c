@@ -106,7 +106,17 @@ static bool clean_gpu(const gr_snapshot *s, const gr_diagnosis *d, void *userdat
         return i < s->gpu->n_gpus && d->gpus[i].state == GR_GPU_CLEAN;
 }
 
-int cmd_reset(int argc, char **argv)
+struct reset {
+        const char *gpu;
+        bool yes, stop_monitors;
+        uint64_t timeout;
+        const char *smi;
+        int smi_fd;
+        gr_snapshot_options so;
+};
+
+/* 0 to go on, 1 when the help was printed, -1 for a usage error (said) */
+static int parse_args(struct reset *rs, int argc, char **argv)
 {
         static const struct option opts[] = {
                 { "gpu", required_argument, NULL, 'g' },
@@ -116,53 +126,211 @@ int cmd_reset(int argc, char **argv)
                 { "help", no_argument, NULL, 'h' },
                 { NULL, 0, NULL, 0 },
         };
-        const char *gpu = NULL;
-        bool yes = false, stop_monitors = false;
-        uint64_t timeout = 60000;
-        gr_snapshot_options so = { 0 };
         optind = 1;
         int c;
         while ((c = getopt_long(argc, argv, "+g:ymT:h", opts, NULL)) != -1) {
                 switch (c) {
-                case 'g': gpu = optarg; break;
-                case 'y': yes = true; break;
-                case 'm': stop_monitors = true; break;
+                case 'g': rs->gpu = optarg; break;
+                case 'y': rs->yes = true; break;
+                case 'm': rs->stop_monitors = true; break;
                 case 'T':
-                        if (parse_duration_option(optarg, &timeout, false) < 0)
-                                return EXIT_USAGE;
+                        if (parse_duration_option(optarg, &rs->timeout, false) < 0)
+                                return -1;
                         break;
                 case 'h':
                         reset_usage(stdout);
-                        return EXIT_CLEAN;
+                        return 1;
                 default:
                         unknown_option(argc, argv, opts, "reset");
-                        return EXIT_USAGE;
+                        return -1;
                 }
         }
         if (no_stray_arguments(argc, argv, "reset") < 0)
-                return EXIT_USAGE;
-        if (!gpu || strchr(gpu, ',')) {
+                return -1;
+        if (!rs->gpu || strchr(rs->gpu, ',')) {
                 error_msg("reset needs exactly one GPU: --gpu N");
-                return EXIT_USAGE;
+                return -1;
         }
-        const char *smi = getenv("GPUREAP_NVIDIA_SMI");
-        _cleanup_close_ int smi_fd = -1;
-        if (smi && *smi && env_path_trusted("GPUREAP_NVIDIA_SMI", smi, &smi_fd) < 0)
-                return EXIT_USAGE;
-        if (stop_monitors && signalling_env_ok("reset --stop-monitors") < 0)
-                return EXIT_USAGE;
+        rs->smi = getenv("GPUREAP_NVIDIA_SMI");
+        if (rs->smi && *rs->smi && env_path_trusted("GPUREAP_NVIDIA_SMI", rs->smi, &rs->smi_fd) < 0)
+                return -1;
+        if (rs->stop_monitors && signalling_env_ok("reset --stop-monitors") < 0)
+                return -1;
+        return 0;
+}
+
+/* Who holds GPU g: the holders that forbid a reset, and its monitors (PIDs in mons) */
+static size_t gpu_holders(const gr_diagnosis *d, const gr_gpu *g, char *holders, size_t hsize, char *monitors,
+                          size_t msize, pid_t *mons, size_t max_mons)
+{
+        size_t n_mons = 0, oh = 0, om = 0;
+        holders[0] = monitors[0] = '\0';
+        for (size_t i = 0; i < d->n_holders; i++) {
+                const gr_holder_verdict *v = &d->holders[i];
+                if (gr_process_fds_on_minor(v->process, g->minor) == 0)
+                        continue;
+                if (v->role == GR_ROLE_MONITOR) {
+                        if (n_mons < max_mons)
+                                mons[n_mons++] = v->pid;
+                        om += (size_t)snprintf(monitors + om, om < msize ? msize - om : 0, "%s%d (%s)", om ? ", " : "",
+                                               (int)v->pid, v->process->comm);
+                } else {
+                        oh += (size_t)snprintf(holders + oh, oh < hsize ? hsize - oh : 0, "%s%d (%s)", oh ? ", " : "",
+                                               (int)v->pid, v->process->comm);
+                }
+        }
+        return n_mons;
+}
+
+static bool consent(const struct reset *rs, const gr_gpu *g, size_t n_mons, int *code)
+{
+        if (rs->yes)
+                return true;
+        *code = EXIT_USAGE;
+        if (!isatty(STDIN_FILENO)) {
+                error_msg("not asking without a terminal: add --yes to reset GPU %u", g->index);
+                return false;
+        }
+        fprintf(stderr, "reset GPU %u (%s %s)%s? [y/N] ", g->index, g->name, g->pci_bus_id,
+                n_mons ? " after stopping its monitors" : "");
+        char line[16];
+        if (!fgets(line, sizeof(line), stdin) || (line[0] != 'y' && line[0] != 'Y')) {
+                error_msg("nothing done");
+                return false;
+        }
+        return true;
+}
+
+/* --stop-monitors: the monitors of the GPU ended, each checked as every target is; true when
+ * none is left */
+static bool stop_monitors(struct reset *rs, gr_snapshot *s, const gr_diagnosis *d, const gr_gpu *g, const pid_t *mons,
+                          size_t n_mons)
+{
+        /* the ancestors rule holds here too: the NVML client that ran this reset (a monitoring
+         * agent, a health check) is never one of the monitors stopped */
+        gr_plan_options po = { .pids = mons, .n_pids = n_mons, .monitors_ok = true };
+        if (self_plan_options(&po) < 0) {
+                error_msg("out of memory");
+                return false;
+        }
+        gr_kill_options ko = { .proc_root = s->proc_root, .grace_ms = 5000, .deadline_ms = 10000 };
+        for (size_t i = 0; i < n_mons; i++) {
+                gr_process *mp = gr_proc_table_find(s->procs, mons[i]);
+                if (mp)
+                        gr_proc_load_details(&rs->so.proc, mp);
+        }
+        bool left = false;
+        gr_plan *plan = NULL;
+        if (gr_plan_make(s, d, &po, &plan) == 0) {
+                for (size_t i = 0; i < plan->n; i++)
+                        if (plan->targets[i].refused != GR_REFUSE_NONE) {
+                                printf("  spare   %-8d %-16s %s\n", (int)plan->targets[i].pid, plan->targets[i].comm,
+                                       gr_refusal_text(plan->targets[i].refused));
+                                left = true;
+                        }
+                audit_open("reset");
+                for (size_t i = 0; i < plan->n; i++)
+                        if (plan->targets[i].refused == GR_REFUSE_NONE)
+                                audit_log(LOG_NOTICE, "signalling pid %d start %llu uid %u comm '%s': a monitor of GPU %u, stopped for its reset (--stop-monitors)",
+                                          (int)plan->targets[i].pid, (unsigned long long)plan->targets[i].start_time,
+                                          (unsigned)plan->targets[i].uid, plan->targets[i].comm, g->index);
+                gr_kill_outcome *res = NULL;
+                size_t n_res = 0;
+                if (gr_kill_plan(plan, &ko, &res, &n_res) == 0) {
+                        for (size_t i = 0; i < n_res; i++) {
+                                printf("  monitor %-8d %s\n", (int)res[i].pid, gr_kill_result_name(res[i].result));
+                                left |= gr_kill_result_failed(res[i].result);
+                                audit_log(LOG_NOTICE, "pid %d start %llu comm '%s': %s", (int)res[i].pid,
+                                          (unsigned long long)res[i].start_time, res[i].comm, gr_kill_result_name(res[i].result));
+                        }
+                        free(res);
+                }
+        }
+        gr_plan_free(plan);
+        self_plan_options_release(&po);
+        if (left)
+                error_msg("GPU %u: a monitor is still there (spared or not ended): not resetting", g->index);
+        return !left;
+}
+
+/* nvidia-smi --gpu-reset on the GPU; its exit code (EXIT_CLEAN: it said it reset) */
+static int reset_by_smi(const struct reset *rs, const gr_gpu *g)
+{
+        const char *smi = rs->smi && *rs->smi ? rs->smi : "nvidia-smi";
+        char out[4096];
+        audit_open("reset");
+        audit_log(LOG_NOTICE, "GPU %u (%s %s): '%s --gpu-reset -i %u'", g->index, g->uuid, g->pci_bus_id, smi, g->index);
+        int rc = run_smi(smi, rs->smi_fd, g->index, rs->timeout, out, sizeof(out));
+        for (char *nl; (nl = strrchr(out, '\n')) && nl[1] == '\0';)
+                *nl = '\0';
+        /* its words go into one line of ours: its line breaks as spaces, no control byte */
+        for (char *nl; (nl = strchr(out, '\n'));)
+                *nl = ' ';
+        gr_text_sanitize(out);
+        if (rc == -ETIMEDOUT) {
+                error_msg("'%s --gpu-reset -i %u' did not finish within %.1fs", QUOTED(smi), g->index, (double)rs->timeout / 1000);
+                return EXIT_DRIVER;
+        }
+        if (rc < 0 || rc == 127) {
+                error_msg("cannot run '%s': %s", QUOTED(smi), rc < 0 ? strerror(-rc) : "not found");
+                return EXIT_DRIVER;
+        }
+        if (strcasestr(out, "not supported")) {
+                error_msg("GPU %u: reset is not supported here (%s said: %s)", g->index, QUOTED(smi), out);
+                return EXIT_DRIVER;
+        }
+        if (strcasestr(out, "in use") || strcasestr(out, "being used")) {
+                error_msg("GPU %u: the driver refused the reset, the GPU is in use (%s said: %s)", g->index, QUOTED(smi), out);
+                return EXIT_NOT_CLEAN;
+        }
+        if (rc != 0) {
+                error_msg("GPU %u: the reset failed with exit %d: %s", g->index, rc, out);
+                return EXIT_DRIVER;
+        }
+        printf("GPU %u reset: %s\n", g->index, out);
+        return EXIT_CLEAN;
+}
+
+/* After the reset: until the GPU is clean, within --timeout */
+static int verify_reset(struct reset *rs, unsigned gi)
+{
         gr_snapshot *s = NULL;
         gr_diagnosis *d = NULL;
-        gr_plan *plan = NULL;
-        int code = EXIT_DRIVER, r;
-        if ((r = gr_snapshot_take(&so, &s)) < 0) {
-                error_msg("cannot take a snapshot: %s", strerror(-r));
+        gr_wait_options w = { .so = &rs->so, .timeout_ms = rs->timeout };
+        bool met = false;
+        int r = gr_wait_until(&w, clean_gpu, &gi, &s, &d, &met);
+        if (r < 0) {
+                error_msg("cannot verify: %s", strerror(-r));
                 return EXIT_DRIVER;
+        }
+        char mem[32];
+        printf("GPU %u  %s  memory %s used\n", gi, gr_gpu_state_name(d->gpus[gi].state),
+               gr_format_bytes(s->gpu->gpus[gi].mem_used, mem, sizeof(mem)));
+        gr_diagnosis_free(d);
+        gr_snapshot_free(s);
+        return met ? EXIT_CLEAN : EXIT_NOT_CLEAN;
+}
+
+int cmd_reset(int argc, char **argv)
+{
+        struct reset rs = { .timeout = 60000, .smi_fd = -1 };
+        int pa = parse_args(&rs, argc, argv);
+        if (pa != 0) {
+                if (rs.smi_fd >= 0)
+                        close(rs.smi_fd);
+                return pa > 0 ? EXIT_CLEAN : EXIT_USAGE;
+        }
+        gr_snapshot *s = NULL;
+        gr_diagnosis *d = NULL;
+        int code = EXIT_DRIVER, r;
+        if ((r = gr_snapshot_take(&rs.so, &s)) < 0) {
+                error_msg("cannot take a snapshot: %s", strerror(-r));
+                goto out;
         }
         unsigned gi = 0;
         bool found = false;
         for (unsigned i = 0; i < s->gpu->n_gpus && !found; i++)
-                if (gr_gpu_matches(&s->gpu->gpus[i], gpu)) {
+                if (gr_gpu_matches(&s->gpu->gpus[i], rs.gpu)) {
                         gi = i;
                         found = true;
                 }
@@ -171,7 +339,7 @@ int cmd_reset(int argc, char **argv)
                 goto out;
         }
         if (!found) {
-                error_msg("no GPU matches '%s' (this machine has %u)", QUOTED(gpu), s->gpu->n_gpus);
+                error_msg("no GPU matches '%s' (this machine has %u)", QUOTED(rs.gpu), s->gpu->n_gpus);
                 code = EXIT_USAGE;
                 goto out;
         }
@@ -180,150 +348,32 @@ int cmd_reset(int argc, char **argv)
                 goto out;
         }
         const gr_gpu *g = &s->gpu->gpus[gi];
-        char holders[512] = "", monitors[512] = "";
+        char holders[512], monitors[512];
         pid_t mons[64];
-        size_t n_mons = 0, oh = 0, om = 0;
-        for (size_t i = 0; i < d->n_holders; i++) {
-                const gr_holder_verdict *v = &d->holders[i];
-                if (gr_process_fds_on_minor(v->process, g->minor) == 0)
-                        continue;
-                if (v->role == GR_ROLE_MONITOR) {
-                        if (n_mons < GR_ELEMENTSOF(mons))
-                                mons[n_mons++] = v->pid;
-                        om += (size_t)snprintf(monitors + om, om < sizeof(monitors) ? sizeof(monitors) - om : 0,
-                                               "%s%d (%s)", om ? ", " : "", (int)v->pid, v->process->comm);
-                } else {
-                        oh += (size_t)snprintf(holders + oh, oh < sizeof(holders) ? sizeof(holders) - oh : 0,
-                                               "%s%d (%s)", oh ? ", " : "", (int)v->pid, v->process->comm);
-                }
-        }
+        size_t n_mons = gpu_holders(d, g, holders, sizeof(holders), monitors, sizeof(monitors), mons, GR_ELEMENTSOF(mons));
+        code = EXIT_NOT_CLEAN;
         if (holders[0] || g->n_procs > 0) {
                 error_msg("GPU %u is in use (%s): reap first: gpureap reap --gpu %u", g->index,
                           holders[0] ? holders : "the driver lists contexts on it", g->index);
-                code = EXIT_NOT_CLEAN;
                 goto out;
         }
-        if (monitors[0] && !stop_monitors) {
+        if (monitors[0] && !rs.stop_monitors) {
                 error_msg("GPU %u is held by monitors %s: a reset would fail as 'in use'; stop them, or add --stop-monitors",
                           g->index, monitors);
-                code = EXIT_NOT_CLEAN;
                 goto out;
         }
-        if (!yes) {
-                if (!isatty(STDIN_FILENO)) {
-                        error_msg("not asking without a terminal: add --yes to reset GPU %u", g->index);
-                        code = EXIT_USAGE;
-                        goto out;
-                }
-                fprintf(stderr, "reset GPU %u (%s %s)%s? [y/N] ", g->index, g->name, g->pci_bus_id,
-                        n_mons ? " after stopping its monitors" : "");
-                char line[16];
-                if (!fgets(line, sizeof(line), stdin) || (line[0] != 'y' && line[0] != 'Y')) {
-                        error_msg("nothing done");
-                        code = EXIT_USAGE;
-                        goto out;
-                }
-        }
-        if (n_mons > 0) {
-                /* the ancestors rule holds here too: the NVML client that ran this reset (a
-                 * monitoring agent, a health check) is never one of the monitors stopped */
-                gr_plan_options po = { .pids = mons, .n_pids = n_mons, .monitors_ok = true };
-                if (self_plan_options(&po) < 0) {
-                        error_msg("out of memory");
-                        goto out;
-                }
-                gr_kill_outcome *res = NULL;
-                size_t n_res = 0;
-                gr_kill_options ko = { .proc_root = s->proc_root, .grace_ms = 5000, .deadline_ms = 10000 };
-                for (size_t i = 0; i < n_mons; i++) {
-                        gr_process *mp = gr_proc_table_find(s->procs, mons[i]);
-                        if (mp)
-                                gr_proc_load_details(&so.proc, mp);
-                }
-                bool left = false;
-                if (gr_plan_make(s, d, &po, &plan) == 0) {
-                        for (size_t i = 0; i < plan->n; i++)
-                                if (plan->targets[i].refused != GR_REFUSE_NONE) {
-                                        printf("  spare   %-8d %-16s %s\n", (int)plan->targets[i].pid, plan->targets[i].comm,
-                                               gr_refusal_text(plan->targets[i].refused));
-                                        left = true;
-                                }
-                        audit_open("reset");
-                        for (size_t i = 0; i < plan->n; i++)
-                                if (plan->targets[i].refused == GR_REFUSE_NONE)
-                                        audit_log(LOG_NOTICE, "signalling pid %d start %llu uid %u comm '%s': a monitor of GPU %u, stopped for its reset (--stop-monitors)",
-                                                  (int)plan->targets[i].pid, (unsigned long long)plan->targets[i].start_time,
-                                                  (unsigned)plan->targets[i].uid, plan->targets[i].comm, g->index);
-                        if (gr_kill_plan(plan, &ko, &res, &n_res) == 0) {
-                                for (size_t i = 0; i < n_res; i++) {
-                                        printf("  monitor %-8d %s\n", (int)res[i].pid, gr_kill_result_name(res[i].result));
-                                        left |= gr_kill_result_failed(res[i].result);
-                                        audit_log(LOG_NOTICE, "pid %d start %llu comm '%s': %s", (int)res[i].pid,
-                                                  (unsigned long long)res[i].start_time, res[i].comm,
-                                                  gr_kill_result_name(res[i].result));
-                                }
-                                free(res);
-                        }
-                }
-                self_plan_options_release(&po);
-                if (left) {
-                        error_msg("GPU %u: a monitor is still there (spared or not ended): not resetting", g->index);
-                        code = EXIT_NOT_CLEAN;
-                        goto out;
-                }
-        }
-        if (!smi || !*smi)
-                smi = "nvidia-smi";
-        char out[4096];
-        audit_open("reset");
-        audit_log(LOG_NOTICE, "GPU %u (%s %s): '%s --gpu-reset -i %u'", g->index, g->uuid, g->pci_bus_id, smi, g->index);
-        int rc = run_smi(smi, smi_fd, g->index, timeout, out, sizeof(out));
-        for (char *nl; (nl = strrchr(out, '\n')) && nl[1] == '\0';)
-                *nl = '\0';
-        /* its words go into one line of ours: its line breaks as spaces, no control byte */
-        for (char *nl; (nl = strchr(out, '\n'));)
-                *nl = ' ';
-        gr_text_sanitize(out);
-        if (rc == -ETIMEDOUT) {
-                error_msg("'%s --gpu-reset -i %u' did not finish within %.1fs", QUOTED(smi), g->index, (double)timeout / 1000);
+        if (!consent(&rs, g, n_mons, &code))
                 goto out;
-        }
-        if (rc < 0 || rc == 127) {
-                error_msg("cannot run '%s': %s", QUOTED(smi), rc < 0 ? strerror(-rc) : "not found");
+        code = EXIT_NOT_CLEAN;
+        if (n_mons > 0 && !stop_monitors(&rs, s, d, g, mons, n_mons))
                 goto out;
-        }
-        if (strcasestr(out, "not supported")) {
-                error_msg("GPU %u: reset is not supported here (%s said: %s)", g->index, QUOTED(smi), out);
-                goto out;
-        }
-        if (strcasestr(out, "in use") || strcasestr(out, "being used")) {
-                error_msg("GPU %u: the driver refused the reset, the GPU is in use (%s said: %s)", g->index, QUOTED(smi), out);
-                code = EXIT_NOT_CLEAN;
-                goto out;
-        }
-        if (rc != 0) {
-                error_msg("GPU %u: the reset failed with exit %d: %s", g->index, rc, out);
-                goto out;
-        }
-        printf("GPU %u reset: %s\n", g->index, out);
-        gr_diagnosis_free(d);
-        gr_snapshot_free(s);
-        d = NULL;
-        s = NULL;
-        gr_wait_options w = { .so = &so, .timeout_ms = timeout };
-        bool met = false;
-        if ((r = gr_wait_until(&w, clean_gpu, &gi, &s, &d, &met)) < 0) {
-                error_msg("cannot verify: %s", strerror(-r));
-                goto out;
-        }
-        char mem[32];
-        printf("GPU %u  %s  memory %s used\n", gi, gr_gpu_state_name(d->gpus[gi].state),
-               gr_format_bytes(s->gpu->gpus[gi].mem_used, mem, sizeof(mem)));
-        code = met ? EXIT_CLEAN : EXIT_NOT_CLEAN;
+        if ((code = reset_by_smi(&rs, g)) == EXIT_CLEAN)
+                code = verify_reset(&rs, gi);
 out:
         fflush(stdout);
-        gr_plan_free(plan);
         gr_diagnosis_free(d);
         gr_snapshot_free(s);
+        if (rs.smi_fd >= 0)
+                close(rs.smi_fd);
         return code;
 }
