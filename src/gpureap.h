@@ -206,6 +206,16 @@ struct reap_request {
 };
 int reap_request_run(const struct reap_request *q);
 
+/* src/words.c: a finding in words (the diagnosis hands facts): its explanation, the decisive
+ * evidence, the next step as a command to paste, advice; "" where there is none */
+struct finding_words {
+        char explanation[640];
+        char reason[240];
+        char next_step[768];
+        char advice[896];
+};
+void finding_words(const gr_snapshot *s, const gr_diagnosis *d, const gr_finding *f, struct finding_words *ret);
+
 void sd_notify_send(const char *msg); /* to $NOTIFY_SOCKET (systemd Type=notify), if set */
 
 /* options shared by the commands (src/cmd-status.c) */

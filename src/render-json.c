@@ -356,10 +356,13 @@ static json_object *finding_json(const gr_snapshot *s, const gr_diagnosis *d, co
         add(o, "related_pid", f->related ? json_object_new_int(f->related) : NULL);
         add(o, "memory", j_u64(f->memory));
         add(o, "confidence", json_object_new_string(gr_confidence_name(f->confidence)));
-        add(o, "explanation", j_text(f->explanation));
-        add(o, "reason", j_str(f->reason));
-        add(o, "next_step", j_str(f->next_step));
-        add(o, "advice", j_str(f->advice));
+        struct finding_words fw;
+        finding_words(s, d, f, &fw);
+        add(o, "explanation", j_text(fw.explanation));
+        add(o, "reason", j_str(fw.reason));
+        add(o, "action", json_object_new_string(gr_action_kind_name(f->action.kind)));
+        add(o, "next_step", j_str(fw.next_step));
+        add(o, "advice", j_str(fw.advice));
         json_object *ev = json_object_new_array();
         for (unsigned i = 0; i < f->n_pids; i++) {
                 const gr_holder_verdict *v = gr_diagnosis_holder(d, f->pids[i]);

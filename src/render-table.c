@@ -247,9 +247,11 @@ static void who_text(const struct out *o, unsigned gi, char *buf, size_t size)
                 snprintf(buf, size, "-");
                 return;
         }
-        char who[400], reason[sizeof(best->reason)];
+        struct finding_words fw;
+        finding_words(o->s, o->d, best, &fw);
+        char who[400], reason[sizeof(fw.reason)];
         finding_label(o, best, who, sizeof(who));
-        safe(best->reason, reason, sizeof(reason));
+        safe(fw.reason, reason, sizeof(reason));
         bool judged = best->leftover || best->kind == GR_FIND_SUSPECT;
         /* the confidence before the reason: a narrow terminal cuts the reason first */
         size_t w = (size_t)snprintf(buf, size, "%s", who);
@@ -642,8 +644,10 @@ static void print_evidence(const struct out *o)
 
 static void print_finding(const struct out *o, const gr_finding *f)
 {
-        char expl[sizeof(f->explanation)], next[sizeof(f->next_step)], why[sizeof(f->reason) + 32],
-                advice[sizeof(f->advice)];
+        struct finding_words fw;
+        finding_words(o->s, o->d, f, &fw);
+        char expl[sizeof(fw.explanation)], next[sizeof(fw.next_step)], why[sizeof(fw.reason) + 32],
+                advice[sizeof(fw.advice)];
         const char *kind = gr_finding_kind_name(f->kind);
         int w = text_width(kind), ind = 2 + w + 2;
         if (o->t.width > 0 && ind > o->t.width / 2)
@@ -653,21 +657,21 @@ static void print_finding(const struct out *o, const gr_finding *f)
         fputs(kind, o->t.f);
         out_reset(&o->t);
         fputs("  ", o->t.f);
-        out_wrap(&o->t, ind, ind, safe(f->explanation, expl, sizeof(expl)));
-        safe(f->reason, why, sizeof(why));
+        out_wrap(&o->t, ind, ind, safe(fw.explanation, expl, sizeof(expl)));
+        safe(fw.reason, why, sizeof(why));
         if (why[0]) {
                 size_t n = strlen(why);
                 snprintf(why + n, sizeof(why) - n, " [%s]", gr_confidence_name(f->confidence));
                 fprintf(o->t.f, "%*swhy: ", ind, "");
                 out_wrap(&o->t, ind + 5, ind + 5, why);
         }
-        safe(f->next_step, next, sizeof(next));
+        safe(fw.next_step, next, sizeof(next));
         if (next[0]) {
                 fprintf(o->t.f, "%*snext: ", ind, "");
                 /* a command to paste: broken with line continuations, never cut */
                 out_command(&o->t, ind + 6, ind + 8, next, "\033[1m");
         }
-        safe(f->advice, advice, sizeof(advice));
+        safe(fw.advice, advice, sizeof(advice));
         if (advice[0]) {
                 fprintf(o->t.f, "%*s", ind, "");
                 out_wrap(&o->t, ind, ind, advice);

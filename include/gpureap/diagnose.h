@@ -129,6 +129,27 @@ typedef struct gr_job {
         char id[64];              /* torchelastic run id */
 } gr_job;
 
+/* What to do about a finding, as a fact: the faces put it in words and command lines
+ * (src/words.c). The step acts on the finding's GPUs and processes. */
+typedef enum gr_action_kind {
+        GR_ACTION_NONE,           /* nothing to do (a monitor; a zombie is its parent's business) */
+        GR_ACTION_REAP,           /* end exactly its processes, wait for the memory, verify */
+        GR_ACTION_WAIT,           /* the driver is tearing the memory down: wait; a reset if it stays */
+        GR_ACTION_WHY,            /* cannot be judged: look at each holder's evidence, then name it */
+        GR_ACTION_LOOK_AS_ROOT,   /* this view cannot see every process: look again as root */
+        GR_ACTION_FROM_HOST,      /* the driver's PIDs are another PID namespace's: look from there */
+        GR_ACTION_RESUME,         /* stopped (state T): SIGCONT */
+        GR_ACTION_KERNEL_STACK,   /* state D: what it waits for in the kernel */
+        GR_ACTION_KIND_COUNT,
+} gr_action_kind;
+
+typedef struct gr_action {
+        gr_action_kind kind;
+        bool as_root;             /* the step needs a view this one lacks (not root) */
+        bool likely;              /* REAP: judged likely, which a plain reap spares (--pid, --likely) */
+        bool unsure;              /* REAP: the attribution is unsure: judge each before naming it */
+} gr_action;
+
 typedef struct gr_finding {
         gr_finding_kind kind;
         bool leftover;            /* something to clean up (the GPU is dirty or stale) */
@@ -146,10 +167,7 @@ typedef struct gr_finding {
         pid_t related;            /* ghost PID, non-reaping parent, dead launcher; 0 none */
         uint64_t memory;          /* bytes involved, GR_UNKNOWN_U64 unknown */
         gr_confidence confidence;
-        char explanation[640];
-        char reason[240];         /* the decisive evidence, one line; "" none */
-        char next_step[768];      /* a command to paste; "" none */
-        char advice[896];         /* prose; "" none */
+        gr_action action;         /* the next step, as a fact (the words are the faces') */
 } gr_finding;
 
 typedef struct gr_holder_verdict {
@@ -186,6 +204,9 @@ typedef struct gr_diagnosis {
         size_t n_findings;
         uid_t uid;                /* whose view "another user" is relative to */
         char view[160];           /* what this view cannot see ("" all of it): caps confidences */
+        bool partial_view;        /* some processes could not be inspected (not root) */
+        bool hidden;              /* processes may be hidden from this view (hidepid, a container) */
+        bool foreign_pids;        /* a container's PID namespace: the driver's PIDs are not ours */
 } gr_diagnosis;
 
 /* uid: the user gpureap runs as. Returns -ENOMEM or 0. */
@@ -198,6 +219,7 @@ const char *gr_role_name(gr_role r);
 const char *gr_finding_kind_name(gr_finding_kind k);
 const char *gr_confidence_name(gr_confidence c);
 const char *gr_judgement_name(gr_judgement j);
+const char *gr_action_kind_name(gr_action_kind k); /* "reap", "wait", "why", "look_as_root"... */
 const char *gr_lean_name(gr_lean l);
 const char *gr_evidence_key_name(gr_evidence_key k);
 /* "process group 700", "torchelastic run r1", "gpureap run 900", "process 812" */

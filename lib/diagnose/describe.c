@@ -1,18 +1,13 @@
-/* Findings about jobs, in words. The diagnosis finds facts GPU by GPU (diagnose.c); a job
- * that spans GPUs (a tensor-parallel job of 8 ranks, a dead launcher's workers on 2 GPUs), a
- * dead PID listed on several GPUs, a monitor that holds them all, is one subject: its pieces
- * are merged here into one finding that names its GPUs, with one next step. Then every finding
- * gets its explanation, reason, next step and advice, written once from the merged facts. */
+/* Findings about jobs. The diagnosis finds facts GPU by GPU (diagnose.c); a job that spans GPUs
+ * (a tensor-parallel job of 8 ranks, a dead launcher's workers on 2 GPUs), a dead PID listed on
+ * several GPUs, a monitor that holds them all, is one subject: its pieces are merged here into
+ * one finding that names its GPUs, with one next step, a fact (gr_action). The words are the
+ * faces' (src/words.c). */
 #include <stdio.h>
 #include <string.h>
 
 #include "diagnose/dx.h"
 #include "gpureap/basic.h"
-
-static const char *plural(unsigned n, const char *one, const char *many)
-{
-        return n == 1 ? one : many;
-}
 
 bool gr_finding_on_gpu(const gr_finding *f, unsigned gi)
 {
@@ -180,266 +175,55 @@ void dx_merge_findings(struct dx *x)
         d->n_findings = n;
 }
 
-/* ---- words ---- */
+/* ---- the next step of each finding, as a fact (its words are the faces': src/words.c) ---- */
 
-struct words {
-        char gpus[160]; /* "GPU 3", "GPUs 0-7" */
-        char arg[200];  /* "3", "0,1,2,3,4,5,6,7" */
-        char pids[600]; /* "555 556" */
-        char pids_arg[600]; /* "555,556" */
-        char mem[32];
-        char who[96];   /* "555 (python3)" */
-        char job[96];   /* "process group 700" */
-        const char *the_gpu; /* "the GPU", "the GPUs" */
-};
-
-static const char *pid_list_sep(const gr_finding *f, const char *sep, char *buf, size_t size)
+static gr_action action_of(const struct dx *x, const gr_finding *f)
 {
-        size_t o = 0;
-        buf[0] = '\0';
-        for (unsigned i = 0; i < f->n_pids && o < size; i++)
-                o += (size_t)snprintf(buf + o, size - o, "%s%d", i ? sep : "", (int)f->pids[i]);
-        return buf;
-}
-
-static void finding_reason(const struct dx *x, gr_finding *f)
-{
-        const gr_holder_verdict *v = f->n_pids ? gr_diagnosis_holder(x->d, f->pids[0]) : NULL;
-        if (v && v->reason[0])
-                gr_strlcpy(f->reason, v->reason, sizeof(f->reason));
-}
-
-/* the next step for leftovers: reap kills exactly them, waits for their GPUs' memory, verifies */
-static void reap_step(gr_finding *f, const struct words *w)
-{
-        snprintf(f->next_step, sizeof(f->next_step), "gpureap reap --gpu %s --pid %s", w->arg, w->pids_arg);
-}
-
-static void describe_ghost(const struct dx *x, gr_finding *f, const struct words *w)
-{
-        /* a zombie ghost is still in the table; a ghost that is gone is not; one alive is a
-         * listed owner that holds none of the GPU's files */
-        const gr_process *gp = dx_find(x, f->related);
-        const char *what = !gp ? "gone" : gp->state == 'Z' || gp->state == 'X' ? "a zombie"
-                                             : "alive but holds no file of the GPU (its PID may be another process's now, or an MPS client's)";
-        const char *how = f->confidence == GR_SURE ? "" :
-                          f->confidence == GR_LIKELY ? " (likely, by lineage)" :
-                          " (unsure: several ghosts share these holders)";
-        snprintf(f->explanation, sizeof(f->explanation),
-                 "%s: the driver lists PID %d with %s but it is %s; the memory is kept by %s %s%s, %s that inherited its GPU files and that nvidia-smi cannot name",
-                 w->gpus, (int)f->related, w->mem, what, plural(f->n_pids, "process", "processes"), w->pids, how,
-                 plural(f->n_pids, "a child", "children"));
-        finding_reason(x, f);
-        reap_step(f, w);
-        if (f->confidence != GR_SURE)
-                snprintf(f->advice, sizeof(f->advice), "%s",
-                         f->confidence == GR_LIKELY ? "a plain 'gpureap reap' kills only sure leftovers: name them with --pid, or add --likely"
-                                                    : "check each with 'gpureap status --why' before naming it with --pid");
-}
-
-static void describe_teardown(const struct dx *x, gr_finding *f, const struct words *w)
-{
-        const char *what = dx_find(x, f->related) ? "a zombie" : "gone";
-        snprintf(f->explanation, sizeof(f->explanation),
-                 "%s: the driver still lists PID %d with %s, but that process is %s and nothing %s%s %s: its memory is being torn down, or kept by the driver",
-                 w->gpus, (int)f->related, w->mem, what, x->partial_view ? "that gpureap could inspect " : "",
-                 "holds", w->the_gpu);
-        if (x->partial_view) {
-                snprintf(f->reason, sizeof(f->reason), "%s", x->d->view);
-                snprintf(f->next_step, sizeof(f->next_step), "sudo gpureap status --gpu %s", w->arg);
-                snprintf(f->advice, sizeof(f->advice),
-                         "run it as root first: a process gpureap could not inspect may hold the memory");
-        } else {
-                snprintf(f->next_step, sizeof(f->next_step), "gpureap wait --gpu %s --timeout 30s", w->arg);
-                if (f->n_gpus > 1)
-                        snprintf(f->advice, sizeof(f->advice),
-                                 "teardown usually ends within seconds; if the memory stays, each GPU needs a reset (gpureap reset --gpu N) or a reboot");
-                else
-                        snprintf(f->advice, sizeof(f->advice),
-                                 "teardown usually ends within seconds; if the memory stays, the GPU needs a reset (gpureap reset --gpu %s) or a reboot",
-                                 w->arg);
-        }
-}
-
-static void describe_orphan(const struct dx *x, gr_finding *f, const struct words *w)
-{
-        if (f->job.kind == GR_JOB_RUN)
-                snprintf(f->explanation, sizeof(f->explanation),
-                         "%s: %u %s holding %s %s left by 'gpureap run' (PID %d), which was killed before it could end %s",
-                         w->gpus, f->n_pids, plural(f->n_pids, "process", "processes"), w->mem,
-                         plural(f->n_pids, "was", "were"), (int)f->job.pid, plural(f->n_pids, "it", "them"));
-        else
-                snprintf(f->explanation, sizeof(f->explanation),
-                         "%s: %u %s of %s holding %s: leftovers (%s), nothing will use %s again",
-                         w->gpus, f->n_pids, plural(f->n_pids, "process", "processes"), w->job, w->mem, w->pids,
-                         plural(f->n_pids, "it", "them"));
-        finding_reason(x, f);
-        reap_step(f, w);
-        if (f->confidence != GR_SURE)
-                snprintf(f->advice, sizeof(f->advice),
-                         "likely, not sure: a plain 'gpureap reap' spares them; name them with --pid, or add --likely");
-}
-
-static void describe_suspect(const struct dx *x, gr_finding *f, const struct words *w)
-{
-        if (f->unlisted) {
-                uint64_t un = 0;
-                for (unsigned i = 0; i < x->d->n_gpus; i++)
-                        if (gr_finding_on_gpu(f, i) && x->d->gpus[i].unaccounted != GR_UNKNOWN_U64)
-                                un += x->d->gpus[i].unaccounted;
-                char mem[32];
-                gr_format_bytes(un, mem, sizeof(mem));
-                snprintf(f->explanation, sizeof(f->explanation),
-                         "%s: %s holds %s like a CUDA process but the driver does not list it; %s used is accounted for by no listed process",
-                         w->gpus, w->who, w->the_gpu, mem);
-        } else {
-                snprintf(f->explanation, sizeof(f->explanation),
-                         "%s: %s%s of %s%s%s: cannot tell a live job from a leftover", w->gpus, w->who,
-                         f->n_pids > 1 ? " and others" : "", w->job, f->memory ? ", holding " : "",
-                         f->memory ? w->mem : "");
-        }
-        finding_reason(x, f);
+        gr_action a = { GR_ACTION_NONE, false, false, false };
         bool limited = x->hidden || x->partial_view;
-        snprintf(f->advice, sizeof(f->advice), "spared unless named: if it is a leftover, gpureap reap --gpu %s --pid %s%s",
-                 w->arg, w->pids_arg, limited ? "; as root gpureap sees what this view cannot" : "");
-        snprintf(f->next_step, sizeof(f->next_step), "%sgpureap status --why --gpu %s",
-                 limited && x->s->uid != 0 ? "sudo " : "", w->arg);
-}
-
-static void describe_zombie(const struct dx *x, gr_finding *f, const struct words *w)
-{
-        char parent[96];
-        dx_describe_cmd(x, f->related, parent, sizeof(parent));
-        snprintf(f->explanation, sizeof(f->explanation),
-                 "%s: PID %d is a zombie: it has already released everything it held; its parent %s has not reaped it",
-                 w->gpus, (int)f->pids[0], parent);
-        snprintf(f->advice, sizeof(f->advice), "nothing to kill: the zombie goes when PID %d waits for it or exits",
-                 (int)f->related);
-}
-
-static void describe_busy(const struct dx *x, gr_finding *f, const struct words *w)
-{
-        bool listed = false, uninspected = false;
-        for (unsigned i = 0; i < f->n_pids; i++) {
-                listed |= dx_listed_anywhere(x, f->pids[i]);
-                uninspected |= !gr_diagnosis_holder(x->d, f->pids[i]);
+        switch (f->kind) {
+        case GR_FIND_GHOST:
+        case GR_FIND_ORPHAN:
+                a.kind = GR_ACTION_REAP;
+                a.likely = f->confidence == GR_LIKELY;
+                a.unsure = f->confidence == GR_UNSURE;
+                break;
+        case GR_FIND_TEARDOWN:
+        case GR_FIND_STALE:
+                a.kind = x->partial_view ? GR_ACTION_LOOK_AS_ROOT : GR_ACTION_WAIT;
+                a.as_root = x->partial_view;
+                break;
+        case GR_FIND_SUSPECT:
+                a.kind = GR_ACTION_WHY;
+                a.as_root = limited && x->s->uid != 0;
+                break;
+        case GR_FIND_BUSY:
+                for (unsigned i = 0; i < f->n_pids && x->partial_view; i++)
+                        if (!gr_diagnosis_holder(x->d, f->pids[i])) {
+                                a.kind = GR_ACTION_WHY; /* a listed process that could not be judged */
+                                a.as_root = true;
+                        }
+                break;
+        case GR_FIND_UNMAPPED:
+                a.kind = x->foreign_pids ? GR_ACTION_FROM_HOST : GR_ACTION_LOOK_AS_ROOT;
+                a.as_root = !x->foreign_pids;
+                break;
+        case GR_FIND_STOPPED:
+                a.kind = GR_ACTION_RESUME;
+                break;
+        case GR_FIND_UNINTERRUPTIBLE:
+                a.kind = GR_ACTION_KERNEL_STACK;
+                break;
+        default:
+                break;
         }
-        if (uninspected && x->partial_view) {
-                snprintf(f->reason, sizeof(f->reason), "%s: a process the driver lists could not be judged", x->d->view);
-                snprintf(f->next_step, sizeof(f->next_step), "sudo gpureap status --why --gpu %s", w->arg);
-        }
-        char others[160] = "";
-        if (f->n_pids > 1)
-                snprintf(others, sizeof(others), " and %u %s of %s", f->n_pids - 1, plural(f->n_pids - 1, "other", "others"),
-                         w->job);
-        if (listed)
-                snprintf(f->explanation, sizeof(f->explanation), "%s: in use by %s%s with %s: a live job", w->gpus,
-                         w->who, others, w->mem);
-        else
-                snprintf(f->explanation, sizeof(f->explanation), "%s: held by %s%s, a live job (no memory of its own)",
-                         w->gpus, w->who, others);
-        finding_reason(x, f);
-        snprintf(f->advice, sizeof(f->advice), "none if this is expected; to stop it: gpureap reap --gpu %s --pid %s",
-                 w->arg, w->pids_arg);
+        return a;
 }
 
-static void describe_unmapped(const struct dx *x, gr_finding *f, const struct words *w)
+void dx_plan_actions(struct dx *x)
 {
-        snprintf(f->explanation, sizeof(f->explanation),
-                 "%s: the driver lists PID %s with %s, which this view cannot see: they may be alive", w->gpus, w->pids,
-                 w->mem);
-        snprintf(f->reason, sizeof(f->reason), "%s", x->d->view);
-        if (x->foreign_pids) {
-                snprintf(f->advice, sizeof(f->advice),
-                         "gpureap runs in a container's PID namespace, where the driver's (host) PIDs name nothing: run it on the host, or in a container with the host's PID namespace (docker --pid=host, hostPID: true)");
-        } else {
-                snprintf(f->next_step, sizeof(f->next_step), "sudo gpureap status --gpu %s", w->arg);
-                snprintf(f->advice, sizeof(f->advice), "run it as root: this /proc hides other users' processes");
-        }
-}
-
-static void describe_state(const struct dx *x, gr_finding *f, const struct words *w)
-{
-        (void)x;
-        pid_t pid = f->pids[0];
-        if (f->kind == GR_FIND_STOPPED) {
-                snprintf(f->explanation, sizeof(f->explanation),
-                         "%s: %s is stopped (state T): it acts on SIGTERM only once it gets SIGCONT (reap sends both)",
-                         w->gpus, w->who);
-                snprintf(f->next_step, sizeof(f->next_step), "kill -CONT %d", (int)pid);
-                snprintf(f->advice, sizeof(f->advice), "to resume it: kill -CONT %d", (int)pid);
-        } else {
-                snprintf(f->explanation, sizeof(f->explanation),
-                         "%s: %s is in state D (waiting in the kernel or the driver): usually brief; a signal takes effect when the call returns",
-                         w->gpus, w->who);
-                snprintf(f->next_step, sizeof(f->next_step), "cat /proc/%d/stack", (int)pid);
-                snprintf(f->advice, sizeof(f->advice),
-                         "if it stays in D after a SIGKILL, only a reboot ends it (a GPU reset needs the GPU free)");
-        }
-}
-
-static void describe_monitor(const struct dx *x, gr_finding *f, const struct words *w)
-{
-        (void)x;
-        snprintf(f->explanation, sizeof(f->explanation),
-                 "%s: %s %s only the driver's management interface (NVML: nvidia-smi, DCGM, exporters): no GPU memory, not a leftover",
-                 w->gpus, w->pids, plural(f->n_pids, "uses", "use"));
-}
-
-static void describe_stale(const struct dx *x, gr_finding *f, const struct words *w)
-{
-        snprintf(f->explanation, sizeof(f->explanation),
-                 "%s: %s used and no process %s%s %s: memory still being torn down after a process ended, or kept by the driver",
-                 w->gpus, w->mem, x->partial_view ? "that gpureap could inspect " : "", "holds", w->the_gpu);
-        if (x->partial_view) {
-                snprintf(f->reason, sizeof(f->reason), "%s", x->d->view);
-                snprintf(f->next_step, sizeof(f->next_step), "sudo gpureap status --gpu %s", w->arg);
-                snprintf(f->advice, sizeof(f->advice),
-                         "run it as root first: a process gpureap could not inspect may hold the memory");
-        } else {
-                snprintf(f->next_step, sizeof(f->next_step), "gpureap wait --gpu %s --timeout 30s", w->arg);
-                if (f->n_gpus > 1)
-                        snprintf(f->advice, sizeof(f->advice),
-                                 "if it stays, each GPU needs a reset (gpureap reset --gpu N) or a reboot");
-                else
-                        snprintf(f->advice, sizeof(f->advice),
-                                 "if it stays, the GPU needs a reset (gpureap reset --gpu %s) or a reboot", w->arg);
-        }
-}
-
-void dx_describe_findings(struct dx *x)
-{
-        typedef void (*describe_fn)(const struct dx *, gr_finding *, const struct words *);
-        static const describe_fn fns[GR_FIND_KIND_COUNT] = {
-                [GR_FIND_GHOST] = describe_ghost,
-                [GR_FIND_TEARDOWN] = describe_teardown,
-                [GR_FIND_ORPHAN] = describe_orphan,
-                [GR_FIND_ZOMBIE] = describe_zombie,
-                [GR_FIND_STOPPED] = describe_state,
-                [GR_FIND_UNINTERRUPTIBLE] = describe_state,
-                [GR_FIND_STALE] = describe_stale,
-                [GR_FIND_BUSY] = describe_busy,
-                [GR_FIND_MONITOR] = describe_monitor,
-                [GR_FIND_SUSPECT] = describe_suspect,
-                [GR_FIND_UNMAPPED] = describe_unmapped,
-                /* foreign findings are about one process and no GPU: worded where found */
-        };
-        struct words w;
         for (size_t i = 0; i < x->d->n_findings; i++) {
                 gr_finding *f = &x->d->findings[i];
-                if ((unsigned)f->kind >= GR_FIND_KIND_COUNT || !fns[f->kind] || f->n_gpus == 0)
-                        continue;
-                gr_finding_gpus_text(x->s, f, w.gpus, sizeof(w.gpus));
-                gr_finding_gpus_arg(x->s, f, w.arg, sizeof(w.arg));
-                pid_list_sep(f, " ", w.pids, sizeof(w.pids));
-                pid_list_sep(f, ",", w.pids_arg, sizeof(w.pids_arg));
-                gr_format_bytes(f->memory, w.mem, sizeof(w.mem));
-                if (f->n_pids)
-                        dx_describe_cmd(x, f->pids[0], w.who, sizeof(w.who));
-                else
-                        snprintf(w.who, sizeof(w.who), "-");
-                gr_job_text(&f->job, w.job, sizeof(w.job));
-                w.the_gpu = f->n_gpus > 1 ? "the GPUs" : "the GPU";
-                fns[f->kind](x, f, &w);
+                f->action = f->n_gpus == 0 && f->kind != GR_FIND_FOREIGN ? (gr_action){ 0 } : action_of(x, f);
         }
 }

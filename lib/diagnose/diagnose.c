@@ -60,6 +60,13 @@ const char *gr_judgement_name(gr_judgement j)
         return (unsigned)j < GR_ELEMENTSOF(n) ? n[j] : "unsure";
 }
 
+const char *gr_action_kind_name(gr_action_kind k)
+{
+        static const char *const n[] = { "none", "reap", "wait", "why", "look_as_root", "from_host", "resume",
+                                         "kernel_stack" };
+        return (unsigned)k < GR_ELEMENTSOF(n) ? n[k] : "none";
+}
+
 const char *gr_lean_name(gr_lean l)
 {
         static const char *const n[] = { "neutral", "live", "leftover" };
@@ -290,12 +297,6 @@ void dx_add_pid(gr_finding *f, pid_t pid)
 static gr_holder_verdict *verdict_of(gr_diagnosis *d, pid_t pid)
 {
         return (gr_holder_verdict *)gr_diagnosis_holder(d, pid);
-}
-
-void dx_describe_cmd(const struct dx *x, pid_t pid, char *buf, size_t size)
-{
-        const gr_process *p = dx_find(x, pid);
-        snprintf(buf, size, "%d (%s)", (int)pid, p ? p->comm : "gone");
 }
 
 /* Does the holder have this GPU's device file open? */
@@ -808,24 +809,7 @@ static int judge_foreign(struct dx *x)
                 gr_finding *f = add_finding(x, GR_FIND_FOREIGN, -1, false);
                 if (!f)
                         return -ENOMEM;
-                add_pid(f, p->pid);
-                char where[240] = "", who[96], id[80];
-                dx_describe_cmd(x, p->pid, who, sizeof(who));
-                size_t o = 0;
-                if (p->n_nspid > 1)
-                        o += (size_t)snprintf(where + o, sizeof(where) - o,
-                                              " runs in another PID namespace as PID %d", (int)p->nspid[p->n_nspid - 1]);
-                if (p->cgroup && gr_cgroup_manager(p->cgroup, id, sizeof(id)) == GR_CG_POD && o < sizeof(where))
-                        o += (size_t)snprintf(where + o, sizeof(where) - o, "%s Kubernetes pod %s", o ? "," : "", id);
-                if (p->cgroup && gr_cgroup_container_id(p->cgroup, id, sizeof(id)) == 0 && o < sizeof(where))
-                        o += (size_t)snprintf(where + o, sizeof(where) - o, "%s container %s", o ? "," : "", id);
-                if (p->cgroup && gr_cgroup_slurm_job(p->cgroup, id, sizeof(id)) == 0 && o < sizeof(where))
-                        o += (size_t)snprintf(where + o, sizeof(where) - o, "%s Slurm job %s", o ? "," : "", id);
-                if ((v->conditions & GR_COND_OTHER_USER) && o < sizeof(where))
-                        snprintf(where + o, sizeof(where) - o, "%s belongs to uid %u", o ? "," : "", (unsigned)p->uid);
-                snprintf(f->explanation, sizeof(f->explanation), "%s%s", who, where);
-                snprintf(f->advice, sizeof(f->advice), "%s",
-                         (v->conditions & GR_COND_OTHER_USER) ? "ask its owner, or act as root with --all-users" : "act on it from the host");
+                add_pid(f, p->pid); /* where it runs and whose it is: the faces say (src/words.c) */
         }
         return 0;
 }
@@ -853,6 +837,9 @@ static void describe_view(struct dx *x)
         x->foreign_pids = s->pidns == GR_PIDNS_OTHER;
         x->hidden = view_hides(s);
         x->partial_view = s->procs && s->procs->n_unreadable > 0;
+        d->foreign_pids = x->foreign_pids;
+        d->hidden = x->hidden;
+        d->partial_view = x->partial_view;
         size_t o = 0;
         if (x->foreign_pids)
                 o += (size_t)snprintf(d->view + o, sizeof(d->view) - o,
@@ -897,7 +884,7 @@ int gr_diagnose(const gr_snapshot *s, uid_t uid, gr_diagnosis **ret)
         }
         if (r == 0) {
                 dx_merge_findings(&x);
-                dx_describe_findings(&x);
+                dx_plan_actions(&x);
                 r = judge_foreign(&x);
         }
         free(x.owners);

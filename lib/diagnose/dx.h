@@ -42,16 +42,14 @@ int dx_leader_state(const struct dx *x, pid_t pid);
 const gr_gpu_proc *dx_listed(const struct dx *x, unsigned gi, pid_t pid);
 bool dx_listed_anywhere(const struct dx *x, pid_t pid);
 
-/* "812 (torchrun)", "812 (gone)" */
-void dx_describe_cmd(const struct dx *x, pid_t pid, char *buf, size_t size);
 /* A finding of one GPU (gpu >= 0) or of none (-1), its texts empty: NULL without memory */
 gr_finding *dx_add_finding(struct dx *x, gr_finding_kind kind, int gpu, bool leftover);
 void dx_add_pid(gr_finding *f, pid_t pid);
 
 /* describe.c: the findings found GPU by GPU merged into one per subject (a job on every GPU
- * it holds), then put in words */
+ * it holds), then each one's next step, as a fact */
 void dx_merge_findings(struct dx *x);
-void dx_describe_findings(struct dx *x);
+void dx_plan_actions(struct dx *x);
 
 /* lineage.c: the judgement of every holder (docs/verdicts.md); ghosts must be attributed first */
 int dx_judge_lineage(struct dx *x);

@@ -8,7 +8,7 @@ mon=$(pid_of mon)
 gr status --json
 expect_rc 0 "monitors only: clean"
 jqok '.gpus[0].state == "clean"' "state clean"
-jqok ".findings == [{kind: \"monitor\", leftover: false, gpu: 0, gpus: [0], job: null, pids: [$mon], related_pid: null, memory: null, confidence: \"sure\", explanation: .findings[0].explanation, reason: .findings[0].reason, next_step: null, advice: null, evidence: .findings[0].evidence}]" "one monitor finding, not a leftover"
+jqok ".findings == [{kind: \"monitor\", leftover: false, gpu: 0, gpus: [0], job: null, pids: [$mon], related_pid: null, memory: null, confidence: \"sure\", explanation: .findings[0].explanation, reason: .findings[0].reason, action: \"none\", next_step: null, advice: null, evidence: .findings[0].evidence}]" "one monitor finding, not a leftover"
 jqok ".processes[] | select(.pid == $mon) | .verdict.role == \"monitor\"" "role monitor"
 
 # a ghost's hidden holder that calls itself nvidia-smi

@@ -13,12 +13,24 @@
 #include "gpureap/act.h"
 #include "gpureap/basic.h"
 #include "gpureap/diagnose.h"
+#include "gpureap.h" /* src/words.c: the findings in words */
 
 /* from src/snapshot-json.c */
 int snapshot_from_json(const char *path, gr_snapshot **ret, char *err, size_t err_size);
 
 #define MIB (1ULL << 20)
 #define GIB (1ULL << 30)
+
+/* A finding in words, as the faces write them (src/words.c): the diagnosis hands facts */
+static const struct finding_words *words_of(const gr_snapshot *s, const gr_diagnosis *d, const gr_finding *f)
+{
+        static struct finding_words ring[4];
+        static unsigned next;
+        struct finding_words *w = &ring[next++ % 4];
+        finding_words(s, d, f, w);
+        return w;
+}
+#define W(f) words_of(s, d, (f))
 
 static gr_snapshot *snap_new(unsigned n_gpus)
 {
@@ -224,8 +236,8 @@ static void ghost_with_hidden_holder(void **state)
         assert_true(has_pid(f, 31));
         assert_int_equal(f->confidence, GR_SURE);
         assert_int_equal(f->memory, 2 * GIB);
-        assert_string_equal(f->next_step, "gpureap reap --gpu 0 --pid 31");
-        assert_non_null(strstr(f->explanation, "PID 30"));
+        assert_string_equal(W(f)->next_step, "gpureap reap --gpu 0 --pid 31");
+        assert_non_null(strstr(W(f)->explanation, "PID 30"));
         const gr_holder_verdict *v = gr_diagnosis_holder(d, 31);
         assert_int_equal(v->role, GR_ROLE_HIDDEN_HOLDER);
         assert_int_equal(v->ghost, 30);
@@ -286,7 +298,7 @@ static void two_ghosts_ambiguous(void **state)
                         continue;
                 assert_int_equal(f->confidence, GR_UNSURE);
                 assert_true(has_pid(f, 61) && has_pid(f, 71));
-                assert_non_null(strstr(f->explanation, "unsure"));
+                assert_non_null(strstr(W(f)->explanation, "unsure"));
         }
         gr_diagnosis_free(d);
         gr_snapshot_free(s);
@@ -337,7 +349,7 @@ static void orphaned_workers(void **state)
         assert_int_equal(f->related, 80);
         assert_int_equal(f->memory, 64 * GIB);
         assert_int_equal(f->confidence, GR_LIKELY);
-        assert_string_equal(f->next_step, "gpureap reap --gpu 0 --pid 81,82,83,84");
+        assert_string_equal(W(f)->next_step, "gpureap reap --gpu 0 --pid 81,82,83,84");
         assert_null(finding(d, GR_FIND_BUSY));
         for (pid_t w = 81; w <= 84; w++) {
                 const gr_holder_verdict *v = gr_diagnosis_holder(d, w);
@@ -355,7 +367,7 @@ static void orphaned_workers(void **state)
         f = finding(d, GR_FIND_ORPHAN);
         assert_int_equal(f->n_pids, 4);
         assert_int_equal(f->confidence, GR_SURE);
-        assert_non_null(strstr(f->reason, "multiprocessing spawn"));
+        assert_non_null(strstr(W(f)->reason, "multiprocessing spawn"));
         gr_diagnosis_free(d);
         gr_snapshot_free(s);
 
@@ -437,8 +449,8 @@ static void torchrun_workers_of_a_dead_agent(void **state)
         assert_int_equal(count(d, GR_FIND_ORPHAN), 1); /* one job: the torchelastic run */
         assert_int_equal(f->n_pids, 2);
         assert_int_equal(f->confidence, GR_SURE);
-        assert_non_null(strstr(f->explanation, "torchelastic run r1"));
-        assert_non_null(strstr(f->reason, "torchelastic run r1, local rank 0"));
+        assert_non_null(strstr(W(f)->explanation, "torchelastic run r1"));
+        assert_non_null(strstr(W(f)->reason, "torchelastic run r1, local rank 0"));
         gr_diagnosis_free(d);
         gr_snapshot_free(s);
 
@@ -783,7 +795,7 @@ static void partial_view_is_never_sure(void **state)
                 assert_non_null(t);
                 if (partial) {
                         assert_int_equal(t->confidence, GR_UNSURE);
-                        assert_non_null(strstr(t->next_step, "sudo gpureap status"));
+                        assert_non_null(strstr(W(t)->next_step, "sudo gpureap status"));
                 } else {
                         assert_int_equal(t->confidence, GR_SURE);
                 }
@@ -817,7 +829,7 @@ static void zombie_owner_names_its_parent(void **state)
         assert_non_null(z);
         assert_int_equal(z->related, 99);
         assert_true(has_pid(z, 100));
-        assert_non_null(strstr(z->explanation, "99 (runner)"));
+        assert_non_null(strstr(W(z)->explanation, "99 (runner)"));
         assert_false(z->leftover);
         const gr_finding *g = finding(d, GR_FIND_GHOST);
         assert_non_null(g);
@@ -854,10 +866,10 @@ static void stopped_and_uninterruptible(void **state)
                 const gr_finding *u = finding(d, GR_FIND_UNINTERRUPTIBLE);
                 if (defect) {
                         assert_true(has_pid(t, 110));
-                        assert_non_null(strstr(t->next_step, "kill -CONT 110"));
+                        assert_non_null(strstr(W(t)->next_step, "kill -CONT 110"));
                         assert_true(has_pid(u, 120));
                         assert_false(u->leftover);
-                        assert_string_equal(u->next_step, "cat /proc/120/stack");
+                        assert_string_equal(W(u)->next_step, "cat /proc/120/stack");
                         assert_int_equal(gr_diagnosis_holder(d, 120)->judgement, GR_JUDGE_LIVE);
                         assert_int_equal(d->gpus[0].state, GR_GPU_BUSY);
                 } else {
@@ -889,10 +901,10 @@ static void foreign_namespace_user_and_job(void **state)
                 const gr_finding *f = finding(d, GR_FIND_FOREIGN);
                 if (defect) {
                         assert_non_null(f);
-                        assert_non_null(strstr(f->explanation, "as PID 7"));
-                        assert_non_null(strstr(f->explanation, "container 0123456789ab"));
-                        assert_non_null(strstr(f->explanation, "Slurm job 4242"));
-                        assert_non_null(strstr(f->explanation, "uid 1234"));
+                        assert_non_null(strstr(W(f)->explanation, "as PID 7"));
+                        assert_non_null(strstr(W(f)->explanation, "container 0123456789ab"));
+                        assert_non_null(strstr(W(f)->explanation, "Slurm job 4242"));
+                        assert_non_null(strstr(W(f)->explanation, "uid 1234"));
                         const gr_holder_verdict *v = gr_diagnosis_holder(d, 130);
                         assert_true(v->conditions & GR_COND_OTHER_NS);
                         assert_true(v->conditions & GR_COND_OTHER_USER);
@@ -932,7 +944,7 @@ static void spoofed_monitor_name_does_not_hide_a_cuda_holder(void **state)
         const gr_finding *f = finding(d, GR_FIND_SUSPECT);
         assert_non_null(f);
         assert_true(has_pid(f, 150));
-        assert_non_null(strstr(f->explanation, "4.0 GiB used is accounted for by no listed process"));
+        assert_non_null(strstr(W(f)->explanation, "4.0 GiB used is accounted for by no listed process"));
         assert_null(finding(d, GR_FIND_MONITOR));
         assert_int_equal(d->gpus[0].state, GR_GPU_BUSY);
         gr_diagnosis_free(d);
@@ -951,7 +963,7 @@ static void stale_and_teardown(void **state)
         const gr_finding *f = finding(d, GR_FIND_STALE);
         assert_int_equal(f->gpu, 0);
         assert_int_equal(f->memory, 76 * GIB);
-        assert_string_equal(f->next_step, "gpureap wait --gpu 0 --timeout 30s");
+        assert_string_equal(W(f)->next_step, "gpureap wait --gpu 0 --timeout 30s");
         const gr_finding *t = finding(d, GR_FIND_TEARDOWN);
         assert_int_equal(t->gpu, 1);
         assert_int_equal(t->related, 160);
@@ -1136,7 +1148,7 @@ static void recorded_h200_with_lineage(void **state)
                 assert_true(has_pid(f, w));
                 assert_int_equal(gr_diagnosis_holder(d, w)->judgement, GR_JUDGE_UNSURE);
         }
-        assert_non_null(strstr(f->reason, "415 (timeout) is alive"));
+        assert_non_null(strstr(W(f)->reason, "415 (timeout) is alive"));
         assert_int_equal(d->gpus[0].state, GR_GPU_BUSY);
         gr_diagnosis_free(d);
         gr_snapshot_free(s);
@@ -1186,8 +1198,8 @@ static void a_job_across_gpus_is_one_finding(void **state)
                 assert_int_equal(gr_finding_pids_on(d, f, &s->gpu->gpus[i]), 1);
         }
         assert_false(gr_finding_on_gpu(f, 8));
-        assert_string_equal(f->next_step, "gpureap reap --gpu 0,1,2,3,4,5,6,7 --pid 81,82,83,84,85,86,87,88");
-        assert_non_null(strstr(f->explanation, "GPUs 0-7: 8 processes of process group 80 holding 560.0 GiB"));
+        assert_string_equal(W(f)->next_step, "gpureap reap --gpu 0,1,2,3,4,5,6,7 --pid 81,82,83,84,85,86,87,88");
+        assert_non_null(strstr(W(f)->explanation, "GPUs 0-7: 8 processes of process group 80 holding 560.0 GiB"));
         gr_diagnosis_free(d);
         gr_snapshot_free(s);
 
@@ -1200,7 +1212,7 @@ static void a_job_across_gpus_is_one_finding(void **state)
         f = finding(d, GR_FIND_BUSY);
         assert_int_equal(f->gpus, 0xff);
         assert_int_equal(f->n_pids, 8);
-        assert_string_equal(f->advice, "none if this is expected; to stop it: gpureap reap --gpu 0,1,2,3,4,5,6,7 --pid 81,82,83,84,85,86,87,88");
+        assert_string_equal(W(f)->advice, "none if this is expected; to stop it: gpureap reap --gpu 0,1,2,3,4,5,6,7 --pid 81,82,83,84,85,86,87,88");
         gr_diagnosis_free(d);
         gr_snapshot_free(s);
 
@@ -1251,8 +1263,8 @@ static void a_ghost_on_two_gpus_is_one_finding(void **state)
         assert_int_equal(f->memory, 5 * GIB);
         assert_int_equal(gr_finding_memory_on(f, 1), 3 * GIB);
         assert_int_equal(f->confidence, GR_SURE);
-        assert_string_equal(f->next_step, "gpureap reap --gpu 0,1 --pid 71");
-        assert_true(strncmp(f->explanation, "GPUs 0,1: the driver lists PID 70 with 5.0 GiB", 46) == 0);
+        assert_string_equal(W(f)->next_step, "gpureap reap --gpu 0,1 --pid 71");
+        assert_true(strncmp(W(f)->explanation, "GPUs 0,1: the driver lists PID 70 with 5.0 GiB", 46) == 0);
         gr_diagnosis_free(d);
         gr_snapshot_free(s);
 }
