@@ -1269,7 +1269,437 @@ static void follow_stop(struct run *r, int *child_status, bool *child_done)
         r->last_activity_ms = gr_now_ms();
 }
 
-int cmd_run(int argc, char **argv)
+/* What ended the run and how: the command's status, a watchdog, a signal to gpureap */
+struct run_end {
+        int child_status, code, got_signal;
+        bool child_done, remapped;
+        const char *why, *ended, *run_error;
+};
+
+/* The GPUs the tree used: until the driver has their memory back. *drain_met 1 back, 0 not
+ * by --drain-timeout, -1 nothing to wait for (or the driver could not be read); the note for
+ * the summary line */
+static void wait_gpus_back(struct run *r, int *drain_met, uint64_t *drain_ms, char *note, size_t note_size)
+{
+        *drain_met = -1; /* nothing to wait for, or the driver could not be read */
+        *drain_ms = 0;
+        note[0] = '\0';
+        /* the driver is asked only when a member looked at without a GPU may have opened one
+         * since: every other member's files were read at the end, or it was seen holding */
+        collect_end_pids(r);
+        if (!r->gpu_minors && r->maybe_opened)
+                r->gpu_minors = gpus_owned_by_tree(r);
+        if (r->gpu_minors) {
+                gr_snapshot_options so = { 0 };
+                nvml_timeout_from_env(&so.gpu.timeout_ms);
+                struct drain_cond dc = { r->gpu_minors, r->end_pids, r->n_end_pids };
+                gr_wait_options w = { .so = &so, .timeout_ms = r->drain_timeout };
+                gr_snapshot *s = NULL;
+                gr_diagnosis *d = NULL;
+                bool met = false;
+                uint64_t t0 = gr_now_ms();
+                if (gr_wait_until(&w, gpus_back, &dc, &s, &d, &met) == 0) {
+                        *drain_met = met;
+                        *drain_ms = gr_now_ms() - t0;
+                        snprintf(note, note_size, "; GPU memory %s in %llu ms",
+                                 met ? "back" : "NOT back", (unsigned long long)(gr_now_ms() - t0));
+                        if (!met) {
+                                error_msg("the GPU memory did not come back within %.1fs:", (double)r->drain_timeout / 1000);
+                                render_status_table(stderr, s, d, NULL, &(struct table_options){ .width = terminal_width(STDERR_FILENO) });
+                        }
+                        gr_diagnosis_free(d);
+                        gr_snapshot_free(s);
+                }
+        }
+}
+
+/* The one line run writes at its end (not with --quiet) */
+static void say_end(const struct run *r, const struct run_end *e, const char *gpu_note)
+{
+        if (r->quiet)
+                return;
+        char how[64];
+        if (e->why)
+                snprintf(how, sizeof(how), "ended: %s", e->why);
+        else if (e->child_done && WIFSIGNALED(e->child_status))
+                snprintf(how, sizeof(how), "was killed by signal %d", WTERMSIG(e->child_status));
+        else if (e->child_done && WIFEXITED(e->child_status))
+                snprintf(how, sizeof(how), "exited %d", WEXITSTATUS(e->child_status));
+        else
+                snprintf(how, sizeof(how), "exited %d", e->code);
+        fprintf(stderr, "gpureap run: '%s' %s%s after %.1fs; %u leftover process%s ended (%u needed SIGKILL), %u reaped%s%s\n",
+                r->cmd[0], how, e->remapped ? " (exit 0: --remap-exit)" : "", (double)now_ms_since(r) / 1000,
+                r->killed_term, r->killed_term == 1 ? "" : "es", r->killed_kill, r->reaped_orphans, gpu_note,
+                r->cgroup[0] || (!r->cgroup_tried && !r->no_cgroup) ? "" : "; no cgroup (subreaper only)");
+}
+
+/* The signals sent since the last look (and the fatal ones caught): passed on, or one that ends
+ * the run noted in e */
+static void read_signals(struct run *r, struct run_end *e)
+{
+        struct signalfd_siginfo si;
+        for (size_t i = 0; i < GR_ELEMENTSOF(fatal_signals); i++) /* sent ABRT, SEGV... */
+                if (fatal_sent & (1 << i)) {
+                        fatal_sent &= ~(1 << i);
+                        int sig = taken_signal(r, fatal_signals[i]);
+                        if (!e->child_done && sig > 0 && !ending_signal(r, sig))
+                                pass_on(r, sig);
+                        else if (sig > 0 && ending_signal(r, sig) && !e->got_signal) {
+                                e->got_signal = sig; /* rewritten to one that ends the run */
+                                e->why = "gpureap was signalled";
+                        }
+                }
+        while (read(r->sigfd, &si, sizeof(si)) == sizeof(si)) {
+                if (si.ssi_signo == SIGPIPE && (pid_t)si.ssi_pid == getpid())
+                        continue; /* a write of gpureap's own to a reader that went away */
+                if ((si.ssi_signo == SIGTTOU || si.ssi_signo == SIGTTIN) && si.ssi_code == SI_KERNEL)
+                        continue; /* gpureap's own write to a terminal from the background
+                                     (TOSTOP): blocked, the write goes through; not the command's */
+                int sig = taken_signal(r, (int)si.ssi_signo);
+                if (sig == 0)
+                        continue; /* --rewrite-signal S:0 */
+                if (sig == SIGCHLD) {
+                        reap_children(r, &e->child_status, &e->child_done);
+                        if (r->tty.kind != RUN_TTY_NONE && !e->child_done)
+                                follow_stop(r, &e->child_status, &e->child_done);
+                } else if (r->tty.kind != RUN_TTY_NONE && sig == SIGCONT) {
+                        if (!e->child_done)
+                                run_tty_resume(&r->tty);
+                } else if (r->tty.kind != RUN_TTY_NONE && sig == SIGTSTP) {
+                        if (!e->child_done && r->tty.pgid > 0)
+                                kill(-r->tty.pgid, SIGTSTP); /* the job stops, gpureap follows */
+#ifdef GPUREAP_TEST_HOOKS
+                } else if (sig == SIGUSR2 && getenv("GPUREAP_TEST_FAULT_ADDR")) {
+                        /* Test seam (tests/integration/run-tty-pty.sh, run-init-scenarios.sh):
+                         * a real fault of gpureap's own, at an address the compiler cannot
+                         * know, on SIGUSR2. Only in the gpureap-test-hooks build */
+                        *(volatile int *)(uintptr_t)strtoull(getenv("GPUREAP_TEST_FAULT_ADDR"), NULL, 0) = 1;
+#endif
+                } else if (r->tty.kind == RUN_TTY_PTY && sig == SIGWINCH) {
+                        run_tty_winch(&r->tty);
+                } else {
+                        bool ends = ending_signal(r, sig);
+                        bool job = sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU || sig == SIGCONT;
+                        if (!ends && !e->child_done && job && r->tty.kind == RUN_TTY_NONE)
+                                pass_on_job_control(r, sig);
+                        else if (!ends && !e->child_done) /* reaped: its PID may be another's already */
+                                pass_on(r, sig);
+                        if (ends && !e->got_signal) {
+                                e->got_signal = sig; /* passed on by the teardown */
+                                e->why = "gpureap was signalled";
+                        }
+                }
+        }
+}
+
+/* Until the command is done, a watchdog fires or gpureap is signalled: its output relayed,
+ * the signals passed on, the tree sampled */
+static void supervise(struct run *r, bool want_ready, struct run_end *e)
+{
+        uint64_t next_sample = r->start_ms + 50, next_port = r->start_ms;
+        while (e->code < 0 && !e->child_done) {
+                uint64_t now = gr_now_ms();
+                if (!want_ready || r->ready)
+                        announce_ready(r);
+                if (r->max_time && now - r->start_ms >= r->max_time) {
+                        e->why = "the maximum time passed";
+                        e->ended = "max_time";
+                        e->code = EXIT_MAX_TIME;
+                        break;
+                }
+                if (want_ready && !r->ready) {
+                        if (r->ready_port && now >= next_port) {
+                                r->ready = port_ready(r);
+                                next_port = now + 100;
+                        }
+                        uint64_t paused = r->paused_ms + (r->stopped_at_ms ? now - r->stopped_at_ms : 0);
+                        if (!r->ready && now - r->start_ms - paused >= r->ready_timeout) {
+                                diagnose_tree(r, "not ready in time");
+                                e->why = "not ready in time";
+                                e->ended = "not_ready";
+                                e->code = EXIT_NOT_READY;
+                                break;
+                        }
+                }
+                if (r->stall_timeout && now - r->stall_check_ms >= 1000) {
+                        uint64_t cpu = tree_cpu(r);
+                        if (cpu != r->last_cpu || r->stopped_at_ms) /* stopped: not stalled */
+                                r->last_activity_ms = now;
+                        r->last_cpu = cpu;
+                        r->stall_check_ms = now;
+                        if (now - r->last_activity_ms >= r->stall_timeout) {
+                                diagnose_tree(r, "stalled: no output and no CPU time");
+                                e->why = "stalled";
+                                e->ended = "stalled";
+                                e->code = EXIT_STALLED;
+                                break;
+                        }
+                }
+                if (now >= next_sample) {
+                        /* the cgroup only for commands that live past the first sample: creating
+                         * and removing one costs 0.28 ms, a third of a short command's run */
+                        if (!r->no_cgroup && !r->cgroup_tried)
+                                contain(r);
+                        sample_gpus(r, SAMPLE_DUE, NULL);
+                        next_sample = now + 250;
+                }
+                struct pollfd p[5] = { { .fd = r->sigfd, .events = POLLIN },
+                                       { .fd = r->out_fd, .events = POLLIN },
+                                       { .fd = r->err_fd, .events = POLLIN } };
+                run_tty_poll(&r->tty, &p[3], &p[4]);
+                int wait = 250;
+                if (want_ready && !r->ready)
+                        wait = 100;
+                if (next_sample > now && next_sample - now < (uint64_t)wait)
+                        wait = (int)(next_sample - now);
+                poll(p, 5, wait);
+                if (p[1].revents)
+                        pump(r, r->out_fd, STDOUT_FILENO);
+                if (p[2].revents)
+                        pump(r, r->err_fd, STDERR_FILENO);
+                if (p[3].revents || p[4].revents)
+                        run_tty_relay(&r->tty, p[3].revents);
+                read_signals(r, e);
+                if (e->got_signal)
+                        break;
+        }
+}
+
+/* The command started (its output through pipes where asked), and what became of its exec:
+ * 0, or minus an exit code (said) */
+static int start_command(struct run *r, bool pipe_out, bool pipe_err, const sigset_t *old, const char *ready_log,
+                         int *exec_errno, int *fork_errno)
+{
+        int outp[2] = { -1, -1 }, errp[2] = { -1, -1 }, execp[2];
+        if ((pipe_out && pipe2(outp, O_CLOEXEC) < 0) || (pipe_err && pipe2(errp, O_CLOEXEC) < 0) ||
+            pipe2(execp, O_CLOEXEC) < 0) {
+                error_msg("cannot create pipes: %s", strerror(errno));
+                return -EXIT_RUN_FAILED;
+        }
+        if (ready_log && regcomp(&r->ready_re, ready_log, REG_EXTENDED | REG_NOSUB) != 0) {
+                error_msg("invalid regular expression '%s'", QUOTED(ready_log)); /* it was valid a moment ago */
+                return -EXIT_USAGE;
+        }
+        r->start_ms = r->last_activity_ms = r->stall_check_ms = gr_now_ms();
+        char gpid[32];
+        snprintf(gpid, sizeof(gpid), "%d", (int)getpid());
+        r->child = fork();
+        if (r->child < 0) {
+                error_msg("cannot fork: %s", strerror(errno));
+                return -EXIT_RUN_FAILED;
+        }
+        if (r->child == 0) {
+                fatal_uninstall();
+                run_tty_child(&r->tty, execp[1]); /* with a pty: returns in the command, a grandchild */
+                setenv("GPUREAP_RUN_PID", gpid, 1); /* lets 'status' name a killed supervisor's tree */
+                unsetenv("NOTIFY_SOCKET");         /* gpureap run tells systemd, not the command */
+                /* the dispositions are the caller's (gpureap changed none but the five above,
+                 * and an ignored CHLD); the mask too */
+                if (r->caller_ignored >> (SIGCHLD - 1) & 1)
+                        signal(SIGCHLD, SIG_IGN);
+                sigprocmask(SIG_SETMASK, old, NULL);
+                if (pipe_out)
+                        dup2(outp[1], STDOUT_FILENO);
+                if (pipe_err)
+                        dup2(errp[1], STDERR_FILENO);
+                execvp(r->cmd[0], r->cmd);
+                int e = errno;
+                child_report(execp[1], CHILD_EXEC_ERRNO, e);
+                _exit(e == ENOENT ? EXIT_NOT_FOUND : EXIT_CANNOT_EXEC);
+        }
+        r->cmd_pid = r->child;
+        run_tty_parent(&r->tty, r->child);
+        close(execp[1]);
+        if (pipe_out) {
+                close(outp[1]);
+                r->out_fd = outp[0];
+        }
+        if (pipe_err) {
+                close(errp[1]);
+                r->err_fd = errp[0];
+        }
+        if (r->tty.kind == RUN_TTY_PTY)
+                r->out_fd = fcntl(r->tty.master, F_DUPFD_CLOEXEC, 3); /* pump() closes its own */
+        /* the pipe closes at the exec (or the exec's failure, told); with a pty the shim tells
+         * the command's PID first */
+        *exec_errno = *fork_errno = 0;
+        struct child_report m;
+        while (read(execp[0], &m, sizeof(m)) == (ssize_t)sizeof(m)) {
+                if (m.kind == CHILD_PID)
+                        r->cmd_pid = r->tty.pgid = m.value;
+                else if (m.kind == CHILD_EXEC_ERRNO)
+                        *exec_errno = m.value;
+                else if (m.kind == CHILD_FORK_ERRNO)
+                        *fork_errno = m.value;
+        }
+        close(execp[0]);
+        if (!*exec_errno && !*fork_errno)
+                crash_pgid = r->cmd_pid;
+        return 0;
+}
+
+/* The signals gpureap takes (a signalfd in r->sigfd), the caller's dispositions kept; the mask
+ * it had in *old, for the command */
+static void take_signals(struct run *r, int pdeathsig, pid_t parent, sigset_t *old)
+{
+        /* Every signal that would end or stop gpureap by default is taken, through a signalfd:
+         * INT, TERM, HUP and QUIT end the tree; the others (USR1, USR2, ALRM, PROF, XCPU, PWR,
+         * PIPE, URG, WINCH, real-time...) are passed on. A tree that signals its supervisor must
+         * not orphan itself. A signal the caller ignores (nohup's HUP, a shell's trap '' INT, a
+         * script's background job's INT and QUIT) keeps its disposition, which the command
+         * inherits through the exec, and never ends the run: it is passed on, as tini does (a
+         * blocked signal is queued whatever its disposition). PIPE is taken too: gpureap
+         * outlives its own output (a reader that exits, | head), and one it raised itself by a
+         * write is told apart (its sender is gpureap). */
+        struct sigaction caller[_NSIG];
+        for (int sig = 1; sig <= SIGRTMAX; sig++)
+                if (sig == SIGKILL || sig == SIGSTOP || sigaction(sig, NULL, &caller[sig]) < 0)
+                        caller[sig] = (struct sigaction){ .sa_handler = SIG_DFL };
+        sigset_t mask, blocked;
+        sigemptyset(&mask);
+        int sigs[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGALRM, SIGVTALRM,
+                       SIGPROF, SIGXCPU, SIGXFSZ, SIGPWR, SIGSTKFLT, SIGIO, SIGSYS, SIGTRAP, SIGWINCH,
+                       SIGPIPE, SIGURG };
+        for (int sig = 1; sig <= SIGRTMAX; sig++)
+                if (caller[sig].sa_handler == SIG_IGN)
+                        r->caller_ignored |= 1ULL << (sig - 1);
+        ignored_at_start = r->caller_ignored;
+        if (caller[SIGCHLD].sa_handler == SIG_IGN || (caller[SIGCHLD].sa_flags & SA_NOCLDWAIT))
+                signal(SIGCHLD, SIG_DFL); /* else the kernel reaps the children: no status to pass on */
+        for (size_t i = 0; i < GR_ELEMENTSOF(sigs); i++)
+                sigaddset(&mask, sigs[i]);
+        for (int sig = SIGRTMIN; sig <= SIGRTMAX; sig++)
+                sigaddset(&mask, sig);
+        sigaddset(&mask, SIGCHLD);
+        int stops[] = { SIGTSTP, SIGTTIN, SIGTTOU, SIGCONT };
+        if (r->tty.kind != RUN_TTY_NONE) {
+                /* at a terminal: a TSTP sent to gpureap stops the command's job (and so gpureap),
+                 * a CONT (fg, bg) gives it the terminal again; TTOU is only blocked, so that
+                 * gpureap may hand the terminal over from the background */
+                sigaddset(&mask, SIGTSTP);
+                sigaddset(&mask, SIGCONT);
+        } else {
+                /* no terminal: job control is the command's, passed on (as dumb-init does);
+                 * gpureap itself keeps running, to supervise and to pass on the CONT */
+                for (size_t i = 0; i < GR_ELEMENTSOF(stops); i++)
+                        sigaddset(&mask, stops[i]);
+        }
+        blocked = mask;
+        if (r->tty.kind != RUN_TTY_NONE)
+                sigaddset(&blocked, SIGTTOU);
+        sigprocmask(SIG_BLOCK, &blocked, old);
+        fatal_install(caller);
+        if (pdeathsig) {
+                /* as tini -p: gpureap's parent gone (its thread that started gpureap), gpureap gets
+                 * the signal, and takes it as any other (TERM ends the tree); a parent gone
+                 * already is told at once */
+                prctl(PR_SET_PDEATHSIG, pdeathsig);
+                if (getppid() != parent)
+                        kill(getpid(), pdeathsig);
+        }
+        r->sigfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+
+}
+
+/* One option of run's (getopt's code c, its optarg): 0, or -1 for a usage error (said) */
+static int parse_option(struct run *r, int c, const char **ready_log, int *pdeathsig)
+{
+        switch (c) {
+        case 'F':
+                if (!optarg[0]) {
+                        error_msg("--ready-file needs a file name");
+                        return -1;
+                }
+                if (output_path_ok("--ready-file", optarg) < 0)
+                        return -1;
+                if (absolute_path("--ready-file", optarg, r->ready_abs, sizeof(r->ready_abs)) < 0)
+                        return -1;
+                r->ready_file = r->ready_abs;
+                break;
+        case 'j':
+                if (!optarg[0]) {
+                        error_msg("--json needs a file name ('-' for stdout)");
+                        return -1;
+                }
+                if (strcmp(optarg, "-") != 0 && output_path_ok("--json", optarg) < 0)
+                        return -1;
+                r->json_path = optarg;
+                if (strcmp(optarg, "-") != 0) {
+                        if (absolute_path("--json", optarg, r->json_abs, sizeof(r->json_abs)) < 0)
+                                return -1;
+                        r->json_path = r->json_abs;
+                }
+                break;
+        case 'G': if (parse_duration_option(optarg, &r->grace, true) < 0) return -1; break;
+        case 'M': if (parse_duration_option(optarg, &r->max_time, false) < 0) return -1; break;
+        case 'R': if (parse_duration_option(optarg, &r->ready_timeout, false) < 0) return -1; break;
+        case 'S': if (parse_duration_option(optarg, &r->stall_timeout, false) < 0) return -1; break;
+        case 'D': if (parse_duration_option(optarg, &r->drain_timeout, true) < 0) return -1; break;
+        case 'C': r->no_cgroup = true; break;
+        case 'g': r->signal_group = true; break;
+        case 'v': r->verbose++; break;
+        case 'e': {
+                int v;
+                if (gr_parse_int(optarg, &v) < 0 || v < 0 || v > 255) {
+                        error_msg("invalid exit status '%s' (0 to 255)", QUOTED(optarg));
+                        return -1;
+                }
+                r->remap_exit[v] = true;
+                break;
+        }
+        case 'r': {
+                char from[32];
+                const char *colon = strchr(optarg, ':');
+                int f = -1, t = -1;
+                if (colon && (size_t)(colon - optarg) < sizeof(from)) {
+                        memcpy(from, optarg, (size_t)(colon - optarg));
+                        from[colon - optarg] = '\0';
+                        f = parse_signal(from, false);
+                        t = parse_signal(colon + 1, true);
+                }
+                if (f < 0 || t < 0 || f == SIGKILL || f == SIGSTOP || f == SIGCHLD || t == SIGCHLD) {
+                        error_msg("invalid --rewrite-signal '%s' (SIGNAL:SIGNAL, as TERM:INT or 15:2; "
+                                  ":0 drops it; not KILL, STOP or CHLD)", QUOTED(optarg));
+                        return -1;
+                }
+                r->rewrite[f] = t == 0 ? -1 : t;
+                break;
+        }
+        case 'P':
+                *pdeathsig = parse_signal(optarg, false);
+                if (*pdeathsig < 0) {
+                        error_msg("invalid signal '%s'", QUOTED(optarg));
+                        return -1;
+                }
+                break;
+        case 'T': if (tty_when_option(optarg, &r->tty_when) < 0) return -1; break;
+        case 'q': r->quiet = true; break;
+        case 'p': {
+                int v;
+                if (gr_parse_int(optarg, &v) < 0 || v < 1 || v > 65535) {
+                        error_msg("invalid port '%s'", QUOTED(optarg));
+                        return -1;
+                }
+                r->ready_port = v;
+                break;
+        }
+        case 'l':
+                /* checked now (a usage error), compiled once nothing can end the run
+                 * before it starts: an early exit leaves nothing allocated */
+                if (regcomp(&r->ready_re, optarg, REG_EXTENDED | REG_NOSUB) != 0) {
+                        error_msg("invalid regular expression '%s'", QUOTED(optarg));
+                        return -1;
+                }
+                regfree(&r->ready_re);
+                *ready_log = optarg;
+                r->ready_log_set = true;
+                break;
+        }
+        return 0;
+}
+
+/* 0 to go on, 1 when the help was printed, -1 for a usage error (said) */
+static int parse_args(struct run *r, int argc, char **argv, const char **ready_log, int *pdeathsig)
 {
         static const struct option opts[] = {
                 { "grace", required_argument, NULL, 'G' },
@@ -1292,117 +1722,38 @@ int cmd_run(int argc, char **argv)
                 { "help", no_argument, NULL, 'h' },
                 { NULL, 0, NULL, 0 },
         };
+        optind = 1;
+        int c;
+        while ((c = getopt_long(argc, argv, "+G:M:p:l:R:S:D:Cqj:F:T:hv", opts, NULL)) != -1) {
+                if (c == 'h') {
+                        run_usage(stdout);
+                        return 1;
+                }
+                if (c == '?' || c == ':' || !strchr("GMplRSDCqjFTegrPv", c)) {
+                        unknown_option(argc, argv, opts, "run");
+                        return -1;
+                }
+                if (parse_option(r, c, ready_log, pdeathsig) < 0)
+                        return -1;
+        }
+        if (optind >= argc) {
+                error_msg("no command to run; usage: gpureap run [OPTIONS] -- COMMAND [ARGS...]");
+                return -1;
+        }
+        r->cmd = &argv[optind];
+        return 0;
+}
+
+int cmd_run(int argc, char **argv)
+{
         struct run r = { .grace = 5000, .drain_timeout = 30000, .out_fd = -1, .err_fd = -1, .sigfd = -1,
                          .cgroup_lock = -1, .cgroup_kill_fd = -1 };
         const char *ready_log = NULL;
         int pdeathsig = 0;
         pid_t parent = getppid();
-        optind = 1;
-        int c;
-        while ((c = getopt_long(argc, argv, "+G:M:p:l:R:S:D:Cqj:F:T:hv", opts, NULL)) != -1) {
-                switch (c) {
-                case 'F':
-                        if (!optarg[0]) {
-                                error_msg("--ready-file needs a file name");
-                                return EXIT_USAGE;
-                        }
-                        if (output_path_ok("--ready-file", optarg) < 0)
-                                return EXIT_USAGE;
-                        if (absolute_path("--ready-file", optarg, r.ready_abs, sizeof(r.ready_abs)) < 0)
-                                return EXIT_USAGE;
-                        r.ready_file = r.ready_abs;
-                        break;
-                case 'j':
-                        if (!optarg[0]) {
-                                error_msg("--json needs a file name ('-' for stdout)");
-                                return EXIT_USAGE;
-                        }
-                        if (strcmp(optarg, "-") != 0 && output_path_ok("--json", optarg) < 0)
-                                return EXIT_USAGE;
-                        r.json_path = optarg;
-                        if (strcmp(optarg, "-") != 0) {
-                                if (absolute_path("--json", optarg, r.json_abs, sizeof(r.json_abs)) < 0)
-                                        return EXIT_USAGE;
-                                r.json_path = r.json_abs;
-                        }
-                        break;
-                case 'G': if (parse_duration_option(optarg, &r.grace, true) < 0) return EXIT_USAGE; break;
-                case 'M': if (parse_duration_option(optarg, &r.max_time, false) < 0) return EXIT_USAGE; break;
-                case 'R': if (parse_duration_option(optarg, &r.ready_timeout, false) < 0) return EXIT_USAGE; break;
-                case 'S': if (parse_duration_option(optarg, &r.stall_timeout, false) < 0) return EXIT_USAGE; break;
-                case 'D': if (parse_duration_option(optarg, &r.drain_timeout, true) < 0) return EXIT_USAGE; break;
-                case 'C': r.no_cgroup = true; break;
-                case 'g': r.signal_group = true; break;
-                case 'v': r.verbose++; break;
-                case 'e': {
-                        int v;
-                        if (gr_parse_int(optarg, &v) < 0 || v < 0 || v > 255) {
-                                error_msg("invalid exit status '%s' (0 to 255)", QUOTED(optarg));
-                                return EXIT_USAGE;
-                        }
-                        r.remap_exit[v] = true;
-                        break;
-                }
-                case 'r': {
-                        char from[32];
-                        const char *colon = strchr(optarg, ':');
-                        int f = -1, t = -1;
-                        if (colon && (size_t)(colon - optarg) < sizeof(from)) {
-                                memcpy(from, optarg, (size_t)(colon - optarg));
-                                from[colon - optarg] = '\0';
-                                f = parse_signal(from, false);
-                                t = parse_signal(colon + 1, true);
-                        }
-                        if (f < 0 || t < 0 || f == SIGKILL || f == SIGSTOP || f == SIGCHLD || t == SIGCHLD) {
-                                error_msg("invalid --rewrite-signal '%s' (SIGNAL:SIGNAL, as TERM:INT or 15:2; "
-                                          ":0 drops it; not KILL, STOP or CHLD)", QUOTED(optarg));
-                                return EXIT_USAGE;
-                        }
-                        r.rewrite[f] = t == 0 ? -1 : t;
-                        break;
-                }
-                case 'P':
-                        pdeathsig = parse_signal(optarg, false);
-                        if (pdeathsig < 0) {
-                                error_msg("invalid signal '%s'", QUOTED(optarg));
-                                return EXIT_USAGE;
-                        }
-                        break;
-                case 'T': if (tty_when_option(optarg, &r.tty_when) < 0) return EXIT_USAGE; break;
-                case 'q': r.quiet = true; break;
-                case 'p': {
-                        int v;
-                        if (gr_parse_int(optarg, &v) < 0 || v < 1 || v > 65535) {
-                                error_msg("invalid port '%s'", QUOTED(optarg));
-                                return EXIT_USAGE;
-                        }
-                        r.ready_port = v;
-                        break;
-                }
-                case 'l':
-                        /* checked now (a usage error), compiled once nothing can end the run
-                         * before it starts: an early exit leaves nothing allocated */
-                        if (regcomp(&r.ready_re, optarg, REG_EXTENDED | REG_NOSUB) != 0) {
-                                error_msg("invalid regular expression '%s'", QUOTED(optarg));
-                                return EXIT_USAGE;
-                        }
-                        regfree(&r.ready_re);
-                        ready_log = optarg;
-                        r.ready_log_set = true;
-                        break;
-                case 'h':
-                        run_usage(stdout);
-                        return EXIT_CLEAN;
-                default:
-                        unknown_option(argc, argv, opts, "run");
-                        return EXIT_USAGE;
-                }
-        }
-        if (optind >= argc) {
-                error_msg("no command to run; usage: gpureap run [OPTIONS] -- COMMAND [ARGS...]");
-                return EXIT_USAGE;
-        }
-        r.cmd = &argv[optind];
+        int pa = parse_args(&r, argc, argv, &ready_log, &pdeathsig);
+        if (pa != 0)
+                return pa > 0 ? EXIT_CLEAN : EXIT_USAGE;
         bool want_ready = r.ready_port || r.ready_log_set;
         if (want_ready && !r.ready_timeout)
                 r.ready_timeout = 600000;
@@ -1423,270 +1774,36 @@ int cmd_run(int argc, char **argv)
         r.tty_lines = pty;
         audit_open("run");
         prctl(PR_SET_CHILD_SUBREAPER, 1);
-        /* Every signal that would end or stop gpureap by default is taken, through a signalfd:
-         * INT, TERM, HUP and QUIT end the tree; the others (USR1, USR2, ALRM, PROF, XCPU, PWR,
-         * PIPE, URG, WINCH, real-time...) are passed on. A tree that signals its supervisor must
-         * not orphan itself. A signal the caller ignores (nohup's HUP, a shell's trap '' INT, a
-         * script's background job's INT and QUIT) keeps its disposition, which the command
-         * inherits through the exec, and never ends the run: it is passed on, as tini does (a
-         * blocked signal is queued whatever its disposition). PIPE is taken too: gpureap
-         * outlives its own output (a reader that exits, | head), and one it raised itself by a
-         * write is told apart (its sender is gpureap). */
-        struct sigaction caller[_NSIG];
-        for (int sig = 1; sig <= SIGRTMAX; sig++)
-                if (sig == SIGKILL || sig == SIGSTOP || sigaction(sig, NULL, &caller[sig]) < 0)
-                        caller[sig] = (struct sigaction){ .sa_handler = SIG_DFL };
-        sigset_t mask, blocked, old;
-        sigemptyset(&mask);
-        int sigs[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGALRM, SIGVTALRM,
-                       SIGPROF, SIGXCPU, SIGXFSZ, SIGPWR, SIGSTKFLT, SIGIO, SIGSYS, SIGTRAP, SIGWINCH,
-                       SIGPIPE, SIGURG };
-        for (int sig = 1; sig <= SIGRTMAX; sig++)
-                if (caller[sig].sa_handler == SIG_IGN)
-                        r.caller_ignored |= 1ULL << (sig - 1);
-        ignored_at_start = r.caller_ignored;
-        if (caller[SIGCHLD].sa_handler == SIG_IGN || (caller[SIGCHLD].sa_flags & SA_NOCLDWAIT))
-                signal(SIGCHLD, SIG_DFL); /* else the kernel reaps the children: no status to pass on */
-        for (size_t i = 0; i < GR_ELEMENTSOF(sigs); i++)
-                sigaddset(&mask, sigs[i]);
-        for (int sig = SIGRTMIN; sig <= SIGRTMAX; sig++)
-                sigaddset(&mask, sig);
-        sigaddset(&mask, SIGCHLD);
-        int stops[] = { SIGTSTP, SIGTTIN, SIGTTOU, SIGCONT };
-        if (r.tty.kind != RUN_TTY_NONE) {
-                /* at a terminal: a TSTP sent to gpureap stops the command's job (and so gpureap),
-                 * a CONT (fg, bg) gives it the terminal again; TTOU is only blocked, so that
-                 * gpureap may hand the terminal over from the background */
-                sigaddset(&mask, SIGTSTP);
-                sigaddset(&mask, SIGCONT);
-        } else {
-                /* no terminal: job control is the command's, passed on (as dumb-init does);
-                 * gpureap itself keeps running, to supervise and to pass on the CONT */
-                for (size_t i = 0; i < GR_ELEMENTSOF(stops); i++)
-                        sigaddset(&mask, stops[i]);
-        }
-        blocked = mask;
-        if (r.tty.kind != RUN_TTY_NONE)
-                sigaddset(&blocked, SIGTTOU);
-        sigprocmask(SIG_BLOCK, &blocked, &old);
-        fatal_install(caller);
-        if (pdeathsig) {
-                /* as tini -p: gpureap's parent gone (its thread that started gpureap), gpureap gets
-                 * the signal, and takes it as any other (TERM ends the tree); a parent gone
-                 * already is told at once */
-                prctl(PR_SET_PDEATHSIG, pdeathsig);
-                if (getppid() != parent)
-                        kill(getpid(), pdeathsig);
-        }
-        r.sigfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+        sigset_t old;
+        take_signals(&r, pdeathsig, parent, &old);
 
-        int outp[2] = { -1, -1 }, errp[2] = { -1, -1 }, execp[2];
-        if ((pipe_out && pipe2(outp, O_CLOEXEC) < 0) || (pipe_err && pipe2(errp, O_CLOEXEC) < 0) ||
-            pipe2(execp, O_CLOEXEC) < 0) {
-                error_msg("cannot create pipes: %s", strerror(errno));
-                return EXIT_RUN_FAILED;
-        }
-        if (ready_log && regcomp(&r.ready_re, ready_log, REG_EXTENDED | REG_NOSUB) != 0) {
-                error_msg("invalid regular expression '%s'", QUOTED(ready_log)); /* it was valid a moment ago */
-                return EXIT_USAGE;
-        }
-        r.start_ms = r.last_activity_ms = r.stall_check_ms = gr_now_ms();
-        char gpid[32];
-        snprintf(gpid, sizeof(gpid), "%d", (int)getpid());
-        r.child = fork();
-        if (r.child < 0) {
-                error_msg("cannot fork: %s", strerror(errno));
-                return EXIT_RUN_FAILED;
-        }
-        if (r.child == 0) {
-                fatal_uninstall();
-                run_tty_child(&r.tty, execp[1]); /* with a pty: returns in the command, a grandchild */
-                setenv("GPUREAP_RUN_PID", gpid, 1); /* lets 'status' name a killed supervisor's tree */
-                unsetenv("NOTIFY_SOCKET");         /* gpureap run tells systemd, not the command */
-                /* the dispositions are the caller's (gpureap changed none but the five above,
-                 * and an ignored CHLD); the mask too */
-                if (r.caller_ignored >> (SIGCHLD - 1) & 1)
-                        signal(SIGCHLD, SIG_IGN);
-                sigprocmask(SIG_SETMASK, &old, NULL);
-                if (pipe_out)
-                        dup2(outp[1], STDOUT_FILENO);
-                if (pipe_err)
-                        dup2(errp[1], STDERR_FILENO);
-                execvp(r.cmd[0], r.cmd);
-                int e = errno;
-                child_report(execp[1], CHILD_EXEC_ERRNO, e);
-                _exit(e == ENOENT ? EXIT_NOT_FOUND : EXIT_CANNOT_EXEC);
-        }
-        r.cmd_pid = r.child;
-        run_tty_parent(&r.tty, r.child);
-        close(execp[1]);
-        if (pipe_out) {
-                close(outp[1]);
-                r.out_fd = outp[0];
-        }
-        if (pipe_err) {
-                close(errp[1]);
-                r.err_fd = errp[0];
-        }
-        if (pty)
-                r.out_fd = fcntl(r.tty.master, F_DUPFD_CLOEXEC, 3); /* pump() closes its own */
-        /* the pipe closes at the exec (or the exec's failure, told); with a pty the shim tells
-         * the command's PID first */
-        int exec_errno = 0, fork_errno = 0;
-        struct child_report m;
-        while (read(execp[0], &m, sizeof(m)) == (ssize_t)sizeof(m)) {
-                if (m.kind == CHILD_PID)
-                        r.cmd_pid = r.tty.pgid = m.value;
-                else if (m.kind == CHILD_EXEC_ERRNO)
-                        exec_errno = m.value;
-                else if (m.kind == CHILD_FORK_ERRNO)
-                        fork_errno = m.value;
-        }
-        close(execp[0]);
-        if (!exec_errno && !fork_errno)
-                crash_pgid = r.cmd_pid;
+        int exec_errno, fork_errno;
+        q = start_command(&r, pipe_out, pipe_err, &old, ready_log, &exec_errno, &fork_errno);
+        if (q < 0)
+                return -q;
         /* the command has its caller's directory; gpureap holds none (a mount stays unmountable
          * while a process has its working directory there) */
         absolute_env();
         if (chdir("/") < 0)
                 verbose(&r, "cannot leave the working directory: %s", strerror(errno));
 
-        int child_status = 0, code = -1, got_signal = 0;
-        bool child_done = false, remapped = false;
-        const char *why = NULL, *ended = NULL, *run_error = NULL;
+        struct run_end e = { .code = -1 };
         if (exec_errno || fork_errno)
                 run_tty_restore(&r.tty); /* the terminal back before a word is written to it */
         if (fork_errno) {
                 error_msg("cannot fork: %s", strerror(fork_errno));
-                code = EXIT_RUN_FAILED;
-                ended = "gpureap_failed";
-                run_error = "cannot fork";
+                e.code = EXIT_RUN_FAILED;
+                e.ended = "gpureap_failed";
+                e.run_error = "cannot fork";
         } else if (exec_errno) {
                 error_msg("cannot run '%s': %s", QUOTED(r.cmd[0]), strerror(exec_errno));
-                code = exec_errno == ENOENT ? EXIT_NOT_FOUND : EXIT_CANNOT_EXEC;
-                ended = exec_errno == ENOENT ? "not_found" : "cannot_execute";
+                e.code = exec_errno == ENOENT ? EXIT_NOT_FOUND : EXIT_CANNOT_EXEC;
+                e.ended = exec_errno == ENOENT ? "not_found" : "cannot_execute";
         } else {
                 run_tty_started(&r.tty);
         }
-        uint64_t next_sample = r.start_ms + 50, next_port = r.start_ms;
-        while (code < 0 && !child_done) {
-                uint64_t now = gr_now_ms();
-                if (!want_ready || r.ready)
-                        announce_ready(&r);
-                if (r.max_time && now - r.start_ms >= r.max_time) {
-                        why = "the maximum time passed";
-                        ended = "max_time";
-                        code = EXIT_MAX_TIME;
-                        break;
-                }
-                if (want_ready && !r.ready) {
-                        if (r.ready_port && now >= next_port) {
-                                r.ready = port_ready(&r);
-                                next_port = now + 100;
-                        }
-                        uint64_t paused = r.paused_ms + (r.stopped_at_ms ? now - r.stopped_at_ms : 0);
-                        if (!r.ready && now - r.start_ms - paused >= r.ready_timeout) {
-                                diagnose_tree(&r, "not ready in time");
-                                why = "not ready in time";
-                                ended = "not_ready";
-                                code = EXIT_NOT_READY;
-                                break;
-                        }
-                }
-                if (r.stall_timeout && now - r.stall_check_ms >= 1000) {
-                        uint64_t cpu = tree_cpu(&r);
-                        if (cpu != r.last_cpu || r.stopped_at_ms) /* stopped: not stalled */
-                                r.last_activity_ms = now;
-                        r.last_cpu = cpu;
-                        r.stall_check_ms = now;
-                        if (now - r.last_activity_ms >= r.stall_timeout) {
-                                diagnose_tree(&r, "stalled: no output and no CPU time");
-                                why = "stalled";
-                                ended = "stalled";
-                                code = EXIT_STALLED;
-                                break;
-                        }
-                }
-                if (now >= next_sample) {
-                        /* the cgroup only for commands that live past the first sample: creating
-                         * and removing one costs 0.28 ms, a third of a short command's run */
-                        if (!r.no_cgroup && !r.cgroup_tried)
-                                contain(&r);
-                        sample_gpus(&r, SAMPLE_DUE, NULL);
-                        next_sample = now + 250;
-                }
-                struct pollfd p[5] = { { .fd = r.sigfd, .events = POLLIN },
-                                       { .fd = r.out_fd, .events = POLLIN },
-                                       { .fd = r.err_fd, .events = POLLIN } };
-                run_tty_poll(&r.tty, &p[3], &p[4]);
-                int wait = 250;
-                if (want_ready && !r.ready)
-                        wait = 100;
-                if (next_sample > now && next_sample - now < (uint64_t)wait)
-                        wait = (int)(next_sample - now);
-                poll(p, 5, wait);
-                if (p[1].revents)
-                        pump(&r, r.out_fd, STDOUT_FILENO);
-                if (p[2].revents)
-                        pump(&r, r.err_fd, STDERR_FILENO);
-                if (p[3].revents || p[4].revents)
-                        run_tty_relay(&r.tty, p[3].revents);
-                struct signalfd_siginfo si;
-                for (size_t i = 0; i < GR_ELEMENTSOF(fatal_signals); i++) /* sent ABRT, SEGV... */
-                        if (fatal_sent & (1 << i)) {
-                                fatal_sent &= ~(1 << i);
-                                int sig = taken_signal(&r, fatal_signals[i]);
-                                if (!child_done && sig > 0 && !ending_signal(&r, sig))
-                                        pass_on(&r, sig);
-                                else if (sig > 0 && ending_signal(&r, sig) && !got_signal) {
-                                        got_signal = sig; /* rewritten to one that ends the run */
-                                        why = "gpureap was signalled";
-                                }
-                        }
-                while (read(r.sigfd, &si, sizeof(si)) == sizeof(si)) {
-                        if (si.ssi_signo == SIGPIPE && (pid_t)si.ssi_pid == getpid())
-                                continue; /* a write of gpureap's own to a reader that went away */
-                        if ((si.ssi_signo == SIGTTOU || si.ssi_signo == SIGTTIN) && si.ssi_code == SI_KERNEL)
-                                continue; /* gpureap's own write to a terminal from the background
-                                             (TOSTOP): blocked, the write goes through; not the command's */
-                        int sig = taken_signal(&r, (int)si.ssi_signo);
-                        if (sig == 0)
-                                continue; /* --rewrite-signal S:0 */
-                        if (sig == SIGCHLD) {
-                                reap_children(&r, &child_status, &child_done);
-                                if (r.tty.kind != RUN_TTY_NONE && !child_done)
-                                        follow_stop(&r, &child_status, &child_done);
-                        } else if (r.tty.kind != RUN_TTY_NONE && sig == SIGCONT) {
-                                if (!child_done)
-                                        run_tty_resume(&r.tty);
-                        } else if (r.tty.kind != RUN_TTY_NONE && sig == SIGTSTP) {
-                                if (!child_done && r.tty.pgid > 0)
-                                        kill(-r.tty.pgid, SIGTSTP); /* the job stops, gpureap follows */
-#ifdef GPUREAP_TEST_HOOKS
-                        } else if (sig == SIGUSR2 && getenv("GPUREAP_TEST_FAULT_ADDR")) {
-                                /* Test seam (tests/integration/run-tty-pty.sh, run-init-scenarios.sh):
-                                 * a real fault of gpureap's own, at an address the compiler cannot
-                                 * know, on SIGUSR2. Only in the gpureap-test-hooks build */
-                                *(volatile int *)(uintptr_t)strtoull(getenv("GPUREAP_TEST_FAULT_ADDR"), NULL, 0) = 1;
-#endif
-                        } else if (r.tty.kind == RUN_TTY_PTY && sig == SIGWINCH) {
-                                run_tty_winch(&r.tty);
-                        } else {
-                                bool ends = ending_signal(&r, sig);
-                                bool job = sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU || sig == SIGCONT;
-                                if (!ends && !child_done && job && r.tty.kind == RUN_TTY_NONE)
-                                        pass_on_job_control(&r, sig);
-                                else if (!ends && !child_done) /* reaped: its PID may be another's already */
-                                        pass_on(&r, sig);
-                                if (ends && !got_signal) {
-                                        got_signal = sig; /* passed on by the teardown */
-                                        why = "gpureap was signalled";
-                                }
-                        }
-                }
-                if (got_signal)
-                        break;
-        }
+        if (e.code < 0)
+                supervise(&r, want_ready, &e);
         /* output still in the pipes belongs to the user */
         while (r.out_fd >= 0 || r.err_fd >= 0) {
                 struct pollfd p[2] = { { .fd = r.out_fd, .events = POLLIN }, { .fd = r.err_fd, .events = POLLIN } };
@@ -1701,91 +1818,51 @@ int cmd_run(int argc, char **argv)
         if (r.announced)
                 sd_notify_send("STOPPING=1\nSTATUS=ending the tree, waiting for the GPU memory");
         uint64_t end_t0 = gr_now_ms();
-        end_tree(&r, got_signal, &child_status, &child_done);
+        end_tree(&r, e.got_signal, &e.child_status, &e.child_done);
         uint64_t end_ms = gr_now_ms() - end_t0;
         run_tty_restore(&r.tty); /* the job's terminal back to gpureap's group before it writes */
-        if (code < 0) {
-                if (got_signal) {
-                        code = 128 + got_signal;
-                        ended = "gpureap_signalled";
-                } else if (child_done) {
-                        code = WIFEXITED(child_status) ? WEXITSTATUS(child_status) : 128 + WTERMSIG(child_status);
-                        ended = WIFEXITED(child_status) ? "exit" : "signal";
+        if (e.code < 0) {
+                if (e.got_signal) {
+                        e.code = 128 + e.got_signal;
+                        e.ended = "gpureap_signalled";
+                } else if (e.child_done) {
+                        e.code = WIFEXITED(e.child_status) ? WEXITSTATUS(e.child_status) : 128 + WTERMSIG(e.child_status);
+                        e.ended = WIFEXITED(e.child_status) ? "exit" : "signal";
                 } else {
                         /* the loop ends only with the command done, a signal or a watchdog */
-                        code = EXIT_RUN_FAILED;
-                        ended = "gpureap_failed";
-                        run_error = "the command's end was not seen";
+                        e.code = EXIT_RUN_FAILED;
+                        e.ended = "gpureap_failed";
+                        e.run_error = "the command's end was not seen";
                 }
                 /* --remap-exit, as tini -e: the command's status (128+N for a signal, also one
                  * that gpureap got and passed on: 143 for a TERM), never gpureap's own */
-                if ((child_done || got_signal) && r.remap_exit[code]) {
-                        verbose(&r, "exit status %d remapped to 0", code);
-                        code = 0;
-                        remapped = true;
+                if ((e.child_done || e.got_signal) && r.remap_exit[e.code]) {
+                        verbose(&r, "exit status %d remapped to 0", e.code);
+                        e.code = 0;
+                        e.remapped = true;
                 }
         }
 
         /* the GPUs the tree used: wait until the driver has their memory back */
-        char gpu_note[256] = "";
-        int drain_met = -1; /* -1: nothing to wait for, or the driver could not be read */
-        uint64_t drain_ms = 0;
-        /* the driver is asked only when a member looked at without a GPU may have opened one
-         * since: every other member's files were read at the end, or it was seen holding */
-        collect_end_pids(&r);
-        if (!r.gpu_minors && r.maybe_opened)
-                r.gpu_minors = gpus_owned_by_tree(&r);
-        if (r.gpu_minors) {
-                gr_snapshot_options so = { 0 };
-                nvml_timeout_from_env(&so.gpu.timeout_ms);
-                struct drain_cond dc = { r.gpu_minors, r.end_pids, r.n_end_pids };
-                gr_wait_options w = { .so = &so, .timeout_ms = r.drain_timeout };
-                gr_snapshot *s = NULL;
-                gr_diagnosis *d = NULL;
-                bool met = false;
-                uint64_t t0 = gr_now_ms();
-                if (gr_wait_until(&w, gpus_back, &dc, &s, &d, &met) == 0) {
-                        drain_met = met;
-                        drain_ms = gr_now_ms() - t0;
-                        snprintf(gpu_note, sizeof(gpu_note), "; GPU memory %s in %llu ms",
-                                 met ? "back" : "NOT back", (unsigned long long)(gr_now_ms() - t0));
-                        if (!met) {
-                                error_msg("the GPU memory did not come back within %.1fs:", (double)r.drain_timeout / 1000);
-                                render_status_table(stderr, s, d, NULL, &(struct table_options){ .width = terminal_width(STDERR_FILENO) });
-                        }
-                        gr_diagnosis_free(d);
-                        gr_snapshot_free(s);
-                }
-        }
-        if (!r.quiet) {
-                char how[64];
-                if (why)
-                        snprintf(how, sizeof(how), "ended: %s", why);
-                else if (child_done && WIFSIGNALED(child_status))
-                        snprintf(how, sizeof(how), "was killed by signal %d", WTERMSIG(child_status));
-                else if (child_done && WIFEXITED(child_status))
-                        snprintf(how, sizeof(how), "exited %d", WEXITSTATUS(child_status));
-                else
-                        snprintf(how, sizeof(how), "exited %d", code);
-                fprintf(stderr, "gpureap run: '%s' %s%s after %.1fs; %u leftover process%s ended (%u needed SIGKILL), %u reaped%s%s\n",
-                        r.cmd[0], how, remapped ? " (exit 0: --remap-exit)" : "", (double)now_ms_since(&r) / 1000,
-                        r.killed_term, r.killed_term == 1 ? "" : "es", r.killed_kill, r.reaped_orphans, gpu_note,
-                        r.cgroup[0] || (!r.cgroup_tried && !r.no_cgroup) ? "" : "; no cgroup (subreaper only)");
-        }
+        char gpu_note[256];
+        int drain_met;
+        uint64_t drain_ms;
+        wait_gpus_back(&r, &drain_met, &drain_ms, gpu_note, sizeof(gpu_note));
+        say_end(&r, &e, gpu_note);
         struct stat rst;
         if (r.ready_file && r.announced && lstat(r.ready_file, &rst) == 0 && S_ISREG(rst.st_mode) &&
             rst.st_dev == r.ready_dev && rst.st_ino == r.ready_ino)
                 unlink(r.ready_file); /* not ready any more (and only the file written: never what replaced it) */
         /* a result that could not be written (a full disk) is gpureap's failure: a script that
          * reads it must not take the command's 0 for it */
-        if (r.json_path && !write_result(&r, code, ended, run_error, got_signal, child_done ? &child_status : NULL,
+        if (r.json_path && !write_result(&r, e.code, e.ended, e.run_error, e.got_signal, e.child_done ? &e.child_status : NULL,
                                          end_ms, drain_met, drain_ms)) {
-                error_msg("the result was not written; the command's exit status was %d", code);
-                code = EXIT_RUN_FAILED;
+                error_msg("the result was not written; the command's exit status was %d", e.code);
+                e.code = EXIT_RUN_FAILED;
         }
         if (r.ready_log_set)
                 regfree(&r.ready_re);
         free(r.sampled);
         free(r.end_pids);
-        return code;
+        return e.code;
 }
