@@ -1784,6 +1784,7 @@ int cmd_run(int argc, char **argv)
         /* the command has its caller's directory; gpureap holds none (a mount stays unmountable
          * while a process has its working directory there) */
         absolute_env();
+        library_from_env(); /* the library's paths too */
         if (chdir("/") < 0)
                 verbose(&r, "cannot leave the working directory: %s", strerror(errno));
 

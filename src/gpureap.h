@@ -223,6 +223,10 @@ int parse_duration_option(const char *v, uint64_t *ret, bool zero_ok);
 int gpu_option_append(char *list, size_t size, const char *value); /* --gpu, repeatable */
 bool list_items_ok(const char *value);     /* no empty item in a comma-separated list */
 int nvml_timeout_from_env(uint64_t *ret);                          /* $GPUREAP_NVML_TIMEOUT */
+/* The library reads no environment: gpureap's variables for it (GPUREAP_PROC_ROOT,
+ * GPUREAP_DEV_DIR, GPUREAP_SCAN, GPUREAP_NVML_LIBRARY) passed to its setters (src/main.c);
+ * again after the command changed one of them */
+void library_from_env(void);
 int no_stray_arguments(int argc, char **argv, const char *cmd);    /* after getopt */
 
 void error_msg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

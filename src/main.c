@@ -5,10 +5,13 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdio_ext.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "gpureap/basic.h"
+#include "gpureap/gpu.h"
+#include "gpureap/proc.h"
 #include "gpureap-config.h"
 #include "gpureap.h"
 
@@ -207,6 +210,28 @@ static int run_command(const struct command *c, int argc, char **argv)
         return output_checked(c->run(argc, argv), c->output);
 }
 
+void library_from_env(void)
+{
+        /* the library keeps the pointers: getenv's strings are never freed, also those that a
+         * setenv replaced (run's absolute_env, which calls this again) */
+        gr_proc_root_set_default(getenv("GPUREAP_PROC_ROOT"));
+        gr_dev_dir_set_default(getenv("GPUREAP_DEV_DIR"));
+        gr_gpu_set_library(getenv("GPUREAP_NVML_LIBRARY"), "GPUREAP_NVML_LIBRARY");
+        static char scan_why[160];
+        const char *scan = getenv("GPUREAP_SCAN");
+        if (!scan || !*scan || strcmp(scan, "auto") == 0) {
+                gr_proc_scan_set_mode(GR_SCAN_MODE_AUTO, NULL);
+        } else if (strcmp(scan, "proc") == 0) {
+                gr_proc_scan_set_mode(GR_SCAN_MODE_PROC, NULL);
+        } else if (strcmp(scan, "bpf") == 0) {
+                gr_proc_scan_set_mode(GR_SCAN_MODE_BPF, NULL);
+        } else {
+                /* not a usage error: the /proc scan, and status --json's scan_fallback says why */
+                snprintf(scan_why, sizeof(scan_why), "GPUREAP_SCAN=%s is not proc, bpf or auto", scan);
+                gr_proc_scan_set_mode(GR_SCAN_MODE_PROC, scan_why);
+        }
+}
+
 int main(int argc, char **argv)
 {
         opterr = 0; /* each command says what it did not understand, with the program's name */
@@ -217,6 +242,7 @@ int main(int argc, char **argv)
                 return EXIT_USAGE;
         }
         gr_gpu_set_helper("/proc/self/exe");
+        library_from_env();
         struct sigaction sa = { .sa_handler = sigpipe_caught, .sa_flags = SA_RESTART };
         sigemptyset(&sa.sa_mask);
         sigaction(SIGPIPE, &sa, NULL);

@@ -5,6 +5,8 @@
 
 #include "gpureap/diagnose.h"
 
+#pragma GCC visibility push(default)
+
 #define GR_PLAN_MAX 4096
 
 typedef enum gr_plan_why {
@@ -182,5 +184,7 @@ typedef struct gr_kill_options {
 } gr_kill_options;
 
 int gr_kill_plan(const gr_plan *p, const gr_kill_options *o, gr_kill_outcome **ret, size_t *ret_n);
+
+#pragma GCC visibility pop
 
 #endif

@@ -8,7 +8,12 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <sys/types.h>
 #include <unistd.h>
+
+/* What the public headers declare is exported from the shared library; the rest of lib/ is built
+ * hidden (-fvisibility=hidden), and lib/libgpureap.sym exports only gr_* (docs/architecture.md) */
+#pragma GCC visibility push(default)
 
 #define GR_ELEMENTSOF(a) (sizeof(a) / sizeof((a)[0]))
 #define GR_UNKNOWN_U64 UINT64_MAX
@@ -89,5 +94,7 @@ bool gr_pidfd_exited(int fd, int timeout_ms);
 int gr_raise_fd_limit(void);
 /* About how many more files this process may open, a small reserve kept */
 unsigned gr_fd_headroom(void);
+
+#pragma GCC visibility pop
 
 #endif

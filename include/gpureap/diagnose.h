@@ -5,6 +5,8 @@
 
 #include "gpureap/snapshot.h"
 
+#pragma GCC visibility push(default)
+
 /* A finding is about one job (or one dead PID, one process) on every GPU it touches: a
  * tensor-parallel job of 8 ranks on 8 GPUs is one finding, its next step one command */
 #define GR_FINDING_PIDS_MAX 64
@@ -241,5 +243,7 @@ const char *gr_index_list_text(const unsigned *idx, unsigned n, char *buf, size_
 const char *gr_finding_gpus_text(const gr_snapshot *s, const gr_finding *f, char *buf, size_t size);
 /* "3", "0,1,2": a --gpu value that selects exactly its GPUs */
 const char *gr_finding_gpus_arg(const gr_snapshot *s, const gr_finding *f, char *buf, size_t size);
+
+#pragma GCC visibility pop
 
 #endif

@@ -7,6 +7,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#pragma GCC visibility push(default)
+
 #define GR_GPUS_MAX 64
 #define GR_GPU_PROCS_MAX 1024    /* entries kept per list (compute, graphics, MPS) per GPU */
 #define GR_GPU_TEXT_MAX 96
@@ -66,7 +68,10 @@ typedef struct gr_gpu_report {
 } gr_gpu_report;
 
 typedef struct gr_gpu_options {
-        const char *library;      /* default $GPUREAP_NVML_LIBRARY or libnvidia-ml.so.1 */
+        const char *library;      /* the NVML to load; NULL: gr_gpu_set_library()'s, else
+                                     libnvidia-ml.so.1 by the loader's search. A library named
+                                     here or there must pass gr_open_trusted() for this euid
+                                     (as root: an absolute path) or nothing is loaded */
         uint64_t timeout_ms;      /* how long one NVML call may take, in the driver's own time
                                      (the caller's other work meanwhile does not count); 5000 */
         const char *helper;       /* the helper program; see gr_gpu_set_helper() */
@@ -110,6 +115,11 @@ uint64_t gr_now_us(void);
  * gpureap-nvml-helper (GR_HELPER_PATH, libexecdir). Set before the first query; the gpureap
  * command sets "/proc/self/exe", as it is its own helper. */
 void gr_gpu_set_helper(const char *path);
+/* The NVML library of every query and drain watcher whose options name none (the gpureap
+ * command: $GPUREAP_NVML_LIBRARY; the library reads no environment variable). origin names it
+ * in a refusal ("refusing GPUREAP_NVML_LIBRARY '/tmp/x.so' as root: ..."); NULL: "the NVML
+ * library". Both strings are the caller's, not copied; NULL path: the loader's default. */
+void gr_gpu_set_library(const char *path, const char *origin);
 /* The main of a helper program: a program is a helper when argv[1] is GR_NVML_HELPER_ARG; it
  * then calls this and exits. Returns only on a bad start (-EINVAL: not started as a helper,
  * -EBADF / -EPROTO: not by a library of the same build). */
@@ -120,5 +130,7 @@ int gr_nvml_helper_main(int argc, char **argv);
  * up to more than it)? When not, mem_inconsistent is set and the reason added to g->error:
  * nothing may then be concluded from them. Where a report is read or copied. */
 bool gr_gpu_check_memory(gr_gpu *g);
+
+#pragma GCC visibility pop
 
 #endif

@@ -10,6 +10,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#pragma GCC visibility push(default)
+
 #define GR_COMM_MAX 64          /* the kernel keeps 16; fixtures may hold more, cut to fit */
 #define GR_CMDLINE_MAX 1024
 #define GR_CGROUP_MAX 512
@@ -244,8 +246,8 @@ typedef struct gr_proc_table {
 } gr_proc_table;
 
 typedef struct gr_proc_options {
-        const char *proc_root;   /* default $GPUREAP_PROC_ROOT or /proc */
-        const char *dev_dir;     /* default $GPUREAP_DEV_DIR or /dev */
+        const char *proc_root;   /* NULL: gr_proc_root_default() */
+        const char *dev_dir;     /* NULL: gr_dev_dir_default() */
         const pid_t *skip;       /* PIDs left out (gpureap's own NVML helper) */
         size_t n_skip;
         unsigned threads;        /* 0: one per CPU (at most 8) when there are many processes */
@@ -253,14 +255,33 @@ typedef struct gr_proc_options {
                                   * kept for the next scans while the device files stay the same */
 } gr_proc_options;
 
+/* The process-wide defaults for an option or argument left NULL (a proc_root or dev_dir of
+ * NULL anywhere below): "/proc" and "/dev" until set (NULL or "" sets them back). The library
+ * reads no environment variable: the gpureap command sets these from GPUREAP_PROC_ROOT and
+ * GPUREAP_DEV_DIR. The string is the caller's, not copied: it must stay valid while the
+ * library may use it. Safe to call from any thread; set them before the threads that scan
+ * start, or a scan may see either value. */
+void gr_proc_root_set_default(const char *proc_root);
+void gr_dev_dir_set_default(const char *dev_dir);
 const char *gr_proc_root_default(void);
 const char *gr_dev_dir_default(void);
 
+/* How the scan finds the holders, for the whole process (as the defaults above; the gpureap
+ * command's GPUREAP_SCAN) */
+typedef enum gr_scan_mode {
+        GR_SCAN_MODE_AUTO,       /* the BPF iterator where it can run and pays (the default) */
+        GR_SCAN_MODE_PROC,       /* every /proc/PID/fd read */
+        GR_SCAN_MODE_BPF,        /* the iterator whenever it loads: no privilege or cost check */
+} gr_scan_mode;
+/* why: with GR_SCAN_MODE_PROC, the reason the table's scan_fallback gives (the caller's string,
+ * not copied; NULL: none, the /proc scan by choice) */
+void gr_proc_scan_set_mode(gr_scan_mode mode, const char *why);
+
 /* The scan. Which processes hold device files is found by the BPF iterator where it can run
- * ($GPUREAP_SCAN unset or auto: as root, on the running kernel's own /proc, with kernel BTF),
- * else, and with GPUREAP_SCAN=proc, by reading every /proc/PID/fd; GPUREAP_SCAN=bpf tries the
- * iterator without the privilege check. Either way every process's stat is read and the
- * holders' details are the same; the table says which was used and why not the other. */
+ * (GR_SCAN_MODE_AUTO: as root, on the running kernel's own /proc, with kernel BTF), else, and
+ * with GR_SCAN_MODE_PROC, by reading every /proc/PID/fd; GR_SCAN_MODE_BPF tries the iterator
+ * without the privilege check. Either way every process's stat is read and the holders'
+ * details are the same; the table says which was used and why not the other. */
 int gr_proc_scan(const gr_proc_options *opts, gr_proc_table **ret);
 /* The one walk of the process table (the scan uses the same listing): cb gets every process's
  * parsed stat, in PID order; a process that vanishes is skipped; cb returns <0 to stop */
@@ -357,5 +378,7 @@ int gr_procev_read(int fd, gr_procev_exit_fn on_exit, void *userdata, bool *ret_
  * events, or -errno. */
 int gr_procev_read_lineage(int fd, gr_procev_fork_fn on_fork, gr_procev_exit_fn on_exit, void *userdata,
                            bool *ret_lost);
+
+#pragma GCC visibility pop
 
 #endif

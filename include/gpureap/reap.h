@@ -15,6 +15,8 @@
 #include "gpureap/snapshot.h"
 #include "gpureap/verify.h"
 
+#pragma GCC visibility push(default)
+
 /* ---- following forks (lib/act/follow.c): the ladder's refresh while a plan is carried out ---- */
 typedef struct gr_follow gr_follow;
 /* After the plan, before its first signal. events_fd: the kernel's process events opened before
@@ -103,5 +105,7 @@ struct gr_reap_result {
 int gr_reap(const gr_reap_options *o, gr_reap_result *ret);
 void gr_reap_result_release(gr_reap_result *r);
 const char *gr_reap_status_name(gr_reap_status s);
+
+#pragma GCC visibility pop
 
 #endif

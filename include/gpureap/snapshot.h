@@ -6,6 +6,8 @@
 #include "gpureap/gpu.h"
 #include "gpureap/proc.h"
 
+#pragma GCC visibility push(default)
+
 /* Whose PIDs the /proc of the snapshot shows. The driver reports host PIDs: in a container's
  * PID namespace (no hostPID) they name nothing local, so a missing PID is not a dead one. */
 typedef enum gr_pidns {
@@ -79,5 +81,7 @@ bool gr_gpu_matches(const gr_gpu *g, const char *selector);
 bool gr_gpu_list_each(const char *list, bool (*cb)(const char *selector, void *userdata), void *userdata);
 /* Does the GPU match any selector of the list? (a NULL list matches every GPU) */
 bool gr_gpu_matches_list(const gr_gpu *g, const char *list);
+
+#pragma GCC visibility pop
 
 #endif

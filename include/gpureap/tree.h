@@ -9,6 +9,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#pragma GCC visibility push(default)
+
 typedef struct gr_tree_proc {
         pid_t pid;
         uint64_t start_time;
@@ -49,5 +51,7 @@ int gr_cgroup_enter(const char *cgroup, pid_t pid);
 int gr_cgroup_kill(const char *cgroup);          /* cgroup.kill (Linux 5.14) */
 int gr_cgroup_remove(const char *cgroup);
 bool gr_cgroup_empty(const char *cgroup);
+
+#pragma GCC visibility pop
 
 #endif

@@ -12,6 +12,8 @@
 #include "gpureap/diagnose.h"
 #include "gpureap/snapshot.h"
 
+#pragma GCC visibility push(default)
+
 /* The wait loop: take a snapshot, diagnose it, test a condition; if it does not hold, sleep
  * until a holder exits (pidfds) or a backoff delay passes (never a fixed sleep), and look again
  * until the timeout. A driver that cannot be read ends the wait at once (waiting does not make
@@ -41,5 +43,7 @@ void gr_drain_targets(const gr_snapshot *s, const gr_diagnosis *d, const gr_plan
  * to be touched? *ret_unknown set when one of them cannot be read (then true: nothing to wait
  * for, and nothing verified) */
 bool gr_gpus_free_of_leftovers(const gr_snapshot *s, const gr_diagnosis *d, uint64_t gpus, bool *ret_unknown);
+
+#pragma GCC visibility pop
 
 #endif

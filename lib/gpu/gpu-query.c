@@ -12,8 +12,9 @@
 struct gr_gpu_query {
         struct gr_helper h;
         int start_error;          /* -errno when the helper could not be started */
-        bool library_refused;     /* the environment named a library that is not trusted */
+        bool library_refused;     /* the caller named a library that is not trusted */
         char library_why[256];
+        char library_origin[64];  /* who named it */
         char helper[256];
         uint64_t started_ms, timeout_ms;
         char library[256];
@@ -38,6 +39,7 @@ int gr_gpu_query_start(const gr_gpu_options *opts, gr_gpu_query **ret, pid_t *re
         int lib = gr_nvml_library(opts, &nl);
         gr_strlcpy(q->library, nl.name, sizeof(q->library));
         gr_strlcpy(q->library_why, nl.why, sizeof(q->library_why));
+        gr_strlcpy(q->library_origin, nl.origin, sizeof(q->library_origin));
         gr_strlcpy(q->helper, gr_helper_path(opts), sizeof(q->helper));
         q->timeout_ms = opts && opts->timeout_ms ? opts->timeout_ms : 5000;
         q->started_ms = gr_now_ms();
@@ -147,8 +149,8 @@ int gr_gpu_query_finish(gr_gpu_query *q, gr_gpu_report **ret)
                 if (w == -2 && q->library_refused) {
                         rep->status = GR_GPU_FAILED;
                         snprintf(rep->error, sizeof(rep->error),
-                                 "refusing GPUREAP_NVML_LIBRARY '%s'%s: %s (give a file that only root%s can change, in directories that only root%s can change)",
-                                 q->library, geteuid() == 0 ? " as root" : "", q->library_why,
+                                 "refusing %s '%s'%s: %s (give a file that only root%s can change, in directories that only root%s can change)",
+                                 q->library_origin, q->library, geteuid() == 0 ? " as root" : "", q->library_why,
                                  geteuid() == 0 ? "" : " or you", geteuid() == 0 ? "" : " or you");
                 } else if (w == -2) {
                         rep->status = GR_GPU_FAILED;

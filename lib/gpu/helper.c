@@ -24,27 +24,39 @@
 
 extern char **environ;
 
-/* Set once, before any query, by the program (the gpureap command names itself) */
-static const char *default_helper;
+/* Set by the program (the gpureap command names itself, and the NVML library its environment
+ * names); read by any thread. The strings are the caller's. */
+static const char *default_helper, *default_library, *default_library_origin;
 
 void gr_gpu_set_helper(const char *path)
 {
-        default_helper = path;
+        __atomic_store_n(&default_helper, path, __ATOMIC_RELEASE);
 }
 
-/* The NVML to load. A process does not load code that its environment names unless the file,
- * every directory on the way to it and every link followed belong to root or to itself and
- * nobody else may change them (the dynamic linker's rule for LD_PRELOAD in secure mode, in
- * spirit): otherwise an environment left by sudo -E, or a link another user flips between a
- * check and the load, would choose what runs as root. The file checked is the file loaded. */
+void gr_gpu_set_library(const char *path, const char *origin)
+{
+        __atomic_store_n(&default_library_origin, origin, __ATOMIC_RELEASE);
+        __atomic_store_n(&default_library, path, __ATOMIC_RELEASE);
+}
+
+/* The NVML to load. A process does not load code that it was told to load (its environment,
+ * an option) unless the file, every directory on the way to it and every link followed belong
+ * to root or to itself and nobody else may change them (the dynamic linker's rule for
+ * LD_PRELOAD in secure mode, in spirit): otherwise an environment left by sudo -E, or a link
+ * another user flips between a check and the load, would choose what runs as root. The file
+ * checked is the file loaded. Only the default name is left to the loader's search. */
 int gr_nvml_library(const gr_gpu_options *opts, struct gr_nvml_lib *ret)
 {
         ret->fd = -1;
         ret->missing = false;
         ret->why[0] = '\0';
-        if (opts && opts->library && *opts->library)
-                return gr_strlcpy(ret->name, opts->library, sizeof(ret->name)) ? 0 : -ENAMETOOLONG;
-        const char *e = getenv("GPUREAP_NVML_LIBRARY");
+        const char *e = opts && opts->library && *opts->library ? opts->library : NULL;
+        const char *origin = NULL;
+        if (!e) {
+                e = __atomic_load_n(&default_library, __ATOMIC_ACQUIRE);
+                origin = __atomic_load_n(&default_library_origin, __ATOMIC_ACQUIRE);
+        }
+        gr_strlcpy(ret->origin, origin && *origin ? origin : "the NVML library", sizeof(ret->origin));
         if (!e || !*e)
                 return gr_strlcpy(ret->name, "libnvidia-ml.so.1", sizeof(ret->name)) ? 0 : -ENAMETOOLONG;
         if (!gr_strlcpy(ret->name, e, sizeof(ret->name)))
@@ -94,7 +106,8 @@ const char *gr_helper_path(const gr_gpu_options *opts)
 {
         if (opts && opts->helper && *opts->helper)
                 return opts->helper;
-        return default_helper ? default_helper : GR_HELPER_PATH;
+        const char *h = __atomic_load_n(&default_helper, __ATOMIC_ACQUIRE);
+        return h && *h ? h : GR_HELPER_PATH;
 }
 
 /* Helpers that finished but had not yet exited (closing the driver's files takes a few ms):

@@ -86,12 +86,14 @@ struct gr_helper {
 
 /* The executable to run: the option, else gr_gpu_set_helper()'s, else the installed one */
 const char *gr_helper_path(const gr_gpu_options *opts);
-/* The NVML library to load: its name, and, when the environment named it, the file opened after
- * the path was found trusted (gr_open_trusted), which is what the helper loads */
+/* The NVML library to load: its name, and, when the caller named one (gr_gpu_options.library,
+ * gr_gpu_set_library), the file opened after the path was found trusted (gr_open_trusted),
+ * which is what the helper loads */
 struct gr_nvml_lib {
         char name[256];
-        int fd;                   /* -1: loaded by name (the loader's search, or the caller's option) */
-        bool missing;             /* the environment named a file that is not there: nothing loads */
+        char origin[64];          /* who named it, for the messages ("GPUREAP_NVML_LIBRARY") */
+        int fd;                   /* -1: loaded by name (the loader's search) */
+        bool missing;             /* the caller named a file that is not there: nothing loads */
         char why[256];            /* why it was refused */
 };
 /* Choose it: 0, or -EPERM (why says what is not trusted: a bare name for root, a directory or

@@ -17,16 +17,37 @@
 #include "netns.h"
 #include "proc-bpf.h"
 
+/* The process-wide defaults (proc.h): set by the program, read by any thread; the strings are
+ * the caller's. The library reads no environment variable. */
+static const char *default_proc_root, *default_dev_dir, *scan_why;
+static int scan_mode; /* gr_scan_mode */
+
+void gr_proc_root_set_default(const char *proc_root)
+{
+        __atomic_store_n(&default_proc_root, proc_root, __ATOMIC_RELEASE);
+}
+
+void gr_dev_dir_set_default(const char *dev_dir)
+{
+        __atomic_store_n(&default_dev_dir, dev_dir, __ATOMIC_RELEASE);
+}
+
 const char *gr_proc_root_default(void)
 {
-        const char *e = getenv("GPUREAP_PROC_ROOT");
-        return e && *e ? e : "/proc";
+        const char *r = __atomic_load_n(&default_proc_root, __ATOMIC_ACQUIRE);
+        return r && *r ? r : "/proc";
 }
 
 const char *gr_dev_dir_default(void)
 {
-        const char *e = getenv("GPUREAP_DEV_DIR");
-        return e && *e ? e : "/dev";
+        const char *d = __atomic_load_n(&default_dev_dir, __ATOMIC_ACQUIRE);
+        return d && *d ? d : "/dev";
+}
+
+void gr_proc_scan_set_mode(gr_scan_mode mode, const char *why)
+{
+        __atomic_store_n(&scan_why, mode == GR_SCAN_MODE_PROC ? why : NULL, __ATOMIC_RELEASE);
+        __atomic_store_n(&scan_mode, (int)mode, __ATOMIC_RELEASE);
 }
 
 static const char *opt_proc_root(const gr_proc_options *o)
@@ -842,14 +863,14 @@ static gr_bpf_scan *kept_bpf;
 static gr_bpf_scan *choose_bpf(const char *root, const char *devdir, bool keep, char *why, size_t why_size)
 {
         why[0] = '\0';
-        const char *mode = getenv("GPUREAP_SCAN");
-        if (mode && strcmp(mode, "proc") == 0)
-                return NULL;
-        bool forced = mode && strcmp(mode, "bpf") == 0;
-        if (mode && *mode && !forced && strcmp(mode, "auto") != 0) {
-                snprintf(why, why_size, "GPUREAP_SCAN=%s is not proc, bpf or auto", mode);
+        int mode = __atomic_load_n(&scan_mode, __ATOMIC_ACQUIRE);
+        if (mode == GR_SCAN_MODE_PROC) {
+                const char *chosen = __atomic_load_n(&scan_why, __ATOMIC_ACQUIRE);
+                if (chosen)
+                        snprintf(why, why_size, "%s", chosen);
                 return NULL;
         }
+        bool forced = mode == GR_SCAN_MODE_BPF;
         if (strcmp(root, "/proc") != 0) {
                 /* the iterator sees the running kernel, not a recorded tree */
                 snprintf(why, why_size, "the /proc root is not /proc");

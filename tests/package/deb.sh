@@ -1,7 +1,8 @@
 #!/bin/bash
-# The Debian package, built from the tree (dpkg-buildpackage -b -us -uc) in a copy of it, then
+# The Debian packages, built from the tree (dpkg-buildpackage -b -us -uc) in a copy of it, then
 # unpacked into a scratch root: the binary runs, the man pages open, the completions and the
-# Slurm scripts are where a distribution expects them, and lintian reports no error.
+# Slurm scripts are where a distribution expects them; libgpureap0 has the shared library and
+# its helper, libgpureap-dev what the example builds with; lintian reports no error.
 set -eu
 SRC=${MESON_SOURCE_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
 for t in dpkg-buildpackage dh lintian scdoc man; do
@@ -33,7 +34,22 @@ ok "bash and zsh completions installed"
 [ -x "$T/root/usr/lib/gpureap/slurm-epilog" ] && [ -x "$T/root/usr/lib/gpureap/slurm-prolog" ] || fail "no Slurm scripts"
 grep -qx "exec /usr/bin/gpureap slurm-epilog --drain" "$T/root/usr/lib/gpureap/slurm-epilog" || fail "the Epilog does not run /usr/bin/gpureap: $(cat "$T/root/usr/lib/gpureap/slurm-epilog")"
 ok "Slurm prolog and epilog scripts installed"
-TMPDIR=$T lintian --no-tag-display-limit "$deb" >"$T/lintian" 2>&1 || true # its scratch dirs in ours: removed with it
+! dpkg-deb -c "$deb" | grep -E 'libgpureap|/include/|libexec' || fail "the command's package ships the library's files"
+lib=$(ls "$T"/libgpureap0_*.deb) && dev=$(ls "$T"/libgpureap-dev_*.deb) || fail "no libgpureap0 or libgpureap-dev package"
+dpkg-deb -x "$lib" "$T/root"
+dpkg-deb -x "$dev" "$T/root"
+so=$(ls "$T"/root/usr/lib/*/libgpureap.so.0)
+[ -x "$T/root/usr/libexec/gpureap-nvml-helper" ] && grep -qaF /usr/libexec/gpureap-nvml-helper "$so" ||
+        fail "libgpureap0: no helper at /usr/libexec, or the library names another"
+ok "libgpureap0: $(basename "$(readlink "$so")") and its helper in /usr/libexec"
+pc=$(ls "$T"/root/usr/lib/*/pkgconfig/gpureap.pc)
+grep -qx 'prefix=/usr' "$pc" || fail "gpureap.pc: $(cat "$pc")"
+# shellcheck disable=SC2046
+cc -Wall -Werror -o "$T/exporter" "$T/root/usr/share/doc/libgpureap-dev/examples/exporter.c" \
+        $(PKG_CONFIG_LIBDIR=$(dirname "$pc") pkg-config --define-variable=prefix="$T/root/usr" --cflags --libs gpureap) ||
+        fail "the packaged example does not build against libgpureap-dev"
+ok "libgpureap-dev: the headers, gpureap.pc and the example, which builds with them"
+TMPDIR=$T lintian --no-tag-display-limit "$deb" "$lib" "$dev" >"$T/lintian" 2>&1 || true # its scratch dirs in ours: removed with it
 if grep -q '^E:' "$T/lintian"; then
         cat "$T/lintian" >&2
         fail "lintian reports errors"

@@ -20,9 +20,9 @@ static void fixture_ghost_tree(void **state)
 {
         gr_proc_options o = { .proc_root = fixture, .dev_dir = "/dev" };
         gr_proc_table *t = NULL;
-        setenv("GPUREAP_SCAN", "bpf", 1); /* asked for, but the iterator cannot see a recording */
+        gr_proc_scan_set_mode(GR_SCAN_MODE_BPF, NULL); /* asked for, but the iterator cannot see a recording */
         assert_int_equal(gr_proc_scan(&o, &t), 0);
-        unsetenv("GPUREAP_SCAN");
+        gr_proc_scan_set_mode(GR_SCAN_MODE_AUTO, NULL);
         assert_int_equal(t->scan, GR_SCAN_PROC);
         assert_non_null(strstr(t->scan_fallback, "not /proc"));
         /* 1, 2, 200, 300, 500; 400 vanished (no stat); "self" and "stat" are not PIDs */
@@ -133,11 +133,11 @@ static void live_bpf_scan_matches_proc(void **state)
         assert_true(fd >= 0 && fd2 >= 0);
         gr_proc_options o = { .proc_root = "/proc", .dev_dir = dir };
         gr_proc_table *tb = NULL, *tp = NULL;
-        setenv("GPUREAP_SCAN", "bpf", 1);
+        gr_proc_scan_set_mode(GR_SCAN_MODE_BPF, NULL);
         assert_int_equal(gr_proc_scan(&o, &tb), 0);
-        setenv("GPUREAP_SCAN", "proc", 1);
+        gr_proc_scan_set_mode(GR_SCAN_MODE_PROC, NULL);
         assert_int_equal(gr_proc_scan(&o, &tp), 0);
-        unsetenv("GPUREAP_SCAN");
+        gr_proc_scan_set_mode(GR_SCAN_MODE_AUTO, NULL);
         close(fd);
         close(fd2);
         unlink(path);
@@ -256,6 +256,32 @@ static void only_regular_files_are_read(void **state)
         rmdir(dir);
 }
 
+/* The library reads no environment: the program's defaults stand for options left NULL, and a
+ * reason given with the /proc scan is the table's fallback */
+static void defaults_are_the_programs(void **state)
+{
+        setenv("GPUREAP_PROC_ROOT", "/nonexistent", 1); /* the command's variable: not read here */
+        gr_proc_root_set_default(fixture);
+        gr_dev_dir_set_default("/dev");
+        assert_string_equal(gr_proc_root_default(), fixture);
+        gr_proc_scan_set_mode(GR_SCAN_MODE_PROC, "the caller said so");
+        gr_proc_table *t = NULL;
+        assert_int_equal(gr_proc_scan(&(gr_proc_options){ 0 }, &t), 0);
+        gr_proc_root_set_default(NULL);
+        gr_dev_dir_set_default(NULL);
+        gr_proc_scan_set_mode(GR_SCAN_MODE_AUTO, NULL);
+        unsetenv("GPUREAP_PROC_ROOT");
+        assert_string_equal(gr_proc_root_default(), "/proc");
+        assert_string_equal(gr_dev_dir_default(), "/dev");
+        assert_int_equal(t->scan, GR_SCAN_PROC);
+        assert_string_equal(t->scan_fallback, "the caller said so");
+        assert_int_equal(t->n, 5); /* the fixture's processes */
+        gr_process *p = gr_proc_table_find(t, 200);
+        assert_non_null(p);
+        assert_non_null(p->hold);
+        gr_proc_table_free(t);
+}
+
 int main(void)
 {
         const char *f = getenv("FIXTURES");
@@ -269,6 +295,7 @@ int main(void)
                 cmocka_unit_test(missing_root_is_an_error),
                 cmocka_unit_test(bounded_file_reads),
                 cmocka_unit_test(only_regular_files_are_read),
+                cmocka_unit_test(defaults_are_the_programs),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
