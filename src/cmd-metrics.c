@@ -1,6 +1,8 @@
 /* gpureap metrics: the snapshot and its diagnosis in the Prometheus text format, for
- * node_exporter's textfile collector (--textfile, written atomically) or a scrape of stdout. The
- * labels gpu and UUID are dcgm-exporter's, so that the two join in PromQL. */
+ * node_exporter's textfile collector (--textfile, written atomically) or a scrape of stdout;
+ * serve's /metrics is the same text. The GPU labels are dcgm-exporter's, named and spelt as it
+ * writes them, so that the two join in PromQL. No label is named job or instance: a scrape
+ * would rename them (exported_job), those are the target's. */
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -10,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "gpureap-config.h"
 #include "gpureap/basic.h"
 #include "gpureap.h"
 
@@ -51,12 +54,24 @@ static void help(FILE *f, const char *name, const char *text)
         fprintf(f, "# HELP %s %s\n# TYPE %s gauge\n", name, text, name);
 }
 
-static void gpu_labels(FILE *f, const gr_gpu *g)
+/* dcgm-exporter's labels of a GPU, in its order: gpu, UUID, pci_bus_id (NVML's form,
+ * 00000000:1A:00.0), device, modelName, Hostname (the node name, uname -n: the snapshot's,
+ * so a replay names the machine it recorded). An unknown value is "", which Prometheus
+ * stores as no label. Its pod, namespace and container are the kubelet's to tell: gpureap
+ * sees a pod's UID in a cgroup path, never its name, so it writes none of the three. */
+static void gpu_labels(FILE *f, const gr_snapshot *s, const gr_gpu *g)
 {
         fprintf(f, "gpu=\"%u\",UUID=\"", g->index);
         label(f, g->uuid);
-        fprintf(f, "\",device=\"nvidia%d\",model_name=\"", g->minor);
+        fputs("\",pci_bus_id=\"", f);
+        label(f, g->pci_bus_id);
+        fputs("\",device=\"", f);
+        if (g->minor >= 0)
+                fprintf(f, "nvidia%d", g->minor);
+        fputs("\",modelName=\"", f);
         label(f, g->name);
+        fputs("\",Hostname=\"", f);
+        label(f, s->hostname);
         fputc('"', f);
 }
 
@@ -172,10 +187,11 @@ static void process_series(FILE *f, const gr_snapshot *s, const gr_diagnosis *d,
                 if (v)
                         gr_job_text(&v->job, job, sizeof(job));
                 fputs("gpureap_process_gpu_memory_bytes{", f);
-                gpu_labels(f, g);
+                gpu_labels(f, s, g);
                 fprintf(f, ",pid=\"%u\",comm=\"", o->pid);
                 label(f, p ? p->comm : "");
-                fputs("\",job=\"", f);
+                /* gpureap's grouping ("process group N"), not the scrape's job */
+                fputs("\",gpureap_job=\"", f);
                 label(f, job);
                 fprintf(f, "\",judgement=\"%s\"} ", v ? gr_judgement_name(v->judgement) : "gone");
                 value(f, o->used_bytes);
@@ -185,6 +201,10 @@ static void process_series(FILE *f, const gr_snapshot *s, const gr_diagnosis *d,
 void metrics_render(FILE *f, const gr_snapshot *s, const gr_diagnosis *d, const struct gpu_selection *sel)
 {
         const gr_gpu_report *rep = s->gpu;
+        help(f, "gpureap_build_info", "1, with the version of gpureap and of the driver it read (\"\" when unknown)");
+        fprintf(f, "gpureap_build_info{version=\"%s\",driver=\"", GPUREAP_VERSION);
+        label(f, rep->driver_version);
+        fputs("\"} 1\n", f);
         help(f, "gpureap_up", "1 when the driver answered, 0 when it failed or did not answer in time");
         fprintf(f, "gpureap_up %d\n", rep->status == GR_GPU_OK);
         help(f, "gpureap_driver_duration_seconds", "time the driver took to answer");
@@ -202,7 +222,7 @@ void metrics_render(FILE *f, const gr_snapshot *s, const gr_diagnosis *d, const 
                                 if (!gpu_selected(sel, &rep->gpus[i]))
                                         continue;
                                 fprintf(f, "%s{", mem[m].name);
-                                gpu_labels(f, &rep->gpus[i]);
+                                gpu_labels(f, s, &rep->gpus[i]);
                                 fputs("} ", f);
                                 value(f, *(const uint64_t *)((const char *)&rep->gpus[i] + mem[m].off));
                         }
@@ -212,7 +232,7 @@ void metrics_render(FILE *f, const gr_snapshot *s, const gr_diagnosis *d, const 
                         if (!gpu_selected(sel, &rep->gpus[i]))
                                 continue;
                         fputs("gpureap_gpu_unaccounted_memory_bytes{", f);
-                        gpu_labels(f, &rep->gpus[i]);
+                        gpu_labels(f, s, &rep->gpus[i]);
                         fputs("} ", f);
                         value(f, d->gpus[i].unaccounted);
                 }
@@ -220,7 +240,7 @@ void metrics_render(FILE *f, const gr_snapshot *s, const gr_diagnosis *d, const 
                 for (unsigned i = 0; i < rep->n_gpus; i++)
                         for (int st = GR_GPU_CLEAN; gpu_selected(sel, &rep->gpus[i]) && st <= GR_GPU_UNKNOWN; st++) {
                                 fputs("gpureap_gpu_state{", f);
-                                gpu_labels(f, &rep->gpus[i]);
+                                gpu_labels(f, s, &rep->gpus[i]);
                                 fprintf(f, ",state=\"%s\"} %d\n", gr_gpu_state_name((gr_gpu_state)st), d->gpus[i].state == (gr_gpu_state)st);
                         }
                 help(f, "gpureap_gpu_holders", "processes with the GPU's device file open, by role");
@@ -231,7 +251,7 @@ void metrics_render(FILE *f, const gr_snapshot *s, const gr_diagnosis *d, const 
                                         n += d->holders[k].role == (gr_role)role &&
                                              gr_process_fds_on_minor(d->holders[k].process, rep->gpus[i].minor) > 0;
                                 fputs("gpureap_gpu_holders{", f);
-                                gpu_labels(f, &rep->gpus[i]);
+                                gpu_labels(f, s, &rep->gpus[i]);
                                 fprintf(f, ",role=\"%s\"} %u\n", gr_role_name((gr_role)role), n);
                         }
         }
@@ -246,14 +266,14 @@ void metrics_render(FILE *f, const gr_snapshot *s, const gr_diagnosis *d, const 
                 for (unsigned i = 0; i < rep->n_gpus && i < GR_GPUS_MAX; i++)
                         for (int k = 0; gpu_selected(sel, &rep->gpus[i]) && k < K_COUNT; k++) {
                                 fputs("gpureap_gpu_leftovers{", f);
-                                gpu_labels(f, &rep->gpus[i]);
+                                gpu_labels(f, s, &rep->gpus[i]);
                                 fprintf(f, ",kind=\"%s\"} %llu\n", kind_names[k], (unsigned long long)count[i][k]);
                         }
                 help(f, "gpureap_gpu_leftover_bytes", "GPU memory that leftovers keep, by kind");
                 for (unsigned i = 0; i < rep->n_gpus && i < GR_GPUS_MAX; i++)
                         for (int k = 0; gpu_selected(sel, &rep->gpus[i]) && k < K_COUNT; k++) {
                                 fputs("gpureap_gpu_leftover_bytes{", f);
-                                gpu_labels(f, &rep->gpus[i]);
+                                gpu_labels(f, s, &rep->gpus[i]);
                                 fprintf(f, ",kind=\"%s\"} %llu\n", kind_names[k], (unsigned long long)bytes[i][k]);
                         }
                 help(f, "gpureap_process_gpu_memory_bytes", "memory the driver lists per process (the biggest 64 per GPU)");
@@ -277,7 +297,7 @@ void metrics_render(FILE *f, const gr_snapshot *s, const gr_diagnosis *d, const 
                                 if (!gpu_selected(sel, &rep->gpus[i]) || !since)
                                         continue;
                                 fputs("gpureap_gpu_state_duration_seconds{", f);
-                                gpu_labels(f, &rep->gpus[i]);
+                                gpu_labels(f, s, &rep->gpus[i]);
                                 fprintf(f, ",state=\"%s\"} %.3f\n", gr_gpu_state_name(d->gpus[i].state),
                                         (double)(now > since ? now - since : 0) / 1000);
                         }

@@ -3,9 +3,10 @@
  * launcher ended, from the kernel's process events) and keeps the rendered answers; the main
  * thread answers the Unix socket (the snapshot as 'status --json' gives it, with the memory)
  * from that cache, so a wedged driver never keeps it from answering; a second thread answers
- * HTTP /metrics (libmicrohttpd). Its socket is read-only: it takes no kill requests. Only the
- * policy the admin may give on its command line (--reap-after, off by default) ends processes,
- * and then through 'gpureap reap' itself: the same plan, checks and audit log. */
+ * HTTP (libmicrohttpd): /metrics, /healthz (are the looks fresh?) and / (what is where). Its
+ * socket is read-only: it takes no kill requests. Only the policy the admin may give on its
+ * command line (--reap-after, off by default) ends processes, and then through 'gpureap reap'
+ * itself: the same plan, checks and audit log. */
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -43,6 +44,10 @@
 
 #define CLIENTS_MAX 64
 #define REQUEST_MAX 64
+/* Prometheus's default port allocations for exporters, 9100-9999, are all taken (since 2023;
+ * 9835, serve's first default, is nvidia_gpu_exporter's): above them, clear of the kubelet's
+ * and Zabbix's ports (docs/serve.md) */
+#define SERVE_LISTEN_DEFAULT "127.0.0.1:10145"
 
 static void serve_usage(FILE *f)
 {
@@ -60,7 +65,8 @@ static void serve_usage(FILE *f)
                 "  --socket PATH    the Unix socket (default " SERVE_SOCKET_DEFAULT ", or $GPUREAP_SERVE_SOCKET)\n"
                 "  --group NAME     let this group use the socket too (it shows every user's commands)\n"
                 "  --interval DUR   how often to look (default 1s, at least 100ms)\n"
-                "  --listen A:P     HTTP /metrics on this address (default 127.0.0.1:9835; none: off)\n"
+                "  --listen A:P     HTTP /metrics and /healthz on this address (default\n"
+                "                   " SERVE_LISTEN_DEFAULT "; none: off)\n"
                 "  --nvml-timeout   how long the driver gets per look (default 5s)\n"
                 "  --reap-after DUR a policy, off by default: a holder judged a sure leftover at every\n"
                 "                   look for longer than DUR is reaped by 'gpureap reap --yes --only\n"
@@ -96,6 +102,12 @@ struct serve {
         size_t n_sure;
         struct policy_reap *reaping; /* the policy's reap while it runs, until joined */
         char socket_path[4096];   /* ours */
+        const char *http_shown;   /* the HTTP address, NULL: none */
+        /* what /healthz judges by (monotonic ms, atomic: the HTTP thread reads them without
+         * the lock, which a stuck refresher might hold): the start of the look running or
+         * of the last one, the end of the last one, and when the next one should have ended */
+        uint64_t started_ms, look_started_ms, look_ended_ms, look_due_ms;
+        char scan_said[200];      /* the first look's holder scan, for the start-up line */
         bool process_metrics;     /* /metrics with the per-process series (--process-metrics) */
         int hist_dir;             /* where the history is written (the socket's directory) */
         char hist_name[256];
@@ -350,6 +362,10 @@ static void refresh(struct serve *sv)
         if (gr_snapshot_take(&so, &s) < 0)
                 return; /* out of memory: the last answer stands */
         s->served_by = getpid();
+        if (s->procs && !sv->scan_said[0])
+                snprintf(sv->scan_said, sizeof(sv->scan_said), "%s%s%s%s",
+                         s->procs->scan == GR_SCAN_BPF ? "BPF" : "/proc", s->procs->scan_fallback[0] ? " (" : "",
+                         s->procs->scan_fallback, s->procs->scan_fallback[0] ? ")" : "");
         history_attach(&sv->hist, s, now);
         if (gr_diagnose(s, 0, &d) < 0)
                 d = NULL;
@@ -383,6 +399,22 @@ static void refresh(struct serve *sv)
         save_history(sv);
 }
 
+/* The start-up line (the journal's first word on what this serve does), once the first look
+ * has said which holder scan runs */
+static void say_started(const struct serve *sv)
+{
+        fprintf(stderr, "gpureap: serve %s (PID %d): socket '%s', HTTP %s, holder scan %s, a look every %llu ms\n",
+                GPUREAP_VERSION, (int)getpid(), sv->socket_path, sv->http_shown ? sv->http_shown : "none",
+                sv->scan_said[0] ? sv->scan_said : "none (no /proc)", (unsigned long long)sv->interval_ms);
+}
+
+/* How long one look may take before /healthz calls the refresher stuck: the driver's deadline
+ * (its helper and the /proc scan run side by side) twice, and a second */
+static uint64_t look_budget_ms(const struct serve *sv)
+{
+        return 2 * sv->so.gpu.timeout_ms + 1000;
+}
+
 static void *refresher(void *arg)
 {
         struct serve *sv = arg;
@@ -390,18 +422,23 @@ static void *refresher(void *arg)
         sigset_t all;
         sigfillset(&all);
         pthread_sigmask(SIG_BLOCK, &all, NULL);
+        pthread_setname_np(pthread_self(), "serve-looks"); /* top -H, and the tests find it */
         bool notified = false;
         for (;;) {
                 uint64_t t0 = gr_now_ms();
+                __atomic_store_n(&sv->look_started_ms, t0, __ATOMIC_RELEASE);
                 refresh(sv);
-                uint64_t took = gr_now_ms() - t0;
+                uint64_t t1 = gr_now_ms(), took = t1 - t0;
                 if (!notified) {
+                        say_started(sv);
                         sd_notify_ready();
                         notified = true;
                 }
                 /* a look that costs much (10,000 processes: 250 ms here) is not repeated at
                  * once: serve stays under a tenth of a core whatever the host */
                 uint64_t pause = sv->interval_ms > took * 9 ? sv->interval_ms : took * 9;
+                __atomic_store_n(&sv->look_due_ms, t1 + pause + look_budget_ms(sv), __ATOMIC_RELAXED);
+                __atomic_store_n(&sv->look_ended_ms, t1, __ATOMIC_RELEASE);
                 pthread_mutex_lock(&sv->lock);
                 struct timespec until;
                 clock_gettime(CLOCK_MONOTONIC, &until);
@@ -604,7 +641,7 @@ static void unlink_unix(const struct unix_place *place)
                 unlinkat(place->dir, place->name, 0);
 }
 
-/* ---- HTTP /metrics ----------------------------------------------------------------------- */
+/* ---- HTTP: /metrics, /healthz, / -------------------------------------------------------- */
 
 #ifdef HAVE_MICROHTTPD
 /* libmicrohttpd, loaded by serve alone (with the TLS stack it links, it would cost every other
@@ -658,6 +695,33 @@ static unsigned http_connection_limit(void)
         return rl.rlim_cur > 256 + 32 ? (unsigned)(rl.rlim_cur - 256) : 32;
 }
 
+/* /healthz: 200 "ok" while the looks come when due, else 503 and why. A driver that does not
+ * answer is not serve's failure (its looks go on, and /metrics says gpureap_up 0); a refresher
+ * that stops looking is: its answers grow old while the socket and /metrics still answer. */
+static unsigned healthz(const struct serve *sv, char *buf, size_t size)
+{
+        uint64_t now = gr_now_ms();
+        uint64_t started = __atomic_load_n(&sv->look_started_ms, __ATOMIC_ACQUIRE);
+        uint64_t ended = __atomic_load_n(&sv->look_ended_ms, __ATOMIC_ACQUIRE);
+        uint64_t due = __atomic_load_n(&sv->look_due_ms, __ATOMIC_RELAXED);
+        if (!ended) {
+                snprintf(buf, size, "no look yet: serve started %.1f s ago, its first look %s\n",
+                         (double)(now - sv->started_ms) / 1000, started ? "has not ended" : "has not started");
+                return MHD_HTTP_SERVICE_UNAVAILABLE;
+        }
+        if (now <= due) {
+                snprintf(buf, size, "ok\n");
+                return MHD_HTTP_OK;
+        }
+        if (started > ended)
+                snprintf(buf, size, "stuck: a look started %.1f s ago has not ended (a look every %llu ms, the last one ended %.1f s ago)\n",
+                         (double)(now - started) / 1000, (unsigned long long)sv->interval_ms, (double)(now - ended) / 1000);
+        else
+                snprintf(buf, size, "stuck: no look for %.1f s (a look every %llu ms)\n", (double)(now - ended) / 1000,
+                         (unsigned long long)sv->interval_ms);
+        return MHD_HTTP_SERVICE_UNAVAILABLE;
+}
+
 static enum MHD_Result http_answer(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
                                    const char *version, const char *upload_data, size_t *upload_data_size,
                                    void **con_cls)
@@ -669,29 +733,40 @@ static enum MHD_Result http_answer(void *cls, struct MHD_Connection *conn, const
         if (*upload_data_size != 0)
                 return MHD_NO; /* a GET has no body */
         unsigned code = MHD_HTTP_OK;
-        char *body = NULL;
+        char *body = NULL, text[512];
         size_t len = 0;
-        const char *type = "text/plain; version=0.0.4; charset=utf-8";
+        const char *type = "text/plain; charset=utf-8";
+        text[0] = '\0';
         if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0) {
                 code = MHD_HTTP_METHOD_NOT_ALLOWED;
+                snprintf(text, sizeof(text), "GET only\n");
         } else if (strcmp(url, "/metrics") == 0) {
                 pthread_mutex_lock(&sv->lock);
                 if (sv->metrics && (body = malloc(sv->metrics_len ? sv->metrics_len : 1))) {
                         memcpy(body, sv->metrics, sv->metrics_len);
                         len = sv->metrics_len;
+                        type = "text/plain; version=0.0.4; charset=utf-8";
                 } else {
                         code = MHD_HTTP_SERVICE_UNAVAILABLE;
+                        snprintf(text, sizeof(text), "not ready: no look yet\n");
                 }
                 pthread_mutex_unlock(&sv->lock);
+        } else if (strcmp(url, "/healthz") == 0) {
+                code = healthz(sv, text, sizeof(text));
+        } else if (strcmp(url, "/") == 0) {
+                snprintf(text, sizeof(text),
+                         "gpureap serve %s (PID %d): the GPUs, what holds them and what is left over\n"
+                         "\n"
+                         "/metrics  the metrics, in the Prometheus text format (docs/integrations.md)\n"
+                         "/healthz  200 \"ok\" while the looks are fresh (one every %llu ms), else 503 and why\n",
+                         GPUREAP_VERSION, (int)getpid(), (unsigned long long)sv->interval_ms);
         } else {
                 code = MHD_HTTP_NOT_FOUND;
+                snprintf(text, sizeof(text), "not found: try /metrics or /healthz\n");
         }
         if (!body) {
-                static const char *const texts[] = { "not found: try /metrics\n", "GET only\n", "not ready\n" };
-                const char *t = code == MHD_HTTP_NOT_FOUND ? texts[0] : code == MHD_HTTP_METHOD_NOT_ALLOWED ? texts[1] : texts[2];
-                body = strdup(t);
+                body = strdup(text);
                 len = body ? strlen(body) : 0;
-                type = "text/plain; charset=utf-8";
         }
         struct MHD_Response *resp = mhd.create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
         if (!resp) {
@@ -705,7 +780,7 @@ static enum MHD_Result http_answer(void *cls, struct MHD_Connection *conn, const
 }
 #endif
 
-/* "127.0.0.1:9835", "[::1]:9835", ":9835" (all addresses) */
+/* "127.0.0.1:10145", "[::1]:10145", ":10145" (all addresses) */
 static int parse_listen(const char *v, struct sockaddr_storage *ret, socklen_t *ret_len)
 {
         memset(ret, 0, sizeof(*ret));
@@ -768,7 +843,7 @@ int cmd_serve(int argc, char **argv)
                 { "help", no_argument, NULL, 'h' },
                 { NULL, 0, NULL, 0 },
         };
-        const char *socket_opt = NULL, *group = NULL, *listen_opt = "127.0.0.1:9835";
+        const char *socket_opt = NULL, *group = NULL, *listen_opt = SERVE_LISTEN_DEFAULT;
         struct serve sv = { .interval_ms = 1000, .hist_dir = -1 };
         sv.so.proc.keep_bpf = true; /* loaded once, not at every look */
         if (nvml_timeout_from_env(&sv.so.gpu.timeout_ms) < 0)
@@ -833,11 +908,11 @@ int cmd_serve(int argc, char **argv)
         socklen_t http_len = 0;
         bool http = strcmp(listen_opt, "none") != 0;
         if (http && parse_listen(listen_opt, &http_addr, &http_len) < 0) {
-                error_msg("invalid --listen '%s': give ADDR:PORT ('127.0.0.1:9835', '[::1]:9835', ':9835') or 'none'", QUOTED(listen_opt));
+                error_msg("invalid --listen '%s': give ADDR:PORT ('127.0.0.1:10145', '[::1]:10145', ':10145') or 'none'", QUOTED(listen_opt));
                 return EXIT_USAGE;
         }
 #ifndef HAVE_MICROHTTPD
-        if (http && strcmp(listen_opt, "127.0.0.1:9835") != 0) {
+        if (http && strcmp(listen_opt, SERVE_LISTEN_DEFAULT) != 0) {
                 error_msg("this gpureap was built without HTTP (libmicrohttpd): --listen is not available");
                 return EXIT_USAGE;
         }
@@ -903,12 +978,13 @@ int cmd_serve(int argc, char **argv)
         pthread_condattr_destroy(&ca);
 
         int code = EXIT_CLEAN;
+        sv.started_ms = gr_now_ms();
 #ifdef HAVE_MICROHTTPD
         struct MHD_Daemon *daemon = NULL;
         char why[160];
         if (http && mhd_load(why, sizeof(why)) < 0) {
                 /* the default address: serve without HTTP and say so; one asked for: an error */
-                if (strcmp(listen_opt, "127.0.0.1:9835") == 0) {
+                if (strcmp(listen_opt, SERVE_LISTEN_DEFAULT) == 0) {
                         fprintf(stderr, "gpureap: no HTTP /metrics: %s\n", why);
                         http = false;
                 } else {
@@ -937,6 +1013,7 @@ int cmd_serve(int argc, char **argv)
                 }
         }
 #endif
+        sv.http_shown = http ? listen_opt : NULL;
         pthread_t rt;
         if (code == EXIT_CLEAN && pthread_create(&rt, NULL, refresher, &sv) != 0) {
                 error_msg("cannot start the refresher thread");

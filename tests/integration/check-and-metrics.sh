@@ -15,7 +15,7 @@ check_all() { # EXPECTED_NAGIOS EXPECTED_NPD DESCRIPTION
         gr metrics
         expect_rc 0 "metrics: $3"
         if [ -n "$PROMTOOL" ]; then
-                "$PROMTOOL" check metrics <"$T/out" >"$T/promtool" 2>&1 || { cat "$T/promtool" >&2; fail "promtool rejects the metrics ($3)"; }
+                promtool_check "$T/out" || { cat "$T/promtool" >&2; fail "promtool rejects the metrics ($3)"; }
                 ok "promtool check metrics: $3"
         fi
         cp "$T/out" "$T/metrics"
@@ -28,8 +28,10 @@ launch pidfile "$PIDS" launcher setpgid worker "$PIDS" w1 0 0 1024 sleep
 wait_role launcher w1
 check_all 0 0 "busy is fine"
 has check.nagios "^GPUREAP OK - 1 GPU, 1 busy, none with leftovers$" "busy line"
-has metrics "^gpureap_gpu_state\\{gpu=\"0\",UUID=\"GPU-[^\"]+\",device=\"nvidia0\",model_name=\"NVIDIA H200\",state=\"busy\"\\} 1$" "state busy, with dcgm-exporter's labels"
-has metrics "^gpureap_process_gpu_memory_bytes\\{.*pid=\"$(pid_of w1)\",comm=\"gpuhold\",job=\"process group $(pid_of launcher)\",judgement=\"live\"\\} 1073741824$" "per-process memory with job and judgement"
+has metrics "^gpureap_gpu_state\\{gpu=\"0\",UUID=\"GPU-[^\"]+\",pci_bus_id=\"00000000:19:00.0\",device=\"nvidia0\",modelName=\"NVIDIA H200\",Hostname=\"$(uname -n)\",state=\"busy\"\\} 1$" "state busy, with dcgm-exporter's labels (the PCI bus id as NVML gives it, the node name)"
+has metrics "^gpureap_process_gpu_memory_bytes\\{.*pid=\"$(pid_of w1)\",comm=\"gpuhold\",gpureap_job=\"process group $(pid_of launcher)\",judgement=\"live\"\\} 1073741824$" "per-process memory with gpureap's job and judgement"
+hasnt metrics '[{,](job|instance)="' "no label a scrape would rename (job, instance)"
+has metrics "^gpureap_build_info\\{version=\"$("$GPUREAP" --version | awk '{print $2}')\",driver=\"[0-9.]+\"\\} 1$" "build info: gpureap's version and the driver's"
 kill -KILL "$(pid_of w1)" "$(pid_of launcher)"
 wait_state "$(pid_of w1)" gone
 
@@ -60,7 +62,7 @@ has out "^GPUREAP CRITICAL - the driver did not answer 'nvmlDeviceGetMemoryInfo_
 gr metrics --nvml-timeout 300ms
 expect_rc 3 "metrics: the driver failed"
 has out "^gpureap_up 0$" "gpureap_up 0"
-[ -z "$PROMTOOL" ] || "$PROMTOOL" check metrics <"$T/out" >/dev/null 2>&1 || fail "promtool rejects the metrics of a hung driver"
+[ -z "$PROMTOOL" ] || promtool_check "$T/out" || fail "promtool rejects the metrics of a hung driver: $(cat "$T/promtool")"
 
 scenario "gpu 0"
 GPUREAP_NVML_LIBRARY=/nonexistent/libnvidia-ml.so.1 gr check
@@ -81,6 +83,6 @@ launch pidfile "$PIDS" odd name 'a"b\c' cuda 0 0 64 sleep
 wait_role odd
 gr metrics
 has out 'comm="a\\"b\\\\c"' "quote and backslash escaped in a label"
-[ -z "$PROMTOOL" ] || "$PROMTOOL" check metrics <"$T/out" >/dev/null 2>&1 || fail "promtool rejects escaped labels"
+[ -z "$PROMTOOL" ] || promtool_check "$T/out" || fail "promtool rejects escaped labels: $(cat "$T/promtool")"
 [ -n "$PROMTOOL" ] || echo "# promtool not installed: the format checks were skipped"
 done_testing

@@ -159,6 +159,14 @@ free_port() {
         python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
 
+# promtool_check FILE: 'promtool check metrics' accepts the text of FILE (its words in
+# $T/promtool), but for the one lint it must raise: dcgm-exporter's label modelName, which
+# gpureap spells as dcgm-exporter does so that the two join (promtool wants snake_case). Only
+# that label is renamed for it: any other camelCase label, any other lint, fails.
+promtool_check() {
+        sed 's/,modelName="/,model_name="/g' "$1" | promtool check metrics >"$T/promtool" 2>&1
+}
+
 # doc_example NAME FILE: FILE is an example the docs show (tests/fixtures/docs-examples/README.md);
 # with DOC_EXAMPLES_DIR set, it is kept there as NAME, to be committed
 doc_example() {

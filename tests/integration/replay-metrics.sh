@@ -17,7 +17,7 @@ for f in $(find "$F" -name '*.json' | sort); do
         expect_rc 0 "$name: metrics --replay" >/dev/null
         cp "$T/out" "$T/metrics"
         if [ -n "$PROMTOOL" ]; then
-                "$PROMTOOL" check metrics <"$T/metrics" >"$T/promtool" 2>&1 || { cat "$T/promtool" >&2; fail "$name: promtool rejects the metrics"; }
+                promtool_check "$T/metrics" || { cat "$T/promtool" >&2; fail "$name: promtool rejects the metrics"; }
         fi
         grep -q '^gpureap_last_reap' "$T/metrics" && fail "$name: a recording got this machine's last reap"
         # each GPU: the state and the memory the diagnosis gives

@@ -28,7 +28,7 @@ for i in 1 2 3; do
 done
 ok "status during the hang is served by serve: the driver timed out in nvmlDeviceGetMemoryInfo_v2"
 curl -s --max-time 5 "http://127.0.0.1:$port/metrics" >"$T/out"
-promtool check metrics <"$T/out" >"$T/err" 2>&1 || fail "promtool: $(cat "$T/err")"
+promtool_check "$T/out" || fail "promtool: $(cat "$T/promtool")"
 ok "promtool accepts /metrics while the driver is down"
 
 scenario "gpu 0 minor=0"

@@ -29,7 +29,7 @@ hasnt out "gpureap_process_gpu_memory_bytes" "by default: no per-process series 
 hasnt out "pid=\"$live\"" "no PID in /metrics"
 has out '^gpureap_gpu_memory_used_bytes\{gpu="0",' "the per-GPU series stay"
 has out '^gpureap_gpu_state\{gpu="0",.*state="busy"\} 1$' "the GPU's state stays"
-command -v promtool >/dev/null && { promtool check metrics <"$T/out" >"$T/err" 2>&1 || fail "promtool: $(cat "$T/err")"; ok "promtool accepts it"; }
+command -v promtool >/dev/null && { promtool_check "$T/out" || fail "promtool: $(cat "$T/promtool")"; ok "promtool accepts it"; }
 metrics_of_serve --process-metrics
 has out "^gpureap_process_gpu_memory_bytes\\{gpu=\"0\",.*pid=\"$live\",comm=\"gpuhold\",.*judgement=\"live\"\\} 268435456$" "--process-metrics: the per-process series"
 has out "^# TYPE gpureap_process_gpu_memory_bytes gauge$" "with its type"

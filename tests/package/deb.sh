@@ -1,8 +1,9 @@
 #!/bin/bash
 # The Debian packages, built from the tree (dpkg-buildpackage -b -us -uc) in a copy of it, then
-# unpacked into a scratch root: the binary runs, the man pages open, the completions and the
-# Slurm scripts are where a distribution expects them; libgpureap0 has the shared library and
-# its helper, libgpureap-dev what the example builds with; lintian reports no error.
+# unpacked into a scratch root: the binary runs, the man pages open, the completions, the
+# Slurm scripts, the Prometheus rules and the Grafana dashboard are where a distribution
+# expects them; libgpureap0 has the shared library and its helper, libgpureap-dev what the
+# example builds with; lintian reports no error.
 set -eu
 SRC=${MESON_SOURCE_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
 for t in dpkg-buildpackage dh lintian scdoc man; do
@@ -34,6 +35,10 @@ ok "bash and zsh completions installed"
 [ -x "$T/root/usr/lib/gpureap/slurm-epilog" ] && [ -x "$T/root/usr/lib/gpureap/slurm-prolog" ] || fail "no Slurm scripts"
 grep -qx "exec /usr/bin/gpureap slurm-epilog --drain" "$T/root/usr/lib/gpureap/slurm-epilog" || fail "the Epilog does not run /usr/bin/gpureap: $(cat "$T/root/usr/lib/gpureap/slurm-epilog")"
 ok "Slurm prolog and epilog scripts installed"
+cmp -s "$T/root/usr/share/gpureap/prometheus/gpureap-rules.yml" "$SRC/contrib/prometheus/gpureap-rules.yml" &&
+        cmp -s "$T/root/usr/share/gpureap/grafana/gpureap.json" "$SRC/contrib/grafana/gpureap.json" ||
+        fail "the Prometheus rules or the Grafana dashboard are not installed in /usr/share/gpureap"
+ok "the Prometheus rules and the Grafana dashboard installed in /usr/share/gpureap"
 ! dpkg-deb -c "$deb" | grep -E 'libgpureap|/include/|libexec' || fail "the command's package ships the library's files"
 lib=$(ls "$T"/libgpureap0_*.deb) && dev=$(ls "$T"/libgpureap-dev_*.deb) || fail "no libgpureap0 or libgpureap-dev package"
 dpkg-deb -x "$lib" "$T/root"
