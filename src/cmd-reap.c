@@ -61,7 +61,7 @@ struct reap {
         char survived[2048];       /* "survived PID START" lines for the state file */
         size_t survived_len;
         char gpus[1024];
-        pid_t pids[256];
+        pid_t pids[GR_PLAN_MAX];   /* --pid (the epilog names every holder of an ended job) */
         size_t n_pids;
         gr_pid_start only[256];
         size_t n_only;
@@ -465,6 +465,12 @@ static void acted(const gr_reap_result *res, void *userdata)
                 json_object_object_add(r->out, "outcomes", outs);
         else
                 json_object_put(outs);
+        fflush(stdout);
+}
+
+/* The drain, once gr_reap has waited for it */
+static void report_drain(struct reap *r, const gr_reap_result *res)
+{
         if (res->drained && !r->json)
                 printf("memory back %.1f ms after the first signal\n", (double)res->drain_us / 1000);
         if (res->before->gpu->status == GR_GPU_OK)
@@ -633,6 +639,7 @@ static int reap_execute(struct reap *r)
         case GR_REAP_NOT_CLEAN:
                 if (isatty(STDERR_FILENO) && !r->json && res.n_signalled > 0)
                         fprintf(stderr, "\r\033[K");
+                report_drain(r, &res);
                 code = report_verify(r, &res);
                 recorded = true;
                 break;
@@ -681,9 +688,11 @@ int reap_request_run(const struct reap_request *q)
                 error_msg("too many processes to name (at most %zu)", GR_ELEMENTSOF(r->pids));
                 goto out;
         }
-        memcpy(r->pids, q->pids, q->n_pids * sizeof(*q->pids));
+        if (q->n_pids)
+                memcpy(r->pids, q->pids, q->n_pids * sizeof(*q->pids));
         r->n_pids = q->n_pids;
-        memcpy(r->only, q->only, q->n_only * sizeof(*q->only));
+        if (q->n_only)
+                memcpy(r->only, q->only, q->n_only * sizeof(*q->only));
         r->n_only = q->n_only;
         r->po.only = r->n_only ? r->only : NULL;
         r->po.n_only = r->n_only;

@@ -55,7 +55,7 @@ struct slurm {
         uint64_t deadline;        /* the whole command's */
         const char *uid;          /* SLURM_JOB_UID, when it is a number: only its processes */
         uid_t uid_value;
-        pid_t blind[256];         /* the driver could not be read: the job's holders by /proc */
+        pid_t blind[GR_PLAN_MAX]; /* the driver could not be read: the job's holders by /proc */
         size_t n_blind;
 };
 
@@ -266,8 +266,14 @@ static void blind_pids_of_scope(struct slurm *sl, gr_snapshot *s, const gr_scope
                 const gr_holder_verdict *v = d ? gr_diagnosis_holder(d, p->pid) : NULL;
                 if (!gr_plan_ended_scope_takes(m, v) || !job_uid_ok(sl, p))
                         continue;
-                if (sl->n_blind == GR_ELEMENTSOF(sl->blind))
-                        break; /* more than one reap takes: the verdict after it says what is left */
+                if (sl->n_blind == GR_ELEMENTSOF(sl->blind)) {
+                        /* more than one reap takes: the verdict after it says what is left */
+                        audit_log(LOG_WARNING, "job %s: more than %zu holders and no driver: the first %zu are ended",
+                                  sl->job, GR_ELEMENTSOF(sl->blind), GR_ELEMENTSOF(sl->blind));
+                        fprintf(stderr, "gpureap: job %s: more than %zu holders and no driver: the first %zu are ended\n",
+                                QUOTED(sl->job), GR_ELEMENTSOF(sl->blind), GR_ELEMENTSOF(sl->blind));
+                        break;
+                }
                 sl->blind[sl->n_blind++] = p->pid;
         }
         gr_diagnosis_free(d);

@@ -33,7 +33,7 @@ typedef enum gr_reap_status {
         GR_REAP_DRIVER,     /* the driver cannot be read (or a GPU): nothing verified */
         GR_REAP_BLIND,      /* the driver cannot be read: the named processes were ended anyway,
                                each verified as ever; their GPUs were not */
-        GR_REAP_PLANNED,    /* options.dry: the plan only */
+        GR_REAP_PLANNED,    /* options.dry: the plan only (and the review did not refuse it) */
         GR_REAP_DECLINED,   /* the review said no: nothing signalled */
         GR_REAP_FAILED,     /* error and stage say what could not be done */
 } gr_reap_status;
@@ -72,8 +72,8 @@ typedef struct gr_reap_options {
         /* after the plan, before any signal (with dry too): false declines (no consent, a
          * selection the caller refuses). NULL: go */
         bool (*review)(const gr_snapshot *s, const gr_diagnosis *d, const gr_plan *p, void *userdata);
-        /* once the ladder is done and the drain watched, before the verify: the outcomes and the
-         * drain are in r. NULL: nothing */
+        /* once the ladder is done, before the drain wait and the verify: the outcomes are in r.
+         * NULL: nothing */
         void (*acted)(const gr_reap_result *r, void *userdata);
         gr_wait_progress_fn progress;  /* each look of the verify that does not end it; its
                                           userdata is the gr_reap_result being filled */

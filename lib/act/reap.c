@@ -153,7 +153,7 @@ int gr_reap(const gr_reap_options *o, gr_reap_result *r)
                 r->mem_before[i] = i < s->gpu->n_gpus ? s->gpu->gpus[i].mem_used : GR_UNKNOWN_U64;
         bool go = !o->review || o->review(s, r->before_d, r->plan, o->userdata);
         if (o->dry || !go) {
-                r->status = o->dry ? GR_REAP_PLANNED : GR_REAP_DECLINED;
+                r->status = go ? GR_REAP_PLANNED : GR_REAP_DECLINED; /* a refused dry run is refused */
                 goto out;
         }
         uint64_t targets[GR_GPUS_MAX];
@@ -171,14 +171,16 @@ int gr_reap(const gr_reap_options *o, gr_reap_result *r)
                 close(events_fd);
                 events_fd = -1;
         }
+        /* the outcomes told at once: a reap cut short in the drain (an epilog's deadline, a
+         * Ctrl-C) has its trail */
+        if (o->acted)
+                o->acted(r, o->userdata);
         /* the drain: until the driver has the memory back, seen by the watcher within 0.2 ms */
         uint64_t drained_at = 0;
         r->drained = r->drain_watched && gr_drain_wait(drain, o->deadline_ms, &drained_at);
         r->drain_us = r->drained ? drained_at - t_sig : 0;
         gr_drain_free(drain);
         drain = NULL;
-        if (o->acted)
-                o->acted(r, o->userdata);
         if (blind) {
                 r->status = GR_REAP_BLIND;
                 goto out;

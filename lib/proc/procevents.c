@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -54,6 +55,9 @@ int gr_procev_open(void)
 }
 
 static int read_events(int fd, gr_procev_fork_fn on_fork, gr_procev_exit_fn on_exit, void *userdata, bool *ret_lost);
+static int read_into(int fd, char *buf, gr_procev_fork_fn on_fork, gr_procev_exit_fn on_exit, void *userdata,
+                     bool *ret_lost);
+#define PROCEV_BUF 65536
 
 int gr_procev_read(int fd, gr_procev_exit_fn on_exit, void *userdata, bool *ret_lost)
 {
@@ -67,10 +71,22 @@ int gr_procev_read_lineage(int fd, gr_procev_fork_fn on_fork, gr_procev_exit_fn 
 
 static int read_events(int fd, gr_procev_fork_fn on_fork, gr_procev_exit_fn on_exit, void *userdata, bool *ret_lost)
 {
-        static char buf[65536] __attribute__((aligned(NLMSG_ALIGNTO)));
+        /* each call its own buffer: serve reads its events in one thread while its policy's reap
+         * follows forks in another (one static buffer tore events between them) */
+        char *buf = aligned_alloc(NLMSG_ALIGNTO < 16 ? 16 : NLMSG_ALIGNTO, PROCEV_BUF);
+        if (!buf)
+                return -ENOMEM;
+        int r = read_into(fd, buf, on_fork, on_exit, userdata, ret_lost);
+        free(buf);
+        return r;
+}
+
+static int read_into(int fd, char *buf, gr_procev_fork_fn on_fork, gr_procev_exit_fn on_exit, void *userdata,
+                     bool *ret_lost)
+{
         int n_exits = 0;
         for (unsigned rounds = 0; rounds < 4096; rounds++) {
-                ssize_t n = recv(fd, buf, sizeof(buf), 0);
+                ssize_t n = recv(fd, buf, PROCEV_BUF, 0);
                 if (n < 0) {
                         if (errno == EINTR)
                                 continue;
