@@ -43,20 +43,20 @@ _gpureap()
         --user)
                 COMPREPLY=($(compgen -u -- "$cur"))
                 return ;;
-        --gpu | --gpus | --pid | --job | --cgroup | --container | --pod | --grace | --timeout | \
-        --nvml-timeout | --free | --max-time | --ready-port | --ready-log | --ready-timeout | \
+        --gpu | -i | --gpus | --pid | --job | --cgroup | --container | --pod | --grace | --timeout | \
+        --nvml-timeout | --watch | -l | --free | --max-time | --ready-port | --ready-log | --ready-timeout | \
         --stall-timeout | --drain-timeout | --scontrol | --node | --only | --reap-after | \
         --remap-exit | --rewrite-signal | --parent-death-signal)
                 return ;;
         esac
         local opts
         case $cmd in
-        "" | status) opts="--json --why --wide --color --gpu --replay --direct --job --cgroup --container --pod --nvml-timeout --help" ;;
-        reap) opts="--dry-run --direct --yes --json --gpu --pid --likely --all --tree --user --all-users --grace --timeout --job --cgroup --container --pod --ended --only --nvml-timeout --help" ;;
-        wait) opts="--gpu --free --timeout --json --direct --job --cgroup --container --pod --nvml-timeout --help" ;;
+        "" | status) opts="--json --why --wide --color --gpu -i --watch -l --replay --direct --job --cgroup --container --pod --nvml-timeout --help" ;;
+        reap) opts="--dry-run --direct --yes --json --gpu -i --pid --likely --all --tree --user --all-users --grace --timeout --job --cgroup --container --pod --ended --only --nvml-timeout --help" ;;
+        wait) opts="--gpu -i --free --timeout --json --direct --job --cgroup --container --pod --nvml-timeout --help" ;;
         run) opts="--grace --max-time --ready-port --ready-log --ready-timeout --stall-timeout --drain-timeout --no-cgroup --tty --quiet --json --ready-file --remap-exit --signal-group --rewrite-signal --parent-death-signal --verbose --help --" ;;
-        reset) opts="--gpu --yes --stop-monitors --timeout --help" ;;
-        check) opts="--format --gpu --nvml-timeout --replay --help" ;;
+        reset) opts="--gpu -i --yes --stop-monitors --timeout --help" ;;
+        check) opts="--format --gpu -i --timeout --nvml-timeout --direct --replay --help" ;;
         metrics) opts="--textfile --gpu --nvml-timeout --replay --help" ;;
         serve) opts="--socket --group --interval --listen --nvml-timeout --reap-after --reap-all-users --process-metrics --help" ;;
         slurm-prolog | slurm-epilog) opts="--drain --gpus --timeout --grace --scontrol --node --help" ;;

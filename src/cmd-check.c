@@ -3,7 +3,12 @@
  * stale memory is a problem: the next job gets less of the GPU than it asks for. A driver that
  * does not answer is critical too, not unknown: a node whose driver hangs cannot run GPU jobs,
  * and a framework drains a node on critical, not on unknown. Unknown is kept for a check that
- * cannot judge at all (no NVIDIA driver on this machine). */
+ * cannot judge at all. A node without NVIDIA GPUs is OK: a site's one configuration runs on its
+ * CPU nodes too.
+ *
+ * The whole check keeps a deadline (--timeout, 4 s: node-problem-detector kills a plugin at 5 s
+ * and reports it as unknown, without our reason): the driver gets what is left of it. */
+#include <dirent.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <string.h>
@@ -12,22 +17,28 @@
 #include "gpureap/basic.h"
 #include "gpureap.h"
 
+#define CHECK_TIMEOUT_MS 4000
+
 static void check_usage(FILE *f)
 {
         fprintf(f,
-                "usage: gpureap check [--format nagios|npd] [--gpu SEL] [--nvml-timeout DUR]\n"
-                "                     [--direct | --replay FILE]\n"
+                "usage: gpureap check [--format nagios|npd] [--gpu SEL] [--timeout DUR]\n"
+                "                     [--nvml-timeout DUR] [--direct | --replay FILE]\n"
                 "\n"
                 "One line for a health framework, and its exit code. Busy GPUs are fine; leftovers,\n"
-                "stale memory and a driver that does not answer are problems (docs/integrations.md).\n"
+                "stale memory and a driver that does not answer are problems; a node without NVIDIA\n"
+                "GPUs is OK (docs/integrations.md).\n"
                 "\n"
                 "  --format nagios  Nagios, Icinga, LBNL NHC (the default): 0 OK, 1 WARNING (a holder\n"
                 "                   gpureap cannot judge), 2 CRITICAL (a leftover, stale memory, a GPU or\n"
-                "                   driver that cannot be read), 3 UNKNOWN (no NVIDIA driver here)\n"
+                "                   driver that cannot be read), 3 UNKNOWN (a check that cannot judge)\n"
                 "  --format npd     a node-problem-detector custom plugin: 0 OK, 1 problem (critical),\n"
                 "                   2 unknown; the message fits in 80 characters\n"
-                "  --gpu SEL        only these GPUs\n"
-                "  --nvml-timeout   how long the driver gets (default 5s)\n"
+                "  --gpu SEL, -i    only these GPUs (index, UUID prefix, PCI bus id)\n"
+                "  --timeout DUR    the whole check ends within this (default 4s, inside\n"
+                "                   node-problem-detector's 5s); the driver gets what is left\n"
+                "  --nvml-timeout   how long one driver call may take (default: what is left of\n"
+                "                   --timeout; also $GPUREAP_NVML_TIMEOUT)\n"
                 "  --direct         read the driver and /proc here, not through a running\n"
                 "                   'gpureap serve' (whose view, with its memory, status gives too)\n"
                 "  --replay FILE    judge a snapshot recorded with 'gpureap status --json'\n");
@@ -39,17 +50,79 @@ static void check_usage(FILE *f)
 
 static const char *const level_names[] = { "OK", "WARNING", "CRITICAL", "UNKNOWN" };
 
+/* The first GPU device file (nvidiaN) in dev_dir into buf; false when there is none: no NVIDIA
+ * GPU on this node (nvidiactl alone is a loaded driver without GPUs) */
+static bool gpu_device_file(const char *dev_dir, char *buf, size_t size)
+{
+        DIR *d = opendir(dev_dir);
+        if (!d)
+                return false;
+        bool found = false;
+        struct dirent *e;
+        while (!found && (e = readdir(d))) {
+                uint64_t v;
+                if (strncmp(e->d_name, "nvidia", 6) == 0 && gr_parse_u64(e->d_name + 6, &v) == 0) {
+                        snprintf(buf, size, "%s/%s", dev_dir, e->d_name);
+                        found = true;
+                }
+        }
+        closedir(d);
+        return found;
+}
+
+/* The driver's failure, its short facts first: which GPU, what kind, how long */
+static void say_driver(struct summary *m, const gr_gpu_report *rep)
+{
+        char gpu[24] = "";
+        if (rep->status == GR_GPU_TIMEOUT) {
+                if (rep->stuck_gpu >= 0)
+                        snprintf(gpu, sizeof(gpu), "GPU %d: ", rep->stuck_gpu);
+                summary_say(m, SUMMARY_CRITICAL, "%sdriver hung, no answer in %.1f s ('%s')%s", gpu,
+                            (double)rep->elapsed_ms / 1000, rep->stuck_call,
+                            strstr(rep->error, "left behind") ? "; its helper is stuck in the driver, left behind" : "");
+        } else {
+                summary_say(m, SUMMARY_CRITICAL, "driver failed: %s", rep->error);
+        }
+}
+
+/* "N GPUs with leftovers (0,2): " before the items when more than one GPU is in trouble, so that
+ * the start of the line counts them all */
+static void head_text(const gr_snapshot *s, const gr_diagnosis *d, const struct gpu_selection *sel,
+                      char *buf, size_t size)
+{
+        unsigned idx[GR_GPUS_MAX], n = 0, states = 0;
+        buf[0] = '\0';
+        for (unsigned i = 0; d && i < s->gpu->n_gpus && n < GR_GPUS_MAX; i++) {
+                gr_gpu_state st = d->gpus[i].state;
+                if (!gpu_selected(sel, &s->gpu->gpus[i]) ||
+                    (st != GR_GPU_DIRTY && st != GR_GPU_STALE && st != GR_GPU_UNKNOWN))
+                        continue;
+                idx[n++] = s->gpu->gpus[i].index;
+                states |= 1u << st;
+        }
+        if (n < 2)
+                return;
+        char list[256];
+        const char *what = states == 1u << GR_GPU_DIRTY   ? "with leftovers"
+                           : states == 1u << GR_GPU_STALE ? "with stale memory"
+                           : states == 1u << GR_GPU_UNKNOWN ? "unreadable"
+                                                            : "not clean";
+        snprintf(buf, size, "%u GPUs %s (%s): ", n, what, gr_index_list_text(idx, n, list, sizeof(list)));
+}
+
 int cmd_check(int argc, char **argv)
 {
         static const struct option opts[] = {
                 { "format", required_argument, NULL, 'f' },
                 { "gpu", required_argument, NULL, 'g' },
+                { "timeout", required_argument, NULL, 'T' },
                 { "nvml-timeout", required_argument, NULL, 't' },
                 { "replay", required_argument, NULL, 'r' },
                 { "direct", no_argument, NULL, 'D' },
                 { "help", no_argument, NULL, 'h' },
                 { NULL, 0, NULL, 0 },
         };
+        uint64_t t0 = gr_now_ms(), timeout = CHECK_TIMEOUT_MS;
         bool npd = false;
         const char *replay = NULL;
         bool direct = false;
@@ -59,7 +132,7 @@ int cmd_check(int argc, char **argv)
                 return CHECK_USAGE;
         optind = 1;
         int c;
-        while ((c = getopt_long(argc, argv, "+f:g:t:r:Dh", opts, NULL)) != -1) {
+        while ((c = getopt_long(argc, argv, "+f:g:i:t:r:Dh", opts, NULL)) != -1) {
                 switch (c) {
                 case 'D': direct = true; break;
                 case 'r':
@@ -74,7 +147,12 @@ int cmd_check(int argc, char **argv)
                         }
                         break;
                 case 'g':
+                case 'i':
                         if (gpu_option_append(gpus, sizeof(gpus), optarg) < 0)
+                                return CHECK_USAGE;
+                        break;
+                case 'T':
+                        if (parse_duration_option(optarg, &timeout, false) < 0)
                                 return CHECK_USAGE;
                         break;
                 case 't':
@@ -91,11 +169,19 @@ int cmd_check(int argc, char **argv)
         }
         if (no_stray_arguments(argc, argv, "check") < 0)
                 return CHECK_USAGE;
+        /* the driver's deadline leaves a tenth (at most 250 ms) for the helper's end, the
+         * diagnosis and the line; a call gets no longer than that either */
+        uint64_t reserve = timeout / 10 < 250 ? timeout / 10 : 250;
+        so.gpu.deadline_ms = t0 + timeout - reserve;
+        uint64_t left = so.gpu.deadline_ms - t0;
+        if (!so.gpu.timeout_ms || so.gpu.timeout_ms > left)
+                so.gpu.timeout_ms = left ? left : 1;
         struct gpu_selection sel = { .list = gpus[0] ? gpus : NULL };
         struct summary m = { .level = SUMMARY_OK };
         gr_snapshot *s = NULL;
         gr_diagnosis *d = NULL;
         unsigned n_sel = 0;
+        char dev[1100];
         int r;
         if (replay) {
                 char err[512];
@@ -107,12 +193,22 @@ int cmd_check(int argc, char **argv)
         } else {
                 r = view_take(&so, direct ? VIEW_DIRECT : VIEW_SERVED_OK, &s);
         }
+        /* no GPU here: no driver library, or one that cannot start, and no device file of a GPU
+         * (a recording is another machine's: its device files are not here to look at) */
+        bool no_driver = r >= 0 && (s->gpu->status == GR_GPU_NO_LIBRARY || s->gpu->status == GR_GPU_INIT_FAILED);
+        bool no_gpu_here = no_driver && !replay && !gpu_device_file(s->dev_dir, dev, sizeof(dev));
         if (r < 0) {
                 summary_say(&m, SUMMARY_UNKNOWN, "cannot take a snapshot: %s", strerror(-r));
+        } else if (no_gpu_here) {
+                summary_say(&m, SUMMARY_OK, "no NVIDIA GPU here (no '%s/nvidia[0-9]*'; %s)", s->dev_dir, s->gpu->error);
         } else if (s->gpu->status == GR_GPU_NO_LIBRARY) {
                 summary_say(&m, SUMMARY_UNKNOWN, "no NVIDIA driver: %s", s->gpu->error);
         } else if (s->gpu->status != GR_GPU_OK) {
-                summary_say(&m, SUMMARY_CRITICAL, "%s", s->gpu->error);
+                say_driver(&m, s->gpu);
+        } else if (s->gpu->n_gpus == 0 && !replay && gpu_device_file(s->dev_dir, dev, sizeof(dev))) {
+                summary_say(&m, SUMMARY_CRITICAL, "the driver lists no GPU, but '%s' is there", dev);
+        } else if (s->gpu->n_gpus == 0) {
+                summary_say(&m, SUMMARY_OK, "no NVIDIA GPU here (the driver lists none)");
         } else if (gpu_selection_unmatched(&sel, s->gpu, m.text, sizeof(m.text))) {
                 gpu_selection_error(&sel, s->gpu);
                 gr_snapshot_free(s);
@@ -135,15 +231,18 @@ int cmd_check(int argc, char **argv)
                 else
                         summary_say(&m, SUMMARY_OK, "%u GPU%s clean", n_sel, n_sel == 1 ? "" : "s");
         }
+        char head[320] = "";
+        if (d)
+                head_text(s, d, &sel, head, sizeof(head));
         gr_diagnosis_free(d);
         gr_snapshot_free(s);
         if (npd) {
                 /* node-problem-detector keeps the first 80 characters of the message */
                 char line[81];
-                snprintf(line, sizeof(line), "gpureap %s: %s", level_names[m.level], m.text);
+                snprintf(line, sizeof(line), "gpureap %s: %s%s", level_names[m.level], head, m.text);
                 puts(line);
                 return m.level == SUMMARY_CRITICAL ? 1 : m.level == SUMMARY_UNKNOWN ? 2 : 0;
         }
-        printf("GPUREAP %s - %s\n", level_names[m.level], m.text);
+        printf("GPUREAP %s - %s%s\n", level_names[m.level], head, m.text);
         return (int)m.level;
 }

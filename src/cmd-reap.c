@@ -33,7 +33,7 @@ static void reap_usage(FILE *f)
                 "                   the holders' launchers makes some verdicts sure: docs/serve.md)\n"
                 "  --yes            do not ask (needed when stdin is not a terminal)\n"
                 "  --json           the plan and what was done, as JSON (docs/json-schema.md)\n"
-                "  --gpu SEL        only leftovers of these GPUs\n"
+                "  --gpu SEL, -i    only leftovers of these GPUs (index, UUID prefix, PCI bus id)\n"
                 "  --likely         leftovers judged likely too, not only sure ones\n"
                 "  --pid PID        exactly these processes (comma separated or repeated)\n"
                 "  --all            every holder of the selected GPUs, live jobs too (not monitors)\n"
@@ -73,6 +73,8 @@ struct reap {
         json_object *out;          /* the --json result, filled as things happen */
         int code;                  /* what the review decided (declined: usage, no consent) */
         bool quiet;                /* nothing on stdout: reap_request.quiet */
+        bool pids_typed;           /* --pid on the command line: a PID that names no process is
+                                      the user's mistake (a face's PIDs may end meanwhile) */
         int (*take)(const gr_snapshot_options *so, gr_snapshot **ret, void *userdata);
         void *take_userdata;
 };
@@ -241,7 +243,7 @@ static int parse_args(struct reap *r, int argc, char **argv)
                 return -1;
         optind = 1;
         int c;
-        while ((c = getopt_long(argc, argv, "+njLyg:p:aru:UG:T:t:h", opts, NULL)) != -1) {
+        while ((c = getopt_long(argc, argv, "+njLyg:i:p:aru:UG:T:t:h", opts, NULL)) != -1) {
                 switch (c) {
                 case 'n': r->dry = true; break;
                 case 'D': r->direct = true; break;
@@ -252,6 +254,7 @@ static int parse_args(struct reap *r, int argc, char **argv)
                 case 'r': r->po.tree = true; break;
                 case 'U': r->po.all_users = true; break;
                 case 'g':
+                case 'i':
                         if (gpu_option_append(r->gpus, sizeof(r->gpus), optarg) < 0)
                                 return -1;
                         break;
@@ -373,6 +376,17 @@ static bool review(const gr_snapshot *s, const gr_diagnosis *d, const gr_plan *p
 {
         struct reap *r = userdata;
         char bad[128];
+        for (size_t i = 0; r->pids_typed && i < plan->n; i++) {
+                const gr_target *t = &plan->targets[i];
+                if (t->why == GR_WHY_ASKED_PID && t->refused == GR_REFUSE_GONE) {
+                        /* the same rule as a --gpu that matches no GPU: a selection that names
+                         * nothing is an error before anything is signalled */
+                        error_msg("no process %d (--pid): it has ended, or the PID is wrong; nothing was signalled",
+                                  (int)t->pid);
+                        r->code = EXIT_USAGE;
+                        return false;
+                }
+        }
         if (s->gpu->status != GR_GPU_OK) {
                 error_msg("%s", s->gpu->error);
                 if (!r->json)
@@ -661,6 +675,7 @@ int cmd_reap(int argc, char **argv)
         int pa = parse_args(&r, argc, argv);
         if (pa != 0)
                 return pa > 0 ? EXIT_CLEAN : EXIT_USAGE;
+        r.pids_typed = r.n_pids > 0;
         return reap_execute(&r);
 }
 

@@ -26,7 +26,7 @@ static void reset_usage(FILE *f)
                 "daemon) make a reset fail as 'in use'; they are named, and stopped only with\n"
                 "--stop-monitors. The memory is read again afterwards.\n"
                 "\n"
-                "  --gpu SEL        the GPU (index, UUID prefix or PCI bus id): exactly one\n"
+                "  --gpu SEL, -i    the GPU (index, UUID prefix or PCI bus id): exactly one\n"
                 "  --yes            do not ask (needed when stdin is not a terminal)\n"
                 "  --stop-monitors  stop the NVML-only clients that hold the GPU first\n"
                 "  --timeout DUR    for the reset and the check after it (default 60s)\n"
@@ -128,9 +128,10 @@ static int parse_args(struct reset *rs, int argc, char **argv)
         };
         optind = 1;
         int c;
-        while ((c = getopt_long(argc, argv, "+g:ymT:h", opts, NULL)) != -1) {
+        while ((c = getopt_long(argc, argv, "+g:i:ymT:h", opts, NULL)) != -1) {
                 switch (c) {
-                case 'g': rs->gpu = optarg; break;
+                case 'g':
+                case 'i': rs->gpu = optarg; break;
                 case 'y': rs->yes = true; break;
                 case 'm': rs->stop_monitors = true; break;
                 case 'T':

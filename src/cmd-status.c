@@ -1,7 +1,9 @@
 /* gpureap status: the snapshot, shown as a table or as JSON */
 #include <getopt.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "gpureap/basic.h"
@@ -11,7 +13,7 @@ static void status_usage(FILE *f)
 {
         fprintf(f,
                 "usage: gpureap status [--json] [--why] [--wide] [--color=WHEN] [--gpu SEL[,SEL...]]\n"
-                "                      [--nvml-timeout DURATION] [--direct | --replay FILE]\n"
+                "                      [--watch SEC] [--nvml-timeout DURATION] [--direct | --replay FILE]\n"
                 "\n"
                 "For every GPU: is it clean, and if not, who holds it, why, and what to do next.\n"
                 "\n"
@@ -29,8 +31,12 @@ static void status_usage(FILE *f)
                 "  --replay FILE          diagnose a snapshot recorded with --json instead of\n"
                 "                         this machine (for bug reports and tests; a regular\n"
                 "                         file of at most 64 MiB)\n"
-                "  --gpu SEL              only these GPUs: index, UUID (or its first 8+ characters)\n"
-                "                         or PCI bus id; comma separated or repeated\n"
+                "  --gpu SEL, -i SEL      only these GPUs: index, UUID (or its first 8+ characters)\n"
+                "                         or PCI bus id (00000000:1A:00.0, 0000:1a:00.0 or\n"
+                "                         1a:00.0); comma separated or repeated\n"
+                "  --watch SEC, -l SEC    a report every SEC seconds (or 500ms, 2m) until Ctrl-C or\n"
+                "                         TERM (then exit 0): at a terminal redrawn in place, to a\n"
+                "                         pipe one after another, a blank line between them\n"
                 SCOPE_USAGE_25
                 "                         (without --gpu: the GPUs its processes hold)\n"
                 "  --nvml-timeout DUR     give the driver this long to answer each call, in its\n"
@@ -103,92 +109,29 @@ static int parse_timeout(const char *v, uint64_t *ret)
         return parse_duration_option(v, ret, false);
 }
 
-int cmd_status(int argc, char **argv)
+struct status_args {
+        bool json, why, wide, direct;
+        enum color_when color;
+        gr_scope scope;
+        const char *replay;
+        char gpus[1024];
+        gr_snapshot_options so;
+        uint64_t watch_ms;      /* -l/--watch: every this long; 0 once */
+};
+
+/* One report to f; its exit code */
+static int status_once(const struct status_args *a, FILE *f)
 {
-        static const struct option opts[] = {
-                { "json", no_argument, NULL, 'j' },
-                { "why", no_argument, NULL, 'v' },
-                { "wide", no_argument, NULL, 'w' },
-                { "color", required_argument, NULL, 'c' },
-                { "gpu", required_argument, NULL, 'g' },
-                { "nvml-timeout", required_argument, NULL, 't' },
-                { "replay", required_argument, NULL, 'r' },
-                { "direct", no_argument, NULL, 'D' },
-                { "job", required_argument, NULL, OPT_JOB },
-                { "cgroup", required_argument, NULL, OPT_CGROUP },
-                { "container", required_argument, NULL, OPT_CONTAINER },
-                { "pod", required_argument, NULL, OPT_POD },
-                { "help", no_argument, NULL, 'h' },
-                {},
-        };
-        bool json = false, why = false, wide = false, direct = false;
-        enum color_when color = COLOR_AUTO;
-        gr_scope scope = { .kind = GR_SCOPE_NONE };
-        const char *replay = NULL;
-        char gpus[1024] = "";
-        gr_snapshot_options so = { 0 };
-        if (nvml_timeout_from_env(&so.gpu.timeout_ms) < 0)
-                return EXIT_USAGE;
-
-        optind = 1;
-        int c;
-        while ((c = getopt_long(argc, argv, "+jvwg:t:r:h", opts, NULL)) != -1) {
-                switch (c) {
-                case 'j':
-                        json = true;
-                        break;
-                case 'v':
-                        why = true;
-                        break;
-                case 'w':
-                        wide = true;
-                        break;
-                case 'c':
-                        if (color_option(optarg, &color) < 0)
-                                return EXIT_USAGE;
-                        break;
-                case 'g':
-                        if (gpu_option_append(gpus, sizeof(gpus), optarg) < 0)
-                                return EXIT_USAGE;
-                        break;
-                case 't':
-                        if (parse_timeout(optarg, &so.gpu.timeout_ms) < 0)
-                                return EXIT_USAGE;
-                        break;
-                case 'r':
-                        replay = optarg;
-                        break;
-                case 'D':
-                        direct = true;
-                        break;
-                case OPT_JOB:
-                case OPT_CGROUP:
-                case OPT_CONTAINER:
-                case OPT_POD:
-                        if (scope_option(scope_option_name(c), optarg, &scope) < 0)
-                                return EXIT_USAGE;
-                        break;
-                case 'h':
-                        status_usage(stdout);
-                        return EXIT_CLEAN;
-                default:
-                        unknown_option(argc, argv, opts, "status");
-                        return EXIT_USAGE;
-                }
-        }
-        if (no_stray_arguments(argc, argv, "status") < 0)
-                return EXIT_USAGE;
-        struct gpu_selection sel = { .list = gpus[0] ? gpus : NULL, .scope = &scope };
-
+        struct gpu_selection sel = { .list = a->gpus[0] ? a->gpus : NULL, .scope = &a->scope };
         gr_snapshot *s = NULL;
-        if (replay) {
+        if (a->replay) {
                 char err[512];
-                if (snapshot_from_json(replay, &s, err, sizeof(err)) < 0) {
+                if (snapshot_from_json(a->replay, &s, err, sizeof(err)) < 0) {
                         error_msg("%s", err);
                         return EXIT_USAGE;
                 }
         } else {
-                int r = view_take(&so, direct ? VIEW_DIRECT : VIEW_SERVED_OK, &s);
+                int r = view_take(&a->so, a->direct ? VIEW_DIRECT : VIEW_SERVED_OK, &s);
                 if (r < 0) {
                         error_msg("cannot take a snapshot: %s", strerror(-r));
                         return EXIT_DRIVER;
@@ -203,7 +146,7 @@ int cmd_status(int argc, char **argv)
                 }
         }
 
-        sel.scope_mask = scope_gpus(s, &scope);
+        sel.scope_mask = scope_gpus(s, &a->scope);
         gr_diagnosis *d = NULL;
         int r = gr_diagnose(s, getuid(), &d);
         if (r < 0) {
@@ -211,18 +154,18 @@ int cmd_status(int argc, char **argv)
                 gr_snapshot_free(s);
                 return EXIT_DRIVER;
         }
-        if (json) {
-                render_status_json(stdout, s, d, &sel);
+        if (a->json) {
+                render_status_json(f, s, d, &sel);
         } else {
                 struct table_options to = {
-                        .color = color_wanted(color, STDOUT_FILENO),
-                        .why = why,
-                        .width = wide ? 0 : terminal_width(STDOUT_FILENO),
-                        .replay = replay,
+                        .color = color_wanted(a->color, STDOUT_FILENO),
+                        .why = a->why,
+                        .width = a->wide ? 0 : terminal_width(STDOUT_FILENO),
+                        .replay = a->replay,
                 };
-                render_status_table(stdout, s, d, &sel, &to);
+                render_status_table(f, s, d, &sel, &to);
         }
-        fflush(stdout);
+        fflush(f);
 
         int code = EXIT_CLEAN;
         if (s->gpu->status != GR_GPU_OK) {
@@ -246,4 +189,147 @@ int cmd_status(int argc, char **argv)
                 error_msg("cannot read '%s': %s", QUOTED(s->proc_root), strerror(-s->proc_error));
         gr_snapshot_free(s);
         return code;
+}
+
+/* INT or TERM came (blocked, so pending): the watch is over */
+static bool stop_pending(void)
+{
+        sigset_t p;
+        return sigpending(&p) == 0 && (sigismember(&p, SIGINT) == 1 || sigismember(&p, SIGTERM) == 1);
+}
+
+/* status -l SEC (nvidia-smi -l): a report every SEC; at a terminal each one replaces the last
+ * (clear, then the report written at once: no flicker), to a pipe or a file one after another,
+ * a blank line between them. INT and TERM are blocked and waited for between reports, so the
+ * watch ends cleanly, with 0, never in the middle of a report; one that comes while a report
+ * is being made (a terminal's Ctrl-C reaches the NVML helper too) drops that report. */
+static int status_watch(const struct status_args *a)
+{
+        sigset_t stop;
+        sigemptyset(&stop);
+        sigaddset(&stop, SIGINT);
+        sigaddset(&stop, SIGTERM);
+        /* blocked until the end: the command returns, and exits with 0, before either acts */
+        sigprocmask(SIG_BLOCK, &stop, NULL);
+        bool tty = isatty(STDOUT_FILENO);
+        for (unsigned n = 0;; n++) {
+                uint64_t next = gr_now_ms() + a->watch_ms;
+                char *buf = NULL;
+                size_t len = 0;
+                FILE *m = open_memstream(&buf, &len);
+                if (!m) {
+                        error_msg("out of memory");
+                        return EXIT_DRIVER;
+                }
+                int code = status_once(a, m);
+                fclose(m);
+                if (stop_pending()) {
+                        free(buf);
+                        break;
+                }
+                if (tty)
+                        fputs("\033[H\033[2J", stdout);
+                else if (n > 0)
+                        fputc('\n', stdout);
+                fwrite(buf, 1, len, stdout);
+                free(buf);
+                fflush(stdout);
+                if (code == EXIT_USAGE)
+                        return code;
+                if (ferror(stdout))
+                        return EXIT_CLEAN; /* the reader went away: main says so, and fails */
+                for (;;) {
+                        uint64_t now = gr_now_ms();
+                        if (now >= next)
+                                break;
+                        struct timespec ts = { (time_t)((next - now) / 1000), (long)((next - now) % 1000) * 1000000 };
+                        int sig = sigtimedwait(&stop, NULL, &ts);
+                        if (sig == SIGINT || sig == SIGTERM)
+                                return EXIT_CLEAN;
+                }
+        }
+        return EXIT_CLEAN;
+}
+
+int cmd_status(int argc, char **argv)
+{
+        static const struct option opts[] = {
+                { "json", no_argument, NULL, 'j' },
+                { "why", no_argument, NULL, 'v' },
+                { "wide", no_argument, NULL, 'w' },
+                { "color", required_argument, NULL, 'c' },
+                { "gpu", required_argument, NULL, 'g' },
+                { "nvml-timeout", required_argument, NULL, 't' },
+                { "replay", required_argument, NULL, 'r' },
+                { "direct", no_argument, NULL, 'D' },
+                { "watch", required_argument, NULL, 'l' },
+                { "job", required_argument, NULL, OPT_JOB },
+                { "cgroup", required_argument, NULL, OPT_CGROUP },
+                { "container", required_argument, NULL, OPT_CONTAINER },
+                { "pod", required_argument, NULL, OPT_POD },
+                { "help", no_argument, NULL, 'h' },
+                {},
+        };
+        struct status_args a = { .color = COLOR_AUTO, .scope = { .kind = GR_SCOPE_NONE } };
+        if (nvml_timeout_from_env(&a.so.gpu.timeout_ms) < 0)
+                return EXIT_USAGE;
+
+        optind = 1;
+        int c;
+        while ((c = getopt_long(argc, argv, "+jvwg:i:t:r:l:h", opts, NULL)) != -1) {
+                switch (c) {
+                case 'j':
+                        a.json = true;
+                        break;
+                case 'v':
+                        a.why = true;
+                        break;
+                case 'w':
+                        a.wide = true;
+                        break;
+                case 'c':
+                        if (color_option(optarg, &a.color) < 0)
+                                return EXIT_USAGE;
+                        break;
+                case 'g':
+                case 'i':
+                        if (gpu_option_append(a.gpus, sizeof(a.gpus), optarg) < 0)
+                                return EXIT_USAGE;
+                        break;
+                case 't':
+                        if (parse_timeout(optarg, &a.so.gpu.timeout_ms) < 0)
+                                return EXIT_USAGE;
+                        break;
+                case 'r':
+                        a.replay = optarg;
+                        break;
+                case 'D':
+                        a.direct = true;
+                        break;
+                case 'l':
+                        if (parse_duration_option(optarg, &a.watch_ms, false) < 0)
+                                return EXIT_USAGE;
+                        break;
+                case OPT_JOB:
+                case OPT_CGROUP:
+                case OPT_CONTAINER:
+                case OPT_POD:
+                        if (scope_option(scope_option_name(c), optarg, &a.scope) < 0)
+                                return EXIT_USAGE;
+                        break;
+                case 'h':
+                        status_usage(stdout);
+                        return EXIT_CLEAN;
+                default:
+                        unknown_option(argc, argv, opts, "status");
+                        return EXIT_USAGE;
+                }
+        }
+        if (no_stray_arguments(argc, argv, "status") < 0)
+                return EXIT_USAGE;
+        if (a.watch_ms && a.replay) {
+                error_msg("--watch and --replay exclude each other: a recording does not change");
+                return EXIT_USAGE;
+        }
+        return a.watch_ms ? status_watch(&a) : status_once(&a, stdout);
 }

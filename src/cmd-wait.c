@@ -18,7 +18,7 @@ static void wait_usage(FILE *f)
                 "monitors), or with --free until each has that much memory free: the gate before a\n"
                 "benchmark or a server started with --mem-fraction-static.\n"
                 "\n"
-                "  --gpu SEL          only these GPUs (index, UUID prefix, PCI bus id)\n"
+                "  --gpu SEL, -i SEL  only these GPUs (index, UUID prefix, PCI bus id)\n"
                 SCOPE_USAGE_21
                 "                     (with a scope: until none of its processes holds a GPU and the\n"
                 "                     GPUs they held are clean)\n"
@@ -127,7 +127,7 @@ int cmd_wait(int argc, char **argv)
                 return EXIT_USAGE;
         optind = 1;
         int c;
-        while ((c = getopt_long(argc, argv, "+g:f:T:t:jDh", opts, NULL)) != -1) {
+        while ((c = getopt_long(argc, argv, "+g:i:f:T:t:jDh", opts, NULL)) != -1) {
                 switch (c) {
                 case 'D':
                         direct = true;
@@ -136,6 +136,7 @@ int cmd_wait(int argc, char **argv)
                         json = true;
                         break;
                 case 'g':
+                case 'i':
                         if (gpu_option_append(gpus, sizeof(gpus), optarg) < 0)
                                 return EXIT_USAGE;
                         break;

@@ -245,7 +245,8 @@ enum summary_level { SUMMARY_OK, SUMMARY_WARNING, SUMMARY_CRITICAL, SUMMARY_UNKN
 struct summary {
         enum summary_level level;
         char text[512];
-        size_t o;
+        size_t o;             /* its length */
+        size_t o_severe;      /* the end of the critical and unknown items, which come first */
 };
 void summary_say(struct summary *m, enum summary_level l, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 void summary_gpu(struct summary *m, const gr_snapshot *s, const gr_diagnosis *d, unsigned i);

@@ -5,6 +5,7 @@
  * GPUs) with the next step to type, and with --why the evidence. Lines fit the terminal; a pipe
  * gets them whole. */
 #include <inttypes.h>
+#include <pwd.h>
 #include <string.h>
 #include <time.h>
 
@@ -519,14 +520,40 @@ static uint64_t listed_memory(const struct out *o, pid_t pid)
         return listed ? total : GR_UNKNOWN_U64;
 }
 
+/* A user's name as this machine's user database gives it, looked up once per uid (a table of
+ * hundreds of one user's workers asks once); the number when it has none. A recording's uids are
+ * another machine's: its numbers are shown as they are. */
+static const char *user_text(const struct out *o, const gr_process *p, char *buf, size_t size)
+{
+        static struct { uid_t uid; char name[33]; } cache[32];
+        static unsigned n_cache;
+        if (!p->has_uid)
+                return "?";
+        snprintf(buf, size, "%u", (unsigned)p->uid);
+        if (o->s->replayed)
+                return buf;
+        for (unsigned i = 0; i < n_cache; i++)
+                if (cache[i].uid == p->uid)
+                        return cache[i].name[0] ? cache[i].name : buf;
+        char pwbuf[4096];
+        struct passwd pw, *res = NULL;
+        unsigned slot = n_cache < GR_ELEMENTSOF(cache) ? n_cache++ : p->uid % GR_ELEMENTSOF(cache);
+        cache[slot].uid = p->uid;
+        cache[slot].name[0] = '\0';
+        if (getpwuid_r(p->uid, &pw, pwbuf, sizeof(pwbuf), &res) == 0 && res && res->pw_name[0]) {
+                gr_strlcpy(cache[slot].name, res->pw_name, sizeof(cache[slot].name));
+                gr_text_sanitize(cache[slot].name); /* a name is text from a file: no control byte */
+        }
+        return cache[slot].name[0] ? cache[slot].name : buf;
+}
+
 static void holder_row(const struct out *o, struct table *tb, const gr_process *p)
 {
-        char pid[16], ppid[16], uid[16] = "?", st[4], gpus[256], mem[32] = "-", fds[16], uvm[16], maps[16] = "-",
+        char pid[16], ppid[16], uidn[16], st[4], gpus[256], mem[32] = "-", fds[16], uvm[16], maps[16] = "-",
              nspid[64] = "-", role[160], cmd[4096];
         snprintf(pid, sizeof(pid), "%d", (int)p->pid);
         snprintf(ppid, sizeof(ppid), "%d", (int)p->ppid);
-        if (p->has_uid)
-                snprintf(uid, sizeof(uid), "%u", (unsigned)p->uid);
+        const char *uid = user_text(o, p, uidn, sizeof(uidn));
         snprintf(st, sizeof(st), "%c", p->state);
         held_gpus(o, p, gpus, sizeof(gpus));
         uint64_t m = listed_memory(o, p->pid);
@@ -553,7 +580,7 @@ static void print_holders(const struct out *o, bool other)
         /* what goes first on a narrow terminal: the device counts, then the owner, then the
          * memory; the PID, state, GPUs, role and command stay */
         static const struct table_col cols[] = {
-                { .head = "PID" }, { .head = "PPID", .drop = 6 }, { .head = "UID", .drop = 4 }, { .head = "ST" },
+                { .head = "PID" }, { .head = "PPID", .drop = 6 }, { .head = "USER", .drop = 4 }, { .head = "ST" },
                 { .head = "GPU" }, { .head = "MEMORY", .right = true, .drop = 5 },
                 { .head = "FDS", .right = true, .drop = 3 }, { .head = "UVM", .right = true, .drop = 1 },
                 { .head = "MAPS", .right = true, .drop = 2 }, { .head = "NSPID", .hide_empty = true, .drop = 7 },

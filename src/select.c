@@ -36,7 +36,9 @@ void gpu_selection_error(const struct gpu_selection *sel, const gr_gpu_report *r
         unsigned n = 0;
         for (unsigned i = 0; i < rep->n_gpus; i++)
                 n += gr_gpu_matches(&rep->gpus[i], bad);
-        if (n > 1)
+        if (n > 1 && strchr(bad, ':'))
+                error_msg("'%s' matches %u GPUs (in different PCI domains): give the domain too, or the index", QUOTED(bad), n);
+        else if (n > 1)
                 error_msg("'%s' matches %u GPUs: give more of the UUID, or the index", QUOTED(bad), n);
         else
                 error_msg("no GPU matches '%s' (this machine has %u)", QUOTED(bad), rep->n_gpus);

@@ -492,6 +492,7 @@ int snapshot_from_json_buffer(const char *buf, size_t len, const char *path, gr_
                 rep->status = status_of(st);
                 get_str(d, "error", rep->error, sizeof(rep->error));
                 get_str(d, "stuck_call", rep->stuck_call, sizeof(rep->stuck_call));
+                rep->stuck_gpu = -1; /* not recorded */
                 get_str(d, "library", rep->library, sizeof(rep->library));
                 get_str(d, "driver_version", rep->driver_version, sizeof(rep->driver_version));
                 get_str(d, "nvml_version", rep->nvml_version, sizeof(rep->nvml_version));

@@ -53,20 +53,30 @@ static void say_leftovers(struct summary *m, const gr_snapshot *s, const gr_diag
                     need_likely ? " --likely" : "", need_all ? " --all-users" : "");
 }
 
+/* Items in the order said, but the critical and unknown ones before the others: the start of
+ * the line is what a framework shows (node-problem-detector keeps 80 characters) */
 __attribute__((format(printf, 3, 4)))
 void summary_say(struct summary *m, enum summary_level l, const char *fmt, ...)
 {
         if (l > m->level)
                 m->level = l;
-        if (m->o >= sizeof(m->text))
-                return;
-        if (m->o)
-                m->o += (size_t)snprintf(m->text + m->o, sizeof(m->text) - m->o, "; ");
+        char item[sizeof(m->text)], text[sizeof(m->text)];
         va_list ap;
         va_start(ap, fmt);
-        if (m->o < sizeof(m->text))
-                m->o += (size_t)vsnprintf(m->text + m->o, sizeof(m->text) - m->o, fmt, ap);
+        vsnprintf(item, sizeof(item), fmt, ap);
         va_end(ap);
+        bool severe = l >= SUMMARY_CRITICAL;
+        size_t at = severe ? m->o_severe : m->o;
+        if (at > m->o)
+                at = m->o;
+        /* what follows a severe part begins with its "; " already */
+        int n = snprintf(text, sizeof(text), "%.*s%s%s%s%s", (int)at, m->text, at ? "; " : "", item,
+                         at == 0 && m->o > 0 ? "; " : "", m->text + at);
+        size_t item_end = at + (at ? 2 : 0) + strlen(item);
+        gr_strlcpy(m->text, text, sizeof(m->text));
+        m->o = n < 0 ? 0 : (size_t)n < sizeof(m->text) ? (size_t)n : sizeof(m->text) - 1;
+        if (severe)
+                m->o_severe = item_end < m->o ? item_end : m->o;
 }
 
 void summary_gpu(struct summary *m, const gr_snapshot *s, const gr_diagnosis *d, unsigned i)

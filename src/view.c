@@ -16,8 +16,10 @@ int view_take(const gr_snapshot_options *so, enum view_want want, gr_snapshot **
                 int r = gr_snapshot_take(so, &s);
                 if (r < 0)
                         return r;
-                /* a look of its own, and what serve remembers of the processes it sees */
-                if (want != VIEW_DIRECT)
+                /* a look of its own, and what serve remembers of the processes it sees; a
+                 * serve that was just asked and gave nothing would give nothing again (and a
+                 * hung one would cost its 500 ms twice, out of check's 4 s) */
+                if (want == VIEW_OWN_LOOK)
                         serve_history_into(s);
         }
         *ret = s;

@@ -59,6 +59,9 @@ typedef struct gr_gpu_report {
         gr_gpu_status status;
         char error[256];                       /* one line saying what went wrong */
         char stuck_call[64];                   /* with GR_GPU_TIMEOUT: the NVML call that hung */
+        int stuck_gpu;                         /* with GR_GPU_TIMEOUT: the index of the GPU that
+                                                  call was about, -1 when none (nvmlInit) or not
+                                                  known (a recording) */
         char library[256];                     /* what was loaded */
         char driver_version[GR_GPU_TEXT_MAX];
         char nvml_version[GR_GPU_TEXT_MAX];
@@ -74,6 +77,10 @@ typedef struct gr_gpu_options {
                                      (as root: an absolute path) or nothing is loaded */
         uint64_t timeout_ms;      /* how long one NVML call may take, in the driver's own time
                                      (the caller's other work meanwhile does not count); 5000 */
+        uint64_t deadline_ms;     /* the whole read's deadline (monotonic, gr_now_ms()): the
+                                     helper is abandoned then, however long each call took, so
+                                     that a command can keep a total bound (gpureap check under
+                                     node-problem-detector's timeout); 0: none */
         const char *helper;       /* the helper program; see gr_gpu_set_helper() */
         unsigned nvml_threads;    /* the most GPUs the helper reads at once, each in a thread of
                                      its own (attaching a GPU, its first handle, took 6.6 ms on

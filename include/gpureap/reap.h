@@ -33,7 +33,7 @@ typedef enum gr_reap_status {
         GR_REAP_DRIVER,     /* the driver cannot be read (or a GPU): nothing verified */
         GR_REAP_BLIND,      /* the driver cannot be read: the named processes were ended anyway,
                                each verified as ever; their GPUs were not */
-        GR_REAP_PLANNED,    /* options.dry: the plan only (and the review did not refuse it) */
+        GR_REAP_PLANNED,    /* options.dry: the plan only, and the review agreed */
         GR_REAP_DECLINED,   /* the review said no: nothing signalled */
         GR_REAP_FAILED,     /* error and stage say what could not be done */
 } gr_reap_status;

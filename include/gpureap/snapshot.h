@@ -75,7 +75,9 @@ gr_owner_state gr_snapshot_owner_state(const gr_snapshot *s, pid_t pid);
 /* Number of fds the process holds on the GPU with this minor number (0 when none). */
 unsigned gr_process_fds_on_minor(const gr_process *p, int minor);
 
-/* Does the GPU (by its index in the report) pass a filter of indices, minors or UUIDs? */
+/* Does the GPU pass a selector: its index in the report, its device file (nvidiaN: the minor),
+ * its UUID or 8+ characters of it, or its PCI bus id in NVML's spelling (00000000:1A:00.0),
+ * lspci's (0000:1a:00.0) or without the domain (1a:00.0), in either case? */
 bool gr_gpu_matches(const gr_gpu *g, const char *selector);
 /* Call cb for each item of a comma-separated selector list until it returns true; true then */
 bool gr_gpu_list_each(const char *list, bool (*cb)(const char *selector, void *userdata), void *userdata);

@@ -153,7 +153,8 @@ int gr_reap(const gr_reap_options *o, gr_reap_result *r)
                 r->mem_before[i] = i < s->gpu->n_gpus ? s->gpu->gpus[i].mem_used : GR_UNKNOWN_U64;
         bool go = !o->review || o->review(s, r->before_d, r->plan, o->userdata);
         if (o->dry || !go) {
-                r->status = go ? GR_REAP_PLANNED : GR_REAP_DECLINED; /* a refused dry run is refused */
+                /* a review that refuses refuses a dry run too (a --gpu that matches nothing) */
+                r->status = go ? GR_REAP_PLANNED : GR_REAP_DECLINED;
                 goto out;
         }
         uint64_t targets[GR_GPUS_MAX];

@@ -16,7 +16,7 @@ struct gr_gpu_query {
         char library_why[256];
         char library_origin[64];  /* who named it */
         char helper[256];
-        uint64_t started_ms, timeout_ms;
+        uint64_t started_ms, timeout_ms, deadline_ms;
         char library[256];
 };
 
@@ -42,6 +42,7 @@ int gr_gpu_query_start(const gr_gpu_options *opts, gr_gpu_query **ret, pid_t *re
         gr_strlcpy(q->library_origin, nl.origin, sizeof(q->library_origin));
         gr_strlcpy(q->helper, gr_helper_path(opts), sizeof(q->helper));
         q->timeout_ms = opts && opts->timeout_ms ? opts->timeout_ms : 5000;
+        q->deadline_ms = opts ? opts->deadline_ms : 0;
         q->started_ms = gr_now_ms();
         int r = lib < 0 ? lib : gr_helper_start(&q->h, q->helper, GR_HELPER_QUERY, sizeof(struct gr_query_shared), &nl,
                                                   opts);
@@ -122,7 +123,8 @@ static int copy_report(const struct gr_query_shared *sh, gr_gpu_report **ret)
 
 int gr_gpu_query_finish(gr_gpu_query *q, gr_gpu_report **ret)
 {
-        int w = q->start_error < 0 ? -2 : gr_helper_wait(&q->h, UINT64_MAX, q->timeout_ms);
+        int w = q->start_error < 0 ? -2
+                : gr_helper_wait(&q->h, q->deadline_ms ? q->deadline_ms : UINT64_MAX, q->timeout_ms);
         int status = 0;
         gr_gpu_report *rep = NULL;
         if (w == 1) {
@@ -139,6 +141,9 @@ int gr_gpu_query_finish(gr_gpu_query *q, gr_gpu_report **ret)
                 gr_helper_current_call(&q->h, call, sizeof(call), &gpu);
                 if (gpu >= 0)
                         snprintf(on_gpu, sizeof(on_gpu), " on GPU %d", gpu);
+                /* the caller's whole deadline, or the one call's own time */
+                uint64_t now = gr_now_ms();
+                bool total = q->deadline_ms && now >= q->deadline_ms;
                 bool reaped = w == -2 || gr_helper_stop(&q->h, false);
                 rep = calloc(1, sizeof(*rep));
                 if (!rep) {
@@ -162,15 +167,23 @@ int gr_gpu_query_finish(gr_gpu_query *q, gr_gpu_report **ret)
                                  "the NVML helper process died during '%s'%s", call, on_gpu);
                 } else if (strcmp(call, "start") == 0) {
                         rep->status = GR_GPU_FAILED;
-                        snprintf(rep->error, sizeof(rep->error),
-                                 "the NVML helper '%s' did not start within %d s", q->helper,
-                                 GR_HELPER_START_MS / 1000);
+                        if (total)
+                                snprintf(rep->error, sizeof(rep->error),
+                                         "the NVML helper '%s' had not started by the deadline (%llu ms)", q->helper,
+                                         (unsigned long long)(now - q->started_ms));
+                        else
+                                snprintf(rep->error, sizeof(rep->error),
+                                         "the NVML helper '%s' did not start within %d s", q->helper,
+                                         GR_HELPER_START_MS / 1000);
                 } else {
                         rep->status = GR_GPU_TIMEOUT;
+                        rep->stuck_gpu = gpu;
                         gr_strlcpy(rep->stuck_call, call, sizeof(rep->stuck_call));
                         snprintf(rep->error, sizeof(rep->error),
-                                 "the driver did not answer '%s' within %llu ms%s%s",
-                                 rep->stuck_call, (unsigned long long)q->timeout_ms, on_gpu,
+                                 "the driver did not answer '%s' within %llu ms%s%s%s",
+                                 rep->stuck_call,
+                                 (unsigned long long)(total ? now - q->started_ms : q->timeout_ms),
+                                 total ? " (the deadline)" : "", on_gpu,
                                  reaped ? "" : " (the helper is stuck in the driver and was left behind)");
                 }
                 sanitize_report(rep);

@@ -1,3 +1,4 @@
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -148,6 +149,7 @@ int gr_snapshot_take(const gr_snapshot_options *opts, gr_snapshot **ret)
                 r = gr_gpu_query_finish(q, &s->gpu);
         } else if ((s->gpu = calloc(1, sizeof(*s->gpu)))) {
                 s->gpu->status = GR_GPU_TIMEOUT;
+                s->gpu->stuck_gpu = -1;
                 gr_strlcpy(s->gpu->error, opts->gpu_down, sizeof(s->gpu->error));
                 r = 0;
         } else {
@@ -231,6 +233,57 @@ unsigned gr_process_fds_on_minor(const gr_process *p, int minor)
         return 0;
 }
 
+/* A PCI address: [DOMAIN:]BUS:DEVICE.FUNCTION in hex, either case. NVML writes the domain with 8
+ * digits (00000000:1A:00.0), lspci and sysfs with 4 (0000:1a:00.0); without it (1a:00.0) it is
+ * any domain's. false when s is not one */
+/* 1 to max hex digits of *p, either case, moved past; false when none */
+static bool hex_field(const char **p, int max, unsigned long *ret)
+{
+        unsigned long v = 0;
+        int n = 0;
+        for (; n < max && isxdigit((unsigned char)(*p)[n]); n++) {
+                int c = tolower((unsigned char)(*p)[n]);
+                v = v * 16 + (unsigned long)(isdigit(c) ? c - '0' : c - 'a' + 10);
+        }
+        *p += n;
+        *ret = v;
+        return n > 0;
+}
+
+static bool pci_address(const char *s, bool *ret_has_domain, unsigned long ret[4])
+{
+        unsigned long f[3], fn;
+        unsigned n = 0;
+        const char *p = s;
+        if (!hex_field(&p, 8, &f[n++]))
+                return false;
+        while (*p == ':' && n < 3) {
+                p++;
+                if (!hex_field(&p, 8, &f[n++]))
+                        return false;
+        }
+        if (n < 2 || *p++ != '.' || !hex_field(&p, 1, &fn) || *p || fn > 7)
+                return false;
+        unsigned long bus = f[n - 2], dev = f[n - 1];
+        if (bus > 0xff || dev > 0x1f)
+                return false;
+        *ret_has_domain = n == 3;
+        ret[0] = n == 3 ? f[0] : 0;
+        ret[1] = bus;
+        ret[2] = dev;
+        ret[3] = fn;
+        return true;
+}
+
+static bool pci_matches(const char *gpu_bus_id, const char *sel)
+{
+        bool sel_domain, gpu_domain;
+        unsigned long a[4], b[4];
+        if (!pci_address(sel, &sel_domain, a) || !pci_address(gpu_bus_id, &gpu_domain, b))
+                return false;
+        return (!sel_domain || a[0] == b[0]) && a[1] == b[1] && a[2] == b[2] && a[3] == b[3];
+}
+
 bool gr_gpu_matches(const gr_gpu *g, const char *sel)
 {
         uint64_t v;
@@ -241,7 +294,7 @@ bool gr_gpu_matches(const gr_gpu *g, const char *sel)
                 return g->minor >= 0 && v == (uint64_t)g->minor;
         if (g->uuid[0] && strncasecmp(sel, g->uuid, strlen(sel)) == 0 && strlen(sel) >= 8)
                 return true;
-        if (g->pci_bus_id[0] && strcasecmp(sel, g->pci_bus_id) == 0)
+        if (g->pci_bus_id[0] && (strcasecmp(sel, g->pci_bus_id) == 0 || pci_matches(g->pci_bus_id, sel)))
                 return true;
         return false;
 }

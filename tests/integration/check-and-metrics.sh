@@ -58,7 +58,7 @@ set +e
 timeout -s KILL 30 "$GPUREAP" check --nvml-timeout 300ms >"$T/out" 2>"$T/err"; RC=$?
 set -e
 expect_rc 2 "a hung driver is critical: a node whose driver hangs cannot run GPU jobs"
-has out "^GPUREAP CRITICAL - the driver did not answer 'nvmlDeviceGetMemoryInfo_v2' within 300 ms" "names the call"
+has out "^GPUREAP CRITICAL - GPU 0: driver hung, no answer in 0\\.[0-9] s \\('nvmlDeviceGetMemoryInfo_v2'\\)$" "names the GPU, the kind and the call"
 gr metrics --nvml-timeout 300ms
 expect_rc 3 "metrics: the driver failed"
 has out "^gpureap_up 0$" "gpureap_up 0"
@@ -66,7 +66,7 @@ has out "^gpureap_up 0$" "gpureap_up 0"
 
 scenario "gpu 0"
 GPUREAP_NVML_LIBRARY=/nonexistent/libnvidia-ml.so.1 gr check
-expect_rc 3 "no driver at all: unknown"
+expect_rc 3 "no driver, but a GPU's device file: unknown (check-deadline: no device file either is OK)"
 GPUREAP_NVML_LIBRARY=/nonexistent/libnvidia-ml.so.1 gr check --format npd
 expect_rc 2 "npd: unknown"
 gr check --format xml

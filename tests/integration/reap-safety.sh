@@ -1,6 +1,6 @@
 #!/bin/bash
 # What reap never touches: PID 1, gpureap's ancestors, another user's process (unless root asks
-# with --all-users), monitors.
+# with --all-users), monitors; and nothing at all when --pid names a process that is not there.
 . "$TESTLIB"
 
 launch pidfile "$PIDS" mon monitor 0 sleep
@@ -16,6 +16,29 @@ gr reap --yes --pid 1,$$,$PPID
 has out "^  spare  1 .*PID 1 is never signalled" "PID 1 spared"
 has out "^  spare  $$ .*gpureap itself or one of its ancestors" "the calling shell spared"
 ok "still here to tell"
+
+# --pid of a process that does not exist: a usage mistake (exit 2) said in one line, before
+# anything is signalled, also to a leftover named beside it; a dry run says the same
+launch pidfile "$PIDS" owner cuda 0 0 256 spawn-holder "$PIDS" child exit
+wait_role owner child
+wait "$LAST" || true
+child=$(pid_of child)
+sh -c 'exit 0' &
+gone=$!
+wait "$gone"
+! kill -0 "$gone" 2>/dev/null || fail "PID $gone is there again"
+for args in "--yes --pid $gone" "--yes --pid $child,$gone" "--dry-run --pid $gone"; do
+        gr reap $args
+        expect_rc 2 "reap $args: a PID that names no process"
+        [ "$(cat "$T/err")" = "gpureap: no process $gone (--pid): it has ended, or the PID is wrong; nothing was signalled" ] ||
+                fail "not the one line: $(cat "$T/err")"
+        [ ! -s "$T/out" ] || fail "reap $args printed a plan: $(cat "$T/out")"
+        ok "one line, no plan"
+        kill -0 "$child" || fail "reap $args signalled the leftover named beside it"
+done
+gr reap --yes --pid "$child"
+expect_rc 0 "negative control: --pid of the leftover alone reaps it"
+has out "^  $child +ended" "it ended"
 
 if [ "$(id -u)" -eq 0 ]; then
         chmod 0755 "$T"; chmod 0666 "$T"/dev/*; chmod 1777 "$T/ctx"; chmod 0666 "$PIDS"

@@ -31,6 +31,12 @@ complete_words() { # the words completed for the command line "$@" (the last one
 }
 complete_words gpureap status --w >"$T/out"
 has out "^--wide$" "bash completion: --wide"
+complete_words gpureap status --wat >"$T/out"
+has out "^--watch$" "bash completion: --watch"
+complete_words gpureap check --t >"$T/out"
+has out "^--timeout$" "bash completion: check --timeout"
+complete_words gpureap reap - >"$T/out"
+has out "^-i$" "bash completion: reap -i"
 complete_words gpureap status --color = a >"$T/out"
 has out "^auto$" "bash completion: --color=auto" && has out "^always$" "and --color=always"
 gr --version

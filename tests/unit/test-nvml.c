@@ -102,6 +102,30 @@ static void hang_is_abandoned_at_deadline(void **state)
         gr_gpu_report_free(r);
 }
 
+/* the caller's whole deadline (gpureap check's) cuts a hung call long before its own 60 s, and
+ * the report names the GPU the call was about: -1 for nvmlInit, which is about none */
+static void hang_is_abandoned_at_the_whole_deadline(void **state)
+{
+        static const struct { const char *scenario, *call; int gpu; } cases[] = {
+                { "hang nvmlDeviceGetUUID gpu=1", "nvmlDeviceGetUUID", 1 },
+                { "hang nvmlInit_v2", "nvmlInit_v2", -1 },
+        };
+        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+                write_scenario(cases[i].scenario);
+                gr_gpu_options o = { .library = getenv("FAKE_NVML"), .timeout_ms = 60000, .helper = getenv("NVML_HELPER"),
+                                     .deadline_ms = gr_now_ms() + 300 };
+                gr_gpu_query *q = NULL;
+                assert_int_equal(gr_gpu_query_start(&o, &q, NULL), 0);
+                gr_gpu_report *r = NULL;
+                assert_int_equal(gr_gpu_query_finish(q, &r), 0);
+                assert_int_equal(r->status, GR_GPU_TIMEOUT);
+                assert_string_equal(r->stuck_call, cases[i].call);
+                assert_int_equal(r->stuck_gpu, cases[i].gpu);
+                assert_non_null(strstr(r->error, "(the deadline)"));
+                gr_gpu_report_free(r);
+        }
+}
+
 static void missing_library(void **state)
 {
         gr_gpu_report *r = query("/nonexistent/libnvidia-ml.so.1", 1000);
@@ -337,6 +361,7 @@ int main(void)
                 cmocka_unit_test(process_list_grows_stride_32),
                 cmocka_unit_test(v3_missing_falls_back_to_v2),
                 cmocka_unit_test(hang_is_abandoned_at_deadline),
+                cmocka_unit_test(hang_is_abandoned_at_the_whole_deadline),
                 cmocka_unit_test(missing_library),
                 cmocka_unit_test(inconsistent_memory_is_flagged),
                 cmocka_unit_test(memory_check_cases),

@@ -1,5 +1,5 @@
 /* Unit tests of the pure parsers: stat, status, cgroup, cmdline, device paths, maps lines,
- * numbers, sizes and durations. */
+ * numbers, sizes and durations, GPU selectors. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -10,6 +10,7 @@
 
 #include "gpureap/basic.h"
 #include "gpureap/proc.h"
+#include "gpureap/snapshot.h"
 
 #define STAT_TAIL " 0 0 4194560 100 0 0 0 5 3 0 0 20 0 1 0 123456 1000 10 18446744073709551615 0 0 0 0 0 0 0 0 0 0 0 0 17 3 0 0 0 0 0\n"
 
@@ -367,6 +368,38 @@ static void numbers_sizes_durations(void **state)
         assert_string_equal(gr_format_bytes(GR_UNKNOWN_U64, b, sizeof(b)), "?");
 }
 
+/* nvidia-smi -i's selectors: the index, the UUID, the PCI bus id as NVML and lspci write it */
+static void gpu_selectors(void **state)
+{
+        (void)state;
+        gr_gpu g = { .index = 2, .minor = 3, .uuid = "GPU-26b043a8-20c9-8525-575a-88ca6ff0bd39",
+                     .pci_bus_id = "00000000:1A:00.0" };
+        assert_true(gr_gpu_matches(&g, "2"));
+        assert_false(gr_gpu_matches(&g, "3"));
+        assert_true(gr_gpu_matches(&g, "nvidia3"));
+        assert_true(gr_gpu_matches(&g, "GPU-26b043a8"));
+        assert_true(gr_gpu_matches(&g, "gpu-26B043A8-20c9"));
+        assert_false(gr_gpu_matches(&g, "GPU-26b"));          /* under 8 characters */
+        assert_true(gr_gpu_matches(&g, "00000000:1A:00.0"));  /* NVML's */
+        assert_true(gr_gpu_matches(&g, "00000000:1a:00.0"));
+        assert_true(gr_gpu_matches(&g, "0000:1a:00.0"));      /* lspci's */
+        assert_true(gr_gpu_matches(&g, "0000:1A:00.0"));
+        assert_true(gr_gpu_matches(&g, "1a:00.0"));           /* any domain */
+        assert_true(gr_gpu_matches(&g, "1A:0.0"));
+        assert_false(gr_gpu_matches(&g, "0001:1a:00.0"));     /* another domain */
+        assert_false(gr_gpu_matches(&g, "1b:00.0"));
+        assert_false(gr_gpu_matches(&g, "1a:00.1"));
+        assert_false(gr_gpu_matches(&g, "1a:00"));
+        assert_false(gr_gpu_matches(&g, "1a:00.0.0"));
+        assert_false(gr_gpu_matches(&g, "1a:00.8"));
+        assert_false(gr_gpu_matches(&g, "0:0:1a:00.0"));
+        assert_false(gr_gpu_matches(&g, ":1a:00.0"));
+        assert_false(gr_gpu_matches(&g, "1a:00.0 "));
+        assert_false(gr_gpu_matches(&g, "x1a:00.0"));
+        gr_gpu lspci = { .index = 0, .minor = 0, .pci_bus_id = "0000:1a:00.0" }; /* a recording's */
+        assert_true(gr_gpu_matches(&lspci, "00000000:1A:00.0"));
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -387,6 +420,7 @@ int main(void)
                 cmocka_unit_test(device_paths),
                 cmocka_unit_test(maps_lines),
                 cmocka_unit_test(numbers_sizes_durations),
+                cmocka_unit_test(gpu_selectors),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
