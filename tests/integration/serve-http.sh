@@ -119,14 +119,16 @@ until_code /healthz 200
 ok "let go: its looks go on, /healthz 200 ok again"
 stop_serve
 
-# no HTTP, the /proc scan asked for, the default interval
-GPUREAP_SCAN=proc "$GPUREAP" serve --listen none >"$T/serve.out" 2>&1 &
+# no HTTP, the /proc scan asked for, the default interval. Its own output file: the shell
+# truncates a reused one only once the background child runs, so a wait on its content could
+# read the previous serve's start-up line
+GPUREAP_SCAN=proc "$GPUREAP" serve --listen none >"$T/serve3.out" 2>&1 &
 SERVE=$!
 LAUNCHED="$LAUNCHED $SERVE"
 i=0
-until grep -q 'holder scan' "$T/serve.out"; do i=$((i + 1)); [ $i -lt 500 ] || fail "no start-up line: $(cat "$T/serve.out")"; sleep 0.02; done
-grep -qxF "gpureap: serve $version (PID $SERVE): socket '$GPUREAP_SERVE_SOCKET', HTTP none, holder scan /proc, a look every 1000 ms" "$T/serve.out" ||
-        fail "start-up line: $(cat "$T/serve.out")"
+until grep -q 'holder scan' "$T/serve3.out"; do i=$((i + 1)); [ $i -lt 500 ] || fail "no start-up line: $(cat "$T/serve3.out")"; sleep 0.02; done
+grep -qxF "gpureap: serve $version (PID $SERVE): socket '$GPUREAP_SERVE_SOCKET', HTTP none, holder scan /proc, a look every 1000 ms" "$T/serve3.out" ||
+        fail "start-up line: $(cat "$T/serve3.out")"
 ok "--listen none, GPUREAP_SCAN=proc: 'HTTP none, holder scan /proc, a look every 1000 ms'"
 stop_serve
 # docs/serve.md shows them (tests/fixtures/docs-examples/README.md)
