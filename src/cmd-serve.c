@@ -440,11 +440,7 @@ static void *refresher(void *arg)
                 __atomic_store_n(&sv->look_due_ms, t1 + pause + look_budget_ms(sv), __ATOMIC_RELAXED);
                 __atomic_store_n(&sv->look_ended_ms, t1, __ATOMIC_RELEASE);
                 pthread_mutex_lock(&sv->lock);
-                struct timespec until;
-                clock_gettime(CLOCK_MONOTONIC, &until);
-                uint64_t ns = (uint64_t)until.tv_nsec + (pause % 1000) * 1000000;
-                until.tv_sec += (time_t)(pause / 1000 + ns / 1000000000);
-                until.tv_nsec = (long)(ns % 1000000000);
+                struct timespec until = gr_deadline_in(pause);
                 while (!sv->stop && !sv->wake_now)
                         if (pthread_cond_timedwait(&sv->wake, &sv->lock, &until) == ETIMEDOUT)
                                 break;

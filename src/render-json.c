@@ -6,6 +6,7 @@
 #include "gpureap/basic.h"
 #include "gpureap-config.h"
 #include "gpureap.h"
+#include "basic/names.h"
 
 static json_object *j_u64(uint64_t v)
 {
@@ -43,17 +44,8 @@ static void add(json_object *o, const char *k, json_object *v)
         json_object_object_add(o, k, v);
 }
 
-static const char *driver_status_name(gr_gpu_status st)
-{
-        switch (st) {
-        case GR_GPU_OK: return "ok";
-        case GR_GPU_NO_LIBRARY: return "no_library";
-        case GR_GPU_INIT_FAILED: return "init_failed";
-        case GR_GPU_FAILED: return "failed";
-        case GR_GPU_TIMEOUT: return "timeout";
-        }
-        return "unknown";
-}
+static GR_NAME_TABLE(driver_status_name, gr_gpu_status, GR_GPU_TIMEOUT, "unknown",
+              [GR_GPU_OK] = "ok", [GR_GPU_NO_LIBRARY] = "no_library", [GR_GPU_INIT_FAILED] = "init_failed", [GR_GPU_FAILED] = "failed", [GR_GPU_TIMEOUT] = "timeout")
 
 static json_object *evidence_json(const gr_evidence_list *ev, pid_t pid)
 {

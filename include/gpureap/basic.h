@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <sys/types.h>
+#include <time.h>
 #include <unistd.h>
 
 /* What the public headers declare is exported from the shared library; the rest of lib/ is built
@@ -70,9 +71,12 @@ int gr_parse_size(const char *s, uint64_t *ret_bytes);
 /* Render bytes as "20.0 GiB", "615 MiB", "0 B" into buf */
 const char *gr_format_bytes(uint64_t bytes, char *buf, size_t size);
 
-/* Monotonic clock in milliseconds */
+/* The one clock (lib/basic/clock.c): every time gpureap reads comes from these */
 uint64_t gr_now_ms(void);   /* monotonic: for deadlines */
+uint64_t gr_now_us(void);   /* monotonic, in microseconds */
 uint64_t gr_wall_ms(void);  /* the wall clock, ms since the epoch: for times that are shown */
+uint64_t gr_boot_ticks(long hz); /* CLOCK_BOOTTIME in clock ticks: /proc/PID/stat's start times */
+struct timespec gr_deadline_in(uint64_t ms); /* CLOCK_MONOTONIC now + ms, for timed waits */
 
 /* Open a path that the environment named, for a process (uid) that will load, run or trust
  * what it finds there (lib/basic/trust.c): every directory on the way, and every symbolic link,

@@ -113,7 +113,6 @@ bool gr_drain_arm(gr_drain *d, const uint64_t *targets, unsigned n, uint64_t dea
  * was (CLOCK_MONOTONIC microseconds) */
 bool gr_drain_wait(gr_drain *d, uint64_t deadline_ms, uint64_t *ret_drained_at_us);
 void gr_drain_free(gr_drain *d);
-uint64_t gr_now_us(void);
 
 /* The helper program. A query or drain watcher runs NVML in a process of its own, started with
  * posix_spawn, so that a program with threads can use this library (a fork followed by dlopen

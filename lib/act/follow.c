@@ -107,13 +107,6 @@ static bool holds_chosen(const gr_follow *tw, const gr_holding *h)
         return false;
 }
 
-static uint64_t boot_ticks(long hz)
-{
-        struct timespec bt;
-        clock_gettime(CLOCK_BOOTTIME, &bt);
-        return (uint64_t)bt.tv_sec * (uint64_t)hz + (uint64_t)bt.tv_nsec / (1000000000ULL / (uint64_t)hz);
-}
-
 static void watch_member(gr_follow *tw, pid_t pid, pid_t pgrp)
 {
         if (tw->n_mem < GR_ELEMENTSOF(tw->mem))
@@ -251,7 +244,7 @@ void gr_follow_refresh(gr_ladder *l, void *userdata)
                         continue;
                 for (size_t k = 0; k < tw->n_mem; k++)
                         if (tw->mem[k].pid == l->m[i].ref.pid && tw->mem[k].done_ticks == 0)
-                                tw->mem[k].done_ticks = ticks ? ticks : (ticks = boot_ticks(tw->hz));
+                                tw->mem[k].done_ticks = ticks ? ticks : (ticks = gr_boot_ticks(tw->hz));
         }
         uint64_t now = gr_now_ms();
         if (now < tw->next_ms && !l->final_look)
@@ -316,7 +309,7 @@ int gr_follow_new(const gr_snapshot *s, const gr_plan *plan, const gr_plan_optio
         read_lineage(tw);
         long hz = sysconf(_SC_CLK_TCK);
         tw->hz = hz > 0 ? hz : 100;
-        uint64_t now_ticks = boot_ticks(tw->hz);
+        uint64_t now_ticks = gr_boot_ticks(tw->hz);
         uint64_t since_plan = (gr_wall_ms() > s->taken_at_ms ? gr_wall_ms() - s->taken_at_ms : 0) + 1000;
         uint64_t back = since_plan * (uint64_t)tw->hz / 1000;
         tw->since_ticks = now_ticks > back ? now_ticks - back : 0;

@@ -10,20 +10,10 @@
 
 #include "gpureap/act.h"
 #include "gpureap/basic.h"
+#include "basic/names.h"
 
-const char *gr_kill_result_name(gr_kill_result r)
-{
-        switch (r) {
-        case GR_KILL_ENDED: return "ended";
-        case GR_KILL_KILLED: return "killed";
-        case GR_KILL_GONE: return "gone";
-        case GR_KILL_CHANGED: return "changed";
-        case GR_KILL_SURVIVED: return "survived";
-        case GR_KILL_DENIED: return "denied";
-        case GR_KILL_ERROR: return "error";
-        }
-        return "?";
-}
+GR_NAME_TABLE(gr_kill_result_name, gr_kill_result, GR_KILL_ERROR, "?",
+              [GR_KILL_ENDED] = "ended", [GR_KILL_KILLED] = "killed", [GR_KILL_GONE] = "gone", [GR_KILL_CHANGED] = "changed", [GR_KILL_SURVIVED] = "survived", [GR_KILL_DENIED] = "denied", [GR_KILL_ERROR] = "error")
 
 bool gr_kill_result_failed(gr_kill_result r)
 {

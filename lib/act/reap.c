@@ -6,6 +6,7 @@
 
 #include "gpureap/basic.h"
 #include "gpureap/reap.h"
+#include "basic/names.h"
 
 static uint64_t left_ms(uint64_t deadline)
 {
@@ -13,12 +14,8 @@ static uint64_t left_ms(uint64_t deadline)
         return now < deadline ? deadline - now : 0;
 }
 
-const char *gr_reap_status_name(gr_reap_status s)
-{
-        static const char *const names[] = { "verified", "not-clean", "driver", "blind", "planned", "declined",
-                                             "failed" };
-        return (unsigned)s < GR_ELEMENTSOF(names) ? names[s] : "?";
-}
+GR_NAME_TABLE(gr_reap_status_name, gr_reap_status, GR_REAP_FAILED, "?",
+              [GR_REAP_VERIFIED] = "verified", [GR_REAP_NOT_CLEAN] = "not-clean", [GR_REAP_DRIVER] = "driver", [GR_REAP_BLIND] = "blind", [GR_REAP_PLANNED] = "planned", [GR_REAP_DECLINED] = "declined", [GR_REAP_FAILED] = "failed")
 
 static void failed(gr_reap_result *r, gr_reap_stage stage, int error)
 {

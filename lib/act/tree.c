@@ -477,9 +477,8 @@ int gr_cgroup_create_leaf(char *ret, size_t size, int *ret_lock)
         for (int attempt = 0; attempt < 8; attempt++) {
                 uint64_t rnd = 0;
                 if (getrandom(&rnd, sizeof(rnd), GRND_NONBLOCK) != (ssize_t)sizeof(rnd)) {
-                        struct timespec ts; /* no entropy yet, early at boot: EEXIST retries */
-                        clock_gettime(CLOCK_MONOTONIC, &ts);
-                        rnd = (uint64_t)ts.tv_nsec ^ (uint64_t)ts.tv_sec << 30 ^ (uint64_t)getpid() << 44 ^ (uint64_t)attempt;
+                        uint64_t us = gr_now_us(); /* no entropy yet, early at boot: EEXIST retries */
+                        rnd = us ^ us << 30 ^ (uint64_t)getpid() << 44 ^ (uint64_t)attempt;
                 }
                 char path[2200];
                 snprintf(path, sizeof(path), "%s/gpureap-run-%d-%016llx", dir, (int)(self > 0 ? self : getpid()),

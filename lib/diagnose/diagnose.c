@@ -14,6 +14,7 @@
 
 #include "diagnose/dx.h"
 #include "gpureap/basic.h"
+#include "basic/names.h"
 
 bool gr_holding_has_cuda_footprint(const gr_holding *h)
 {
@@ -27,60 +28,29 @@ bool gr_holding_has_cuda_footprint(const gr_holding *h)
 
 /* ---- names: one table beside each enum ---- */
 
-const char *gr_gpu_state_name(gr_gpu_state s)
-{
-        static const char *const n[] = { "clean", "busy", "dirty", "stale", "unknown" };
-        return (unsigned)s < GR_ELEMENTSOF(n) ? n[s] : "unknown";
-}
+GR_NAME_TABLE(gr_gpu_state_name, gr_gpu_state, GR_GPU_UNKNOWN, "unknown",
+              [GR_GPU_CLEAN] = "clean", [GR_GPU_BUSY] = "busy", [GR_GPU_DIRTY] = "dirty", [GR_GPU_STALE] = "stale", [GR_GPU_UNKNOWN] = "unknown")
 
-const char *gr_role_name(gr_role r)
-{
-        static const char *const n[] = { "owner", "hidden_holder", "monitor", "holder" };
-        return (unsigned)r < GR_ELEMENTSOF(n) ? n[r] : "holder";
-}
+GR_NAME_TABLE(gr_role_name, gr_role, GR_ROLE_HOLDER, "holder",
+              [GR_ROLE_OWNER] = "owner", [GR_ROLE_HIDDEN_HOLDER] = "hidden_holder", [GR_ROLE_MONITOR] = "monitor", [GR_ROLE_HOLDER] = "holder")
 
-const char *gr_finding_kind_name(gr_finding_kind k)
-{
-        static const char *const n[] = { "ghost", "teardown", "orphan", "zombie", "stopped",
-                                         "uninterruptible", "stale", "busy", "monitor", "foreign",
-                                         "suspect", "unmapped" };
-        _Static_assert(GR_ELEMENTSOF(n) == GR_FIND_KIND_COUNT, "a name for every finding kind");
-        return (unsigned)k < GR_ELEMENTSOF(n) ? n[k] : "unknown";
-}
+GR_NAME_TABLE(gr_finding_kind_name, gr_finding_kind, GR_FIND_UNMAPPED, "unknown",
+              [GR_FIND_GHOST] = "ghost", [GR_FIND_TEARDOWN] = "teardown", [GR_FIND_ORPHAN] = "orphan", [GR_FIND_ZOMBIE] = "zombie", [GR_FIND_STOPPED] = "stopped", [GR_FIND_UNINTERRUPTIBLE] = "uninterruptible", [GR_FIND_STALE] = "stale", [GR_FIND_BUSY] = "busy", [GR_FIND_MONITOR] = "monitor", [GR_FIND_FOREIGN] = "foreign", [GR_FIND_SUSPECT] = "suspect", [GR_FIND_UNMAPPED] = "unmapped")
 
-const char *gr_confidence_name(gr_confidence c)
-{
-        static const char *const n[] = { "sure", "likely", "unsure" };
-        return (unsigned)c < GR_ELEMENTSOF(n) ? n[c] : "unsure";
-}
+GR_NAME_TABLE(gr_confidence_name, gr_confidence, GR_UNSURE, "unsure",
+              [GR_SURE] = "sure", [GR_LIKELY] = "likely", [GR_UNSURE] = "unsure")
 
-const char *gr_judgement_name(gr_judgement j)
-{
-        static const char *const n[] = { "live", "unsure", "leftover" };
-        return (unsigned)j < GR_ELEMENTSOF(n) ? n[j] : "unsure";
-}
+GR_NAME_TABLE(gr_judgement_name, gr_judgement, GR_JUDGE_LEFTOVER, "unsure",
+              [GR_JUDGE_LIVE] = "live", [GR_JUDGE_UNSURE] = "unsure", [GR_JUDGE_LEFTOVER] = "leftover")
 
-const char *gr_action_kind_name(gr_action_kind k)
-{
-        static const char *const n[] = { "none", "reap", "wait", "why", "look_as_root", "from_host", "resume",
-                                         "kernel_stack" };
-        return (unsigned)k < GR_ELEMENTSOF(n) ? n[k] : "none";
-}
+GR_NAME_TABLE(gr_action_kind_name, gr_action_kind, GR_ACTION_KERNEL_STACK, "none",
+              [GR_ACTION_NONE] = "none", [GR_ACTION_REAP] = "reap", [GR_ACTION_WAIT] = "wait", [GR_ACTION_WHY] = "why", [GR_ACTION_LOOK_AS_ROOT] = "look_as_root", [GR_ACTION_FROM_HOST] = "from_host", [GR_ACTION_RESUME] = "resume", [GR_ACTION_KERNEL_STACK] = "kernel_stack")
 
-const char *gr_lean_name(gr_lean l)
-{
-        static const char *const n[] = { "neutral", "live", "leftover" };
-        return (unsigned)l < GR_ELEMENTSOF(n) ? n[l] : "neutral";
-}
+GR_NAME_TABLE(gr_lean_name, gr_lean, GR_LEAN_LEFTOVER, "neutral",
+              [GR_LEAN_NEUTRAL] = "neutral", [GR_LEAN_LIVE] = "live", [GR_LEAN_LEFTOVER] = "leftover")
 
-const char *gr_evidence_key_name(gr_evidence_key k)
-{
-        static const char *const n[] = { "run_supervisor", "ghost", "parent", "reparented", "ancestor",
-                                         "worker", "group_leader", "session_leader", "listening",
-                                         "serving", "terminal", "cgroup", "signals", "state", "view", "seen" };
-        _Static_assert(GR_ELEMENTSOF(n) == GR_EV_KEY_COUNT, "a name for every evidence key");
-        return (unsigned)k < GR_ELEMENTSOF(n) ? n[k] : "unknown";
-}
+GR_NAME_TABLE(gr_evidence_key_name, gr_evidence_key, GR_EV_SEEN, "unknown",
+              [GR_EV_RUN_SUPERVISOR] = "run_supervisor", [GR_EV_GHOST] = "ghost", [GR_EV_PARENT] = "parent", [GR_EV_REPARENTED] = "reparented", [GR_EV_ANCESTOR] = "ancestor", [GR_EV_WORKER] = "worker", [GR_EV_GROUP_LEADER] = "group_leader", [GR_EV_SESSION_LEADER] = "session_leader", [GR_EV_LISTENING] = "listening", [GR_EV_SERVING] = "serving", [GR_EV_TERMINAL] = "terminal", [GR_EV_CGROUP] = "cgroup", [GR_EV_SIGNALS] = "signals", [GR_EV_STATE] = "state", [GR_EV_VIEW] = "view", [GR_EV_SEEN] = "seen")
 
 const char *gr_job_text(const gr_job *j, char *buf, size_t size)
 {

@@ -14,13 +14,6 @@ struct gr_drain {
         bool finished;
 };
 
-uint64_t gr_now_us(void)
-{
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
-}
-
 int gr_drain_start(const gr_gpu_options *opts, gr_drain **ret)
 {
         gr_drain *d = calloc(1, sizeof(*d));

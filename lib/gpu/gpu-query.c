@@ -8,6 +8,7 @@
 #include "gpu/helper.h"
 #include "gpureap/basic.h"
 #include "gpureap/gpu.h"
+#include "basic/names.h"
 
 struct gr_gpu_query {
         struct gr_helper h;
@@ -20,15 +21,8 @@ struct gr_gpu_query {
         char library[256];
 };
 
-const char *gr_ctx_kind_name(gr_ctx_kind k)
-{
-        switch (k) {
-        case GR_CTX_COMPUTE: return "compute";
-        case GR_CTX_GRAPHICS: return "graphics";
-        case GR_CTX_MPS: return "mps";
-        }
-        return "unknown";
-}
+GR_NAME_TABLE(gr_ctx_kind_name, gr_ctx_kind, GR_CTX_MPS, "unknown",
+              [GR_CTX_COMPUTE] = "compute", [GR_CTX_GRAPHICS] = "graphics", [GR_CTX_MPS] = "mps")
 
 int gr_gpu_query_start(const gr_gpu_options *opts, gr_gpu_query **ret, pid_t *ret_helper)
 {

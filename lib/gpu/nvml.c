@@ -452,10 +452,7 @@ void gr_nvml_watch_drain(struct gr_drain_shared *sh, void (*done)(int), int done
                                 all = false;
                 }
                 if (all) {
-                        struct timespec ts;
-                        clock_gettime(CLOCK_MONOTONIC, &ts);
-                        __atomic_store_n(&sh->drained_at_us, (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000,
-                                         __ATOMIC_RELEASE);
+                        __atomic_store_n(&sh->drained_at_us, gr_now_us(), __ATOMIC_RELEASE);
                         done(done_fd);
                         return;
                 }

@@ -4,6 +4,7 @@
 
 #include "gpureap/basic.h"
 #include "gpureap/proc.h"
+#include "basic/names.h"
 
 /* Next space-separated field of stat after *p; returns its start and length, or NULL. */
 static const char *next_field(const char **p, const char *end, size_t *ret_len)
@@ -472,12 +473,8 @@ void gr_parse_environ_marks(const char *buf, size_t len, gr_env_marks *ret)
         *ret = m;
 }
 
-const char *gr_cgroup_kind_name(gr_cgroup_kind k)
-{
-        static const char *const n[] = { "none", "systemd_service", "slurm_job", "kubernetes_pod",
-                                         "container", "session", "gpureap_run" };
-        return (unsigned)k < GR_ELEMENTSOF(n) ? n[k] : "none";
-}
+GR_NAME_TABLE(gr_cgroup_kind_name, gr_cgroup_kind, GR_CG_RUN, "none",
+              [GR_CG_NONE] = "none", [GR_CG_SERVICE] = "systemd_service", [GR_CG_SLURM] = "slurm_job", [GR_CG_POD] = "kubernetes_pod", [GR_CG_CONTAINER] = "container", [GR_CG_SESSION] = "session", [GR_CG_RUN] = "gpureap_run")
 
 static bool has_suffix(const char *s, size_t n, const char *suffix)
 {

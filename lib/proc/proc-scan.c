@@ -16,6 +16,7 @@
 #include "gpureap/proc.h"
 #include "netns.h"
 #include "proc-bpf.h"
+#include "basic/names.h"
 
 /* The process-wide defaults (proc.h): set by the program, read by any thread; the strings are
  * the caller's. The library reads no environment variable. */
@@ -784,15 +785,8 @@ static unsigned scan_threads(const gr_proc_options *opts, size_t n_pids)
         return cpus < 1 ? 1 : cpus > 8 ? 8 : (unsigned)cpus;
 }
 
-const char *gr_scan_kind_name(gr_scan_kind k)
-{
-        switch (k) {
-        case GR_SCAN_PROC: return "proc";
-        case GR_SCAN_BPF: return "bpf";
-        case GR_SCAN_UNKNOWN: break;
-        }
-        return "unknown";
-}
+GR_NAME_TABLE(gr_scan_kind_name, gr_scan_kind, GR_SCAN_BPF, "unknown",
+              [GR_SCAN_PROC] = "proc", [GR_SCAN_BPF] = "bpf")
 
 /* May this process load a tracing program? root, or CAP_BPF and CAP_PERFMON (Linux 5.8) */
 static bool may_load_bpf(void)

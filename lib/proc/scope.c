@@ -8,12 +8,10 @@
 #include "gpureap/basic.h"
 #include "gpureap/proc.h"
 #include "gpureap/snapshot.h"
+#include "basic/names.h"
 
-const char *gr_scope_kind_name(gr_scope_kind k)
-{
-        static const char *const n[] = { "none", "slurm_job", "cgroup", "container", "pod" };
-        return (unsigned)k < GR_ELEMENTSOF(n) ? n[k] : "none";
-}
+GR_NAME_TABLE(gr_scope_kind_name, gr_scope_kind, GR_SCOPE_POD, "none",
+              [GR_SCOPE_NONE] = "none", [GR_SCOPE_SLURM_JOB] = "slurm_job", [GR_SCOPE_CGROUP] = "cgroup", [GR_SCOPE_CONTAINER] = "container", [GR_SCOPE_POD] = "pod")
 
 int gr_scope_parse(gr_scope_kind kind, const char *value, gr_scope *ret)
 {

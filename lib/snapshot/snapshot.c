@@ -9,6 +9,7 @@
 
 #include "gpureap/basic.h"
 #include "gpureap/snapshot.h"
+#include "basic/names.h"
 
 /* inode of a "pid:[N]" namespace link, 0 when unreadable */
 static uint64_t ns_inode(const char *proc_root, const char *pid)
@@ -110,9 +111,7 @@ int gr_snapshot_take(const gr_snapshot_options *opts, gr_snapshot **ret)
         gr_snapshot *s = calloc(1, sizeof(*s));
         if (!s)
                 return -ENOMEM;
-        struct timeval tv;
-        gettimeofday(&tv, NULL);
-        s->taken_at_ms = (uint64_t)tv.tv_sec * 1000 + (uint64_t)tv.tv_usec / 1000;
+        s->taken_at_ms = gr_wall_ms();
         if (gethostname(s->hostname, sizeof(s->hostname) - 1) < 0)
                 s->hostname[0] = '\0';
         gr_text_sanitize(s->hostname); /* a container's root names its own host */
@@ -192,26 +191,11 @@ void gr_snapshot_free(gr_snapshot *s)
         free(s);
 }
 
-const char *gr_pidns_name(gr_pidns ns)
-{
-        switch (ns) {
-        case GR_PIDNS_HOST: return "host";
-        case GR_PIDNS_OTHER: return "other";
-        case GR_PIDNS_UNKNOWN: break;
-        }
-        return "unknown";
-}
+GR_NAME_TABLE(gr_pidns_name, gr_pidns, GR_PIDNS_OTHER, "unknown",
+              [GR_PIDNS_HOST] = "host", [GR_PIDNS_OTHER] = "other")
 
-const char *gr_owner_state_name(gr_owner_state st)
-{
-        switch (st) {
-        case GR_OWNER_ALIVE: return "alive";
-        case GR_OWNER_ZOMBIE: return "zombie";
-        case GR_OWNER_NOT_FOUND: return "not_found";
-        case GR_OWNER_UNMAPPED: return "unmapped";
-        }
-        return "unknown";
-}
+GR_NAME_TABLE(gr_owner_state_name, gr_owner_state, GR_OWNER_UNMAPPED, "unknown",
+              [GR_OWNER_ALIVE] = "alive", [GR_OWNER_ZOMBIE] = "zombie", [GR_OWNER_NOT_FOUND] = "not_found", [GR_OWNER_UNMAPPED] = "unmapped")
 
 gr_owner_state gr_snapshot_owner_state(const gr_snapshot *s, pid_t pid)
 {
