@@ -825,7 +825,13 @@ static void on_exit_event(pid_t pid, int status, void *userdata)
         e->watched |= history_note_exit(e->hist, pid, status, gr_wall_ms());
 }
 
-int cmd_serve(int argc, char **argv)
+/* What the command line asked for beyond struct serve's own settings */
+struct serve_args {
+        const char *socket_opt, *group, *listen_opt;
+};
+
+/* The options into sv and a; -1 to go on, else the exit code */
+static int serve_parse(int argc, char **argv, struct serve *sv, struct serve_args *a)
 {
         static const struct option opts[] = {
                 { "socket", required_argument, NULL, 's' },
@@ -839,44 +845,37 @@ int cmd_serve(int argc, char **argv)
                 { "help", no_argument, NULL, 'h' },
                 { NULL, 0, NULL, 0 },
         };
-        const char *socket_opt = NULL, *group = NULL, *listen_opt = SERVE_LISTEN_DEFAULT;
-        struct serve sv = { .interval_ms = 1000, .hist_dir = -1 };
-        sv.so.proc.keep_bpf = true; /* loaded once, not at every look */
-        if (nvml_timeout_from_env(&sv.so.gpu.timeout_ms) < 0)
+        if (nvml_timeout_from_env(&sv->so.gpu.timeout_ms) < 0)
                 return EXIT_USAGE;
         optind = 1;
         int c;
         while ((c = getopt_long(argc, argv, "+s:g:i:l:t:h", opts, NULL)) != -1) {
                 switch (c) {
-                case 's': socket_opt = optarg; break;
-                case 'g': group = optarg; break;
+                case 's': a->socket_opt = optarg; break;
+                case 'g': a->group = optarg; break;
                 case 'i':
-                        if (parse_duration_option(optarg, &sv.interval_ms, false) < 0)
+                        if (parse_duration_option(optarg, &sv->interval_ms, false) < 0)
                                 return EXIT_USAGE;
-                        if (sv.interval_ms < 100) {
+                        if (sv->interval_ms < 100) {
                                 error_msg("--interval must be at least 100ms");
                                 return EXIT_USAGE;
                         }
                         break;
-                case 'l': listen_opt = optarg; break;
+                case 'l': a->listen_opt = optarg; break;
                 case 't':
-                        if (parse_duration_option(optarg, &sv.so.gpu.timeout_ms, false) < 0)
+                        if (parse_duration_option(optarg, &sv->so.gpu.timeout_ms, false) < 0)
                                 return EXIT_USAGE;
                         break;
                 case 'R':
-                        if (parse_duration_option(optarg, &sv.reap_after_ms, false) < 0)
+                        if (parse_duration_option(optarg, &sv->reap_after_ms, false) < 0)
                                 return EXIT_USAGE;
-                        if (sv.reap_after_ms == 0) {
+                        if (sv->reap_after_ms == 0) {
                                 error_msg("--reap-after must be more than 0 (leave it out for no policy)");
                                 return EXIT_USAGE;
                         }
                         break;
-                case 'U':
-                        sv.reap_all_users = true;
-                        break;
-                case 'P':
-                        sv.process_metrics = true;
-                        break;
+                case 'U': sv->reap_all_users = true; break;
+                case 'P': sv->process_metrics = true; break;
                 case 'h':
                         serve_usage(stdout);
                         return EXIT_CLEAN;
@@ -887,63 +886,93 @@ int cmd_serve(int argc, char **argv)
         }
         if (no_stray_arguments(argc, argv, "serve") < 0)
                 return EXIT_USAGE;
-        if (sv.reap_all_users && !sv.reap_after_ms) {
+        if (sv->reap_all_users && !sv->reap_after_ms) {
                 error_msg("--reap-all-users needs --reap-after");
                 return EXIT_USAGE;
         }
-        gid_t gid = (gid_t)-1;
-        if (group) {
-                struct group *gr = getgrnam(group);
+        return -1;
+}
+
+/* What serve holds open while it runs */
+struct serve_io {
+        int lfd, sfd, efd;        /* the unix socket, the signals, the process events */
+        struct unix_place place;
+        char dir[4096];           /* the socket's directory, as shown */
+        bool http;
+        struct sockaddr_storage http_addr;
+        socklen_t http_len;
+#ifdef HAVE_MICROHTTPD
+        struct MHD_Daemon *daemon;
+#endif
+        pthread_t refresher;
+        struct client clients[CLIENTS_MAX];
+};
+
+/* The group and the HTTP address asked for; -1 to go on, else the exit code */
+static int serve_check_addresses(const struct serve_args *a, gid_t *gid, struct serve_io *io)
+{
+        *gid = (gid_t)-1;
+        if (a->group) {
+                struct group *gr = getgrnam(a->group);
                 if (!gr) {
-                        error_msg("no group '%s'", QUOTED(group));
+                        error_msg("no group '%s'", QUOTED(a->group));
                         return EXIT_USAGE;
                 }
-                gid = gr->gr_gid;
+                *gid = gr->gr_gid;
         }
-        struct sockaddr_storage http_addr;
-        socklen_t http_len = 0;
-        bool http = strcmp(listen_opt, "none") != 0;
-        if (http && parse_listen(listen_opt, &http_addr, &http_len) < 0) {
-                error_msg("invalid --listen '%s': give ADDR:PORT ('127.0.0.1:10145', '[::1]:10145', ':10145') or 'none'", QUOTED(listen_opt));
+        io->http = strcmp(a->listen_opt, "none") != 0;
+        if (io->http && parse_listen(a->listen_opt, &io->http_addr, &io->http_len) < 0) {
+                error_msg("invalid --listen '%s': give ADDR:PORT ('127.0.0.1:10145', '[::1]:10145', ':10145') or 'none'",
+                          QUOTED(a->listen_opt));
                 return EXIT_USAGE;
         }
 #ifndef HAVE_MICROHTTPD
-        if (http && strcmp(listen_opt, SERVE_LISTEN_DEFAULT) != 0) {
+        if (io->http && strcmp(a->listen_opt, SERVE_LISTEN_DEFAULT) != 0) {
                 error_msg("this gpureap was built without HTTP (libmicrohttpd): --listen is not available");
                 return EXIT_USAGE;
         }
-        http = false;
+        io->http = false;
 #endif
-        const char *path = serve_socket_path(socket_opt);
-        if (!gr_strlcpy(sv.socket_path, path, sizeof(sv.socket_path))) {
+        return -1;
+}
+
+/* The unix socket, and the history's place beside it (serve.sock -> serve.history), shown as
+ * hist_shown; -1 to go on, else the exit code */
+static int serve_listen_socket(struct serve *sv, const struct serve_args *a, gid_t gid, struct serve_io *io,
+                               char *hist_shown, size_t hist_size)
+{
+        const char *path = serve_socket_path(a->socket_opt);
+        if (!gr_strlcpy(sv->socket_path, path, sizeof(sv->socket_path))) {
                 error_msg("the socket path is too long");
                 return EXIT_USAGE;
         }
-        struct unix_place place = { .dir = -1 };
-        char dir[sizeof(sv.socket_path)];
-        int lfd = listen_unix(path, gid, &place, dir, sizeof(dir));
-        if (lfd < 0) {
-                if (lfd == -EADDRINUSE)
+        io->lfd = listen_unix(path, gid, &io->place, io->dir, sizeof(io->dir));
+        if (io->lfd < 0) {
+                int e = io->lfd;
+                if (e == -EADDRINUSE)
                         error_msg("another gpureap serve answers on '%s'", QUOTED(path));
-                else if (lfd == -ENOENT && place.dir < 0)
-                        error_msg("no directory '%s' for the socket '%s'", QUOTED(dir), QUOTED(path));
+                else if (e == -ENOENT && io->place.dir < 0)
+                        error_msg("no directory '%s' for the socket '%s'", QUOTED(io->dir), QUOTED(path));
                 else
-                        error_msg("cannot listen on '%s': %s", QUOTED(path), strerror(-lfd));
-                if (place.dir >= 0)
-                        close(place.dir);
-                return lfd == -EADDRINUSE ? EXIT_NOT_CLEAN : EXIT_USAGE;
+                        error_msg("cannot listen on '%s': %s", QUOTED(path), strerror(-e));
+                if (io->place.dir >= 0)
+                        close(io->place.dir);
+                return e == -EADDRINUSE ? EXIT_NOT_CLEAN : EXIT_USAGE;
         }
-        /* the history beside the socket: serve.sock -> serve.history */
-        size_t nl = strlen(place.name);
-        if (nl > 5 && strcmp(place.name + nl - 5, ".sock") == 0)
+        size_t nl = strlen(io->place.name);
+        if (nl > 5 && strcmp(io->place.name + nl - 5, ".sock") == 0)
                 nl -= 5;
-        snprintf(sv.hist_name, sizeof(sv.hist_name), "%.*s.history", (int)(nl < 200 ? nl : 200), place.name);
-        sv.hist_dir = place.dir;
-        char hist_shown[sizeof(dir) + sizeof(sv.hist_name) + 2];
-        snprintf(hist_shown, sizeof(hist_shown), "%s/%s", dir, sv.hist_name);
+        snprintf(sv->hist_name, sizeof(sv->hist_name), "%.*s.history", (int)(nl < 200 ? nl : 200), io->place.name);
+        sv->hist_dir = io->place.dir;
+        snprintf(hist_shown, hist_size, "%s/%s", io->dir, sv->hist_name);
+        return -1;
+}
+
+/* Signals through a signalfd, the process events, the history read back, the lock */
+static void serve_open_state(struct serve *sv, struct serve_io *io, const char *hist_shown)
+{
         /* /metrics takes hundreds of connections: the soft fd limit up to the hard one */
         gr_raise_fd_limit();
-
         sigset_t sigs;
         sigemptyset(&sigs);
         sigaddset(&sigs, SIGTERM);
@@ -951,44 +980,44 @@ int cmd_serve(int argc, char **argv)
         sigaddset(&sigs, SIGHUP);
         sigaddset(&sigs, SIGPIPE);
         pthread_sigmask(SIG_BLOCK, &sigs, NULL);
-        int sfd = signalfd(-1, &sigs, SFD_CLOEXEC | SFD_NONBLOCK);
+        io->sfd = signalfd(-1, &sigs, SFD_CLOEXEC | SFD_NONBLOCK);
 
         audit_open("serve");
-        int efd = gr_procev_open();
-        history_init(&sv.hist, gr_wall_ms(), efd >= 0, NULL);
+        io->efd = gr_procev_open();
+        history_init(&sv->hist, gr_wall_ms(), io->efd >= 0, NULL);
         /* after the process events are open: a launcher found alive now is the one serve saw,
          * and its end from now on is an event */
-        char hmsg[2 * sizeof(hist_shown)];
-        int hr = history_load(&sv.hist, sv.hist_dir, sv.hist_name, hist_shown, gr_wall_ms(), hmsg, sizeof(hmsg));
+        char hmsg[2 * 4400];
+        int hr = history_load(&sv->hist, sv->hist_dir, sv->hist_name, hist_shown, gr_wall_ms(), hmsg, sizeof(hmsg));
         if (hr > 0)
                 fprintf(stderr, "gpureap: %s\n", hmsg);
         else if (hr < 0)
                 fprintf(stderr, "gpureap: ignoring the history '%s': %s\n", hist_shown, hr == -ENOMEM ? strerror(ENOMEM) : hmsg);
-        if (efd < 0)
-                fprintf(stderr, "gpureap: no process events (%s): how launchers end will not be known\n", strerror(-efd));
-        pthread_mutex_init(&sv.lock, NULL);
+        if (io->efd < 0)
+                fprintf(stderr, "gpureap: no process events (%s): how launchers end will not be known\n", strerror(-io->efd));
+        pthread_mutex_init(&sv->lock, NULL);
         pthread_condattr_t ca;
         pthread_condattr_init(&ca);
         pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-        pthread_cond_init(&sv.wake, &ca);
+        pthread_cond_init(&sv->wake, &ca);
         pthread_condattr_destroy(&ca);
+}
 
-        int code = EXIT_CLEAN;
-        sv.started_ms = gr_now_ms();
+/* The HTTP listener, where asked for and available; the exit code */
+static int serve_start_http(struct serve *sv, const struct serve_args *a, struct serve_io *io)
+{
 #ifdef HAVE_MICROHTTPD
-        struct MHD_Daemon *daemon = NULL;
         char why[160];
-        if (http && mhd_load(why, sizeof(why)) < 0) {
+        if (io->http && mhd_load(why, sizeof(why)) < 0) {
                 /* the default address: serve without HTTP and say so; one asked for: an error */
-                if (strcmp(listen_opt, SERVE_LISTEN_DEFAULT) == 0) {
-                        fprintf(stderr, "gpureap: no HTTP /metrics: %s\n", why);
-                        http = false;
-                } else {
-                        error_msg("cannot serve HTTP on '%s': %s", QUOTED(listen_opt), why);
-                        code = EXIT_USAGE;
+                if (strcmp(a->listen_opt, SERVE_LISTEN_DEFAULT) != 0) {
+                        error_msg("cannot serve HTTP on '%s': %s", QUOTED(a->listen_opt), why);
+                        return EXIT_USAGE;
                 }
+                fprintf(stderr, "gpureap: no HTTP /metrics: %s\n", why);
+                io->http = false;
         }
-        if (http && code == EXIT_CLEAN) {
+        if (io->http) {
                 /* Any local user can open connections to the port and send nothing: with 32 of
                  * them (and 10 s before each was dropped) Prometheus's scrapes failed. epoll
                  * (one thread, no poll set to rebuild), up to HTTP_CONNECTIONS_MAX connections
@@ -996,145 +1025,189 @@ int cmd_serve(int argc, char **argv)
                  * sends nothing: hundreds of idle connections leave room for the scrape, which
                  * is answered from the text the last look rendered. A limit per address would
                  * not help: the scraper and every local user share 127.0.0.1. */
-                daemon = mhd.start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL |
-                                                  (http_addr.ss_family == AF_INET6 ? MHD_USE_IPv6 : 0),
-                                          0, NULL, NULL, http_answer, &sv, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&http_addr,
-                                          MHD_OPTION_CONNECTION_LIMIT, http_connection_limit(),
-                                          MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)3,
-                                          MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)16384, MHD_OPTION_LISTEN_BACKLOG_SIZE,
-                                          (unsigned)1024, MHD_OPTION_END);
-                if (!daemon) {
-                        error_msg("cannot serve HTTP on '%s'", QUOTED(listen_opt));
-                        code = EXIT_USAGE;
+                io->daemon = mhd.start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL |
+                                                      (io->http_addr.ss_family == AF_INET6 ? MHD_USE_IPv6 : 0),
+                                              0, NULL, NULL, http_answer, sv, MHD_OPTION_SOCK_ADDR,
+                                              (struct sockaddr *)&io->http_addr, MHD_OPTION_CONNECTION_LIMIT,
+                                              http_connection_limit(), MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)3,
+                                              MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)16384,
+                                              MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned)1024, MHD_OPTION_END);
+                if (!io->daemon) {
+                        error_msg("cannot serve HTTP on '%s'", QUOTED(a->listen_opt));
+                        return EXIT_USAGE;
                 }
         }
+#else
+        (void)a;
 #endif
-        sv.http_shown = http ? listen_opt : NULL;
-        pthread_t rt;
-        if (code == EXIT_CLEAN && pthread_create(&rt, NULL, refresher, &sv) != 0) {
+        sv->http_shown = io->http ? a->listen_opt : NULL;
+        return EXIT_CLEAN;
+}
+
+static void serve_wake(struct serve *sv)
+{
+        pthread_mutex_lock(&sv->lock);
+        sv->wake_now = true;
+        pthread_cond_signal(&sv->wake);
+        pthread_mutex_unlock(&sv->lock);
+}
+
+/* The signals that came; true when serve is to stop */
+static bool serve_on_signals(struct serve *sv, int sfd)
+{
+        bool stop = false;
+        struct signalfd_siginfo si;
+        while (read(sfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
+                if (si.ssi_signo == SIGHUP) {
+                        /* nothing to reload (the command line is all the configuration): the
+                         * memory goes to disk now */
+                        pthread_mutex_lock(&sv->hist.lock);
+                        sv->hist.dirty = true;
+                        pthread_mutex_unlock(&sv->hist.lock);
+                        serve_wake(sv);
+                        audit_log(LOG_INFO, "SIGHUP: still watching; the history is written out");
+                } else if (si.ssi_signo != SIGPIPE) {
+                        stop = true;
+                }
+        }
+        return stop;
+}
+
+static void serve_on_events(struct serve *sv, int efd)
+{
+        bool lost = false;
+        struct exit_events ee = { &sv->hist, false };
+        /* every process of the host that ends is an event (our own helpers too): only a watched
+         * launcher's end makes serve look again at once */
+        if (gr_procev_read(efd, on_exit_event, &ee, &lost) > 0 && ee.watched)
+                serve_wake(sv);
+        if (lost)
+                history_note_lost(&sv->hist);
+}
+
+static void serve_accept(struct serve_io *io)
+{
+        for (;;) {
+                int cfd = accept4(io->lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+                if (cfd < 0)
+                        break;
+                size_t i = 0;
+                while (i < CLIENTS_MAX && io->clients[i].fd >= 0)
+                        i++;
+                if (i == CLIENTS_MAX) {
+                        close(cfd); /* busy: the client falls back to reading the driver itself */
+                        continue;
+                }
+                io->clients[i].fd = cfd;
+                io->clients[i].deadline = gr_now_ms() + 2000;
+        }
+}
+
+/* Until a signal ends it: the socket's clients, the signals and the process events */
+static void serve_loop(struct serve *sv, struct serve_io *io)
+{
+        for (size_t i = 0; i < CLIENTS_MAX; i++) {
+                memset(&io->clients[i], 0, sizeof(io->clients[i]));
+                io->clients[i].fd = -1;
+        }
+        for (;;) {
+                struct pollfd pfd[3 + CLIENTS_MAX];
+                size_t n = 0, map[CLIENTS_MAX];
+                pfd[n++] = (struct pollfd){ .fd = io->lfd, .events = POLLIN };
+                pfd[n++] = (struct pollfd){ .fd = io->sfd, .events = POLLIN };
+                pfd[n++] = (struct pollfd){ .fd = io->efd, .events = POLLIN };
+                uint64_t now = gr_now_ms();
+                for (size_t i = 0; i < CLIENTS_MAX; i++) {
+                        struct client *cl = &io->clients[i];
+                        if (cl->fd < 0)
+                                continue;
+                        if (now >= cl->deadline) {
+                                client_close(cl); /* a client that neither asks nor reads */
+                                continue;
+                        }
+                        map[n - 3] = i;
+                        pfd[n++] = (struct pollfd){ .fd = cl->fd, .events = cl->out ? POLLOUT : POLLIN };
+                }
+                int k = poll(pfd, n, 500);
+                if (k < 0 && errno != EINTR)
+                        return;
+                if ((pfd[1].revents & POLLIN) && serve_on_signals(sv, io->sfd))
+                        return;
+                if (pfd[2].revents & POLLIN)
+                        serve_on_events(sv, io->efd);
+                for (size_t i = 3; i < n; i++)
+                        if (pfd[i].revents)
+                                client_io(sv, &io->clients[map[i - 3]], pfd[i].revents);
+                if (pfd[0].revents & POLLIN)
+                        serve_accept(io);
+        }
+}
+
+static void serve_close(struct serve *sv, struct serve_io *io, bool ran)
+{
+#ifdef HAVE_MICROHTTPD
+        if (io->daemon)
+                mhd.stop_daemon(io->daemon);
+#endif
+        if (ran)
+                for (size_t i = 0; i < CLIENTS_MAX; i++)
+                        client_close(&io->clients[i]);
+        close(io->lfd);
+        unlink_unix(&io->place);
+        if (ran)
+                save_history(sv); /* the refresher has ended: this thread alone writes now */
+        close(io->place.dir);
+        if (io->efd >= 0)
+                close(io->efd);
+        if (io->sfd >= 0)
+                close(io->sfd);
+        free(sv->json);
+        free(sv->metrics);
+        free(sv->sure);
+        if (ran)
+                policy_reap_join(sv); /* a reap runs to its own deadline */
+        history_release(&sv->hist);
+}
+
+int cmd_serve(int argc, char **argv)
+{
+        struct serve_args a = { .listen_opt = SERVE_LISTEN_DEFAULT };
+        struct serve sv = { .interval_ms = 1000, .hist_dir = -1 };
+        sv.so.proc.keep_bpf = true; /* loaded once, not at every look */
+        int code = serve_parse(argc, argv, &sv, &a);
+        if (code >= 0)
+                return code;
+        static struct serve_io io; /* its clients are large for a stack */
+        io = (struct serve_io){ .lfd = -1, .sfd = -1, .efd = -1, .place = { .dir = -1 } };
+        gid_t gid;
+        if ((code = serve_check_addresses(&a, &gid, &io)) >= 0)
+                return code;
+        char hist_shown[sizeof(io.dir) + sizeof(sv.hist_name) + 2];
+        if ((code = serve_listen_socket(&sv, &a, gid, &io, hist_shown, sizeof(hist_shown))) >= 0)
+                return code;
+        serve_open_state(&sv, &io, hist_shown);
+        sv.started_ms = gr_now_ms();
+        code = serve_start_http(&sv, &a, &io);
+        if (code == EXIT_CLEAN && pthread_create(&io.refresher, NULL, refresher, &sv) != 0) {
                 error_msg("cannot start the refresher thread");
                 code = EXIT_DRIVER;
         }
         if (code != EXIT_CLEAN) {
-#ifdef HAVE_MICROHTTPD
-                if (daemon)
-                        mhd.stop_daemon(daemon);
-#endif
-                close(lfd);
-                unlink_unix(&place);
-                close(place.dir);
-                history_release(&sv.hist);
+                serve_close(&sv, &io, false);
                 return code;
         }
-        audit_log(LOG_INFO, "watching: socket %s, http %s, every %llu ms, process events %s", path, http ? listen_opt : "off",
-                  (unsigned long long)sv.interval_ms, efd >= 0 ? "on" : "off");
+        audit_log(LOG_INFO, "watching: socket %s, http %s, every %llu ms, process events %s", sv.socket_path,
+                  io.http ? a.listen_opt : "off", (unsigned long long)sv.interval_ms, io.efd >= 0 ? "on" : "off");
         if (sv.reap_after_ms)
                 audit_log(LOG_NOTICE, "policy: sure leftovers of %s reaped after %llu ms",
                           sv.reap_all_users ? "every user" : "serve's own user", (unsigned long long)sv.reap_after_ms);
-
-        struct client clients[CLIENTS_MAX];
-        for (size_t i = 0; i < CLIENTS_MAX; i++) {
-                memset(&clients[i], 0, sizeof(clients[i]));
-                clients[i].fd = -1;
-        }
-        bool stop = false;
-        while (!stop) {
-                struct pollfd pfd[3 + CLIENTS_MAX];
-                size_t n = 0, map[CLIENTS_MAX];
-                pfd[n++] = (struct pollfd){ .fd = lfd, .events = POLLIN };
-                pfd[n++] = (struct pollfd){ .fd = sfd, .events = POLLIN };
-                pfd[n++] = (struct pollfd){ .fd = efd, .events = POLLIN };
-                uint64_t now = gr_now_ms();
-                for (size_t i = 0; i < CLIENTS_MAX; i++) {
-                        if (clients[i].fd < 0)
-                                continue;
-                        if (now >= clients[i].deadline) {
-                                client_close(&clients[i]); /* a client that neither asks nor reads */
-                                continue;
-                        }
-                        map[n - 3] = i;
-                        pfd[n++] = (struct pollfd){ .fd = clients[i].fd, .events = clients[i].out ? POLLOUT : POLLIN };
-                }
-                int k = poll(pfd, n, 500);
-                if (k < 0 && errno != EINTR)
-                        break;
-                if (pfd[1].revents & POLLIN) {
-                        struct signalfd_siginfo si;
-                        while (read(sfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
-                                if (si.ssi_signo == SIGHUP) {
-                                        /* nothing to reload (the command line is all the
-                                         * configuration): the memory goes to disk now */
-                                        pthread_mutex_lock(&sv.hist.lock);
-                                        sv.hist.dirty = true;
-                                        pthread_mutex_unlock(&sv.hist.lock);
-                                        pthread_mutex_lock(&sv.lock);
-                                        sv.wake_now = true;
-                                        pthread_cond_signal(&sv.wake);
-                                        pthread_mutex_unlock(&sv.lock);
-                                        audit_log(LOG_INFO, "SIGHUP: still watching; the history is written out");
-                                } else if (si.ssi_signo != SIGPIPE) {
-                                        stop = true;
-                                }
-                        }
-                }
-                if (pfd[2].revents & POLLIN) {
-                        bool lost = false;
-                        struct exit_events ee = { &sv.hist, false };
-                        /* every process of the host that ends is an event (our own helpers
-                         * too): only a watched launcher's end makes serve look again at once */
-                        if (gr_procev_read(efd, on_exit_event, &ee, &lost) > 0 && ee.watched) {
-                                pthread_mutex_lock(&sv.lock); /* a launcher ended: look again now */
-                                sv.wake_now = true;
-                                pthread_cond_signal(&sv.wake);
-                                pthread_mutex_unlock(&sv.lock);
-                        }
-                        if (lost)
-                                history_note_lost(&sv.hist);
-                }
-                for (size_t i = 3; i < n; i++)
-                        if (pfd[i].revents)
-                                client_io(&sv, &clients[map[i - 3]], pfd[i].revents);
-                if (pfd[0].revents & POLLIN) {
-                        for (;;) {
-                                int cfd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
-                                if (cfd < 0)
-                                        break;
-                                size_t i = 0;
-                                while (i < CLIENTS_MAX && clients[i].fd >= 0)
-                                        i++;
-                                if (i == CLIENTS_MAX) {
-                                        close(cfd); /* busy: the client falls back to reading the driver itself */
-                                        continue;
-                                }
-                                clients[i].fd = cfd;
-                                clients[i].deadline = gr_now_ms() + 2000;
-                        }
-                }
-        }
+        serve_loop(&sv, &io);
         audit_log(LOG_INFO, "stopping");
         pthread_mutex_lock(&sv.lock);
         sv.stop = true;
         pthread_cond_signal(&sv.wake);
         pthread_mutex_unlock(&sv.lock);
-        pthread_join(rt, NULL);
-#ifdef HAVE_MICROHTTPD
-        if (daemon)
-                mhd.stop_daemon(daemon);
-#endif
-        for (size_t i = 0; i < CLIENTS_MAX; i++)
-                client_close(&clients[i]);
-        close(lfd);
-        unlink_unix(&place);
-        save_history(&sv); /* the refresher has ended: this thread alone writes now */
-        close(place.dir);
-        if (efd >= 0)
-                close(efd);
-        if (sfd >= 0)
-                close(sfd);
-        free(sv.json);
-        free(sv.metrics);
-        free(sv.sure);
-        policy_reap_join(&sv); /* a reap runs to its own deadline */
-        history_release(&sv.hist);
+        pthread_join(io.refresher, NULL);
+        serve_close(&sv, &io, true);
         return EXIT_CLEAN;
 }
