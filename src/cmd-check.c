@@ -110,7 +110,17 @@ static void head_text(const gr_snapshot *s, const gr_diagnosis *d, const struct 
         snprintf(buf, size, "%u GPUs %s (%s): ", n, what, gr_index_list_text(idx, n, list, sizeof(list)));
 }
 
-int cmd_check(int argc, char **argv)
+/* What the command line asked for */
+struct check_cmd {
+        uint64_t timeout;
+        bool npd, direct;
+        const char *replay;
+        char gpus[1024];
+        gr_snapshot_options so;
+};
+
+/* -1 to go on, else the exit code */
+static int check_parse(int argc, char **argv, struct check_cmd *k)
 {
         static const struct option opts[] = {
                 { "format", required_argument, NULL, 'f' },
@@ -122,25 +132,17 @@ int cmd_check(int argc, char **argv)
                 { "help", no_argument, NULL, 'h' },
                 { NULL, 0, NULL, 0 },
         };
-        uint64_t t0 = gr_now_ms(), timeout = CHECK_TIMEOUT_MS;
-        bool npd = false;
-        const char *replay = NULL;
-        bool direct = false;
-        char gpus[1024] = "";
-        gr_snapshot_options so = { 0 };
-        if (nvml_timeout_from_env(&so.gpu.timeout_ms) < 0)
+        if (nvml_timeout_from_env(&k->so.gpu.timeout_ms) < 0)
                 return CHECK_USAGE;
         optind = 1;
         int c;
         while ((c = getopt_long(argc, argv, "+f:g:i:t:r:Dh", opts, NULL)) != -1) {
                 switch (c) {
-                case 'D': direct = true; break;
-                case 'r':
-                        replay = optarg;
-                        break;
+                case 'D': k->direct = true; break;
+                case 'r': k->replay = optarg; break;
                 case 'f':
                         if (strcmp(optarg, "npd") == 0)
-                                npd = true;
+                                k->npd = true;
                         else if (strcmp(optarg, "nagios") != 0) {
                                 error_msg("unknown --format '%s' (nagios or npd)", QUOTED(optarg));
                                 return CHECK_USAGE;
@@ -148,15 +150,15 @@ int cmd_check(int argc, char **argv)
                         break;
                 case 'g':
                 case 'i':
-                        if (gpu_option_append(gpus, sizeof(gpus), optarg) < 0)
+                        if (gpu_option_append(k->gpus, sizeof(k->gpus), optarg) < 0)
                                 return CHECK_USAGE;
                         break;
                 case 'T':
-                        if (parse_duration_option(optarg, &timeout, false) < 0)
+                        if (parse_duration_option(optarg, &k->timeout, false) < 0)
                                 return CHECK_USAGE;
                         break;
                 case 't':
-                        if (parse_duration_option(optarg, &so.gpu.timeout_ms, false) < 0)
+                        if (parse_duration_option(optarg, &k->so.gpu.timeout_ms, false) < 0)
                                 return CHECK_USAGE;
                         break;
                 case 'h':
@@ -169,74 +171,97 @@ int cmd_check(int argc, char **argv)
         }
         if (no_stray_arguments(argc, argv, "check") < 0)
                 return CHECK_USAGE;
+        return -1;
+}
+
+/* The summary of what the look r (a snapshot s, or -errno) shows for the GPUs selected; the
+ * diagnosis into *ret_d. -1 to go on, else the exit code (a selection that matches nothing) */
+static int check_judge(const struct check_cmd *k, int r, gr_snapshot *s, const struct gpu_selection *sel,
+                       struct summary *m, gr_diagnosis **ret_d)
+{
+        char dev[1100];
+        unsigned n_sel = 0;
+        gr_diagnosis *d = NULL;
+        /* no GPU here: no driver library, or one that cannot start, and no device file of a GPU
+         * (a recording is another machine's: its device files are not here to look at) */
+        bool no_driver = r >= 0 && (s->gpu->status == GR_GPU_NO_LIBRARY || s->gpu->status == GR_GPU_INIT_FAILED);
+        bool no_gpu_here = no_driver && !k->replay && !gpu_device_file(s->dev_dir, dev, sizeof(dev));
+        if (r < 0) {
+                summary_say(m, SUMMARY_UNKNOWN, "cannot take a snapshot: %s", strerror(-r));
+        } else if (no_gpu_here) {
+                summary_say(m, SUMMARY_OK, "no NVIDIA GPU here (no '%s/nvidia[0-9]*'; %s)", s->dev_dir, s->gpu->error);
+        } else if (s->gpu->status == GR_GPU_NO_LIBRARY) {
+                summary_say(m, SUMMARY_UNKNOWN, "no NVIDIA driver: %s", s->gpu->error);
+        } else if (s->gpu->status != GR_GPU_OK) {
+                say_driver(m, s->gpu);
+        } else if (s->gpu->n_gpus == 0 && !k->replay && gpu_device_file(s->dev_dir, dev, sizeof(dev))) {
+                summary_say(m, SUMMARY_CRITICAL, "the driver lists no GPU, but '%s' is there", dev);
+        } else if (s->gpu->n_gpus == 0) {
+                summary_say(m, SUMMARY_OK, "no NVIDIA GPU here (the driver lists none)");
+        } else if (gpu_selection_unmatched(sel, s->gpu, m->text, sizeof(m->text))) {
+                gpu_selection_error(sel, s->gpu);
+                return CHECK_USAGE;
+        } else if ((r = gr_diagnose(s, getuid(), &d)) < 0) {
+                summary_say(m, SUMMARY_UNKNOWN, "cannot diagnose: %s", strerror(-r));
+        } else {
+                for (unsigned i = 0; i < s->gpu->n_gpus; i++)
+                        if (gpu_selected(sel, &s->gpu->gpus[i])) {
+                                n_sel++;
+                                summary_gpu(m, s, d, i);
+                        }
+        }
+        if (m->o == 0) {
+                unsigned busy = 0;
+                for (unsigned i = 0; d && i < s->gpu->n_gpus; i++)
+                        busy += gpu_selected(sel, &s->gpu->gpus[i]) && d->gpus[i].state == GR_GPU_BUSY;
+                if (busy)
+                        summary_say(m, SUMMARY_OK, "%u GPU%s, %u busy, none with leftovers", n_sel, n_sel == 1 ? "" : "s", busy);
+                else
+                        summary_say(m, SUMMARY_OK, "%u GPU%s clean", n_sel, n_sel == 1 ? "" : "s");
+        }
+        *ret_d = d;
+        return -1;
+}
+
+int cmd_check(int argc, char **argv)
+{
+        uint64_t t0 = gr_now_ms();
+        struct check_cmd k = { .timeout = CHECK_TIMEOUT_MS };
+        int code = check_parse(argc, argv, &k);
+        if (code >= 0)
+                return code;
         /* the driver's deadline leaves a tenth (at most 250 ms) for the helper's end, the
          * diagnosis and the line; a call gets no longer than that either */
-        uint64_t reserve = timeout / 10 < 250 ? timeout / 10 : 250;
-        so.gpu.deadline_ms = t0 + timeout - reserve;
-        uint64_t left = so.gpu.deadline_ms - t0;
-        if (!so.gpu.timeout_ms || so.gpu.timeout_ms > left)
-                so.gpu.timeout_ms = left ? left : 1;
-        struct gpu_selection sel = { .list = gpus[0] ? gpus : NULL };
+        uint64_t reserve = k.timeout / 10 < 250 ? k.timeout / 10 : 250;
+        k.so.gpu.deadline_ms = t0 + k.timeout - reserve;
+        uint64_t left = k.so.gpu.deadline_ms - t0;
+        if (!k.so.gpu.timeout_ms || k.so.gpu.timeout_ms > left)
+                k.so.gpu.timeout_ms = left ? left : 1;
+        struct gpu_selection sel = { .list = k.gpus[0] ? k.gpus : NULL };
         struct summary m = { .level = SUMMARY_OK };
         gr_snapshot *s = NULL;
         gr_diagnosis *d = NULL;
-        unsigned n_sel = 0;
-        char dev[1100];
         int r;
-        if (replay) {
+        if (k.replay) {
                 char err[512];
-                if (snapshot_from_json(replay, &s, err, sizeof(err)) < 0) {
+                if (snapshot_from_json(k.replay, &s, err, sizeof(err)) < 0) {
                         error_msg("%s", err);
                         return CHECK_USAGE;
                 }
                 r = 0;
         } else {
-                r = view_take(&so, direct ? VIEW_DIRECT : VIEW_SERVED_OK, &s);
+                r = view_take(&k.so, k.direct ? VIEW_DIRECT : VIEW_SERVED_OK, &s);
         }
-        /* no GPU here: no driver library, or one that cannot start, and no device file of a GPU
-         * (a recording is another machine's: its device files are not here to look at) */
-        bool no_driver = r >= 0 && (s->gpu->status == GR_GPU_NO_LIBRARY || s->gpu->status == GR_GPU_INIT_FAILED);
-        bool no_gpu_here = no_driver && !replay && !gpu_device_file(s->dev_dir, dev, sizeof(dev));
-        if (r < 0) {
-                summary_say(&m, SUMMARY_UNKNOWN, "cannot take a snapshot: %s", strerror(-r));
-        } else if (no_gpu_here) {
-                summary_say(&m, SUMMARY_OK, "no NVIDIA GPU here (no '%s/nvidia[0-9]*'; %s)", s->dev_dir, s->gpu->error);
-        } else if (s->gpu->status == GR_GPU_NO_LIBRARY) {
-                summary_say(&m, SUMMARY_UNKNOWN, "no NVIDIA driver: %s", s->gpu->error);
-        } else if (s->gpu->status != GR_GPU_OK) {
-                say_driver(&m, s->gpu);
-        } else if (s->gpu->n_gpus == 0 && !replay && gpu_device_file(s->dev_dir, dev, sizeof(dev))) {
-                summary_say(&m, SUMMARY_CRITICAL, "the driver lists no GPU, but '%s' is there", dev);
-        } else if (s->gpu->n_gpus == 0) {
-                summary_say(&m, SUMMARY_OK, "no NVIDIA GPU here (the driver lists none)");
-        } else if (gpu_selection_unmatched(&sel, s->gpu, m.text, sizeof(m.text))) {
-                gpu_selection_error(&sel, s->gpu);
+        if ((code = check_judge(&k, r, s, &sel, &m, &d)) >= 0) {
                 gr_snapshot_free(s);
-                return CHECK_USAGE;
-        } else if ((r = gr_diagnose(s, getuid(), &d)) < 0) {
-                summary_say(&m, SUMMARY_UNKNOWN, "cannot diagnose: %s", strerror(-r));
-        } else {
-                for (unsigned i = 0; i < s->gpu->n_gpus; i++)
-                        if (gpu_selected(&sel, &s->gpu->gpus[i])) {
-                                n_sel++;
-                                summary_gpu(&m, s, d, i);
-                        }
-        }
-        if (m.o == 0) {
-                unsigned busy = 0;
-                for (unsigned i = 0; d && i < s->gpu->n_gpus; i++)
-                        busy += gpu_selected(&sel, &s->gpu->gpus[i]) && d->gpus[i].state == GR_GPU_BUSY;
-                if (busy)
-                        summary_say(&m, SUMMARY_OK, "%u GPU%s, %u busy, none with leftovers", n_sel, n_sel == 1 ? "" : "s", busy);
-                else
-                        summary_say(&m, SUMMARY_OK, "%u GPU%s clean", n_sel, n_sel == 1 ? "" : "s");
+                return code;
         }
         char head[320] = "";
         if (d)
                 head_text(s, d, &sel, head, sizeof(head));
         gr_diagnosis_free(d);
         gr_snapshot_free(s);
-        if (npd) {
+        if (k.npd) {
                 /* node-problem-detector keeps the first 80 characters of the message */
                 char line[81];
                 snprintf(line, sizeof(line), "gpureap %s: %s%s", level_names[m.level], head, m.text);

@@ -102,7 +102,43 @@ static int wait_take(const gr_snapshot_options *so, gr_snapshot **ret, void *use
         return view_take(so, VIEW_OWN_LOOK, ret);
 }
 
-int cmd_wait(int argc, char **argv)
+/* --free SIZE or PERCENT% into a */
+static int parse_free(const char *v, struct wait_args *a)
+{
+        size_t n = strlen(v);
+        uint64_t x;
+        a->free_set = true;
+        if (n > 1 && v[n - 1] == '%') {
+                char num[32];
+                if (n - 1 >= sizeof(num)) {
+                        error_msg("invalid --free '%s'", QUOTED(v));
+                        return -1;
+                }
+                memcpy(num, v, n - 1);
+                num[n - 1] = '\0';
+                if (gr_parse_u64(num, &x) < 0 || x == 0 || x > 100) {
+                        error_msg("invalid --free '%s' (a percentage is 1%% to 100%%)", QUOTED(v));
+                        return -1;
+                }
+                a->free_percent = (unsigned)x;
+        } else if (gr_parse_size(v, &a->free_bytes) < 0) {
+                error_msg("invalid --free '%s' (try '40GiB' or '90%%')", QUOTED(v));
+                return -1;
+        }
+        return 0;
+}
+
+/* What the command line asked for */
+struct wait_cmd {
+        struct wait_args a;
+        bool json, direct;
+        char gpus[1024];
+        gr_snapshot_options so;
+        uint64_t timeout;
+};
+
+/* -1 to go on, else the exit code */
+static int wait_parse(int argc, char **argv, struct wait_cmd *w)
 {
         static const struct option opts[] = {
                 { "gpu", required_argument, NULL, 'g' },
@@ -118,64 +154,36 @@ int cmd_wait(int argc, char **argv)
                 { "help", no_argument, NULL, 'h' },
                 { NULL, 0, NULL, 0 },
         };
-        struct wait_args a = { 0 };
-        bool json = false, direct = false;
-        char gpus[1024] = "";
-        gr_snapshot_options so = { 0 };
-        uint64_t timeout = 60000;
-        if (nvml_timeout_from_env(&so.gpu.timeout_ms) < 0)
+        if (nvml_timeout_from_env(&w->so.gpu.timeout_ms) < 0)
                 return EXIT_USAGE;
         optind = 1;
         int c;
         while ((c = getopt_long(argc, argv, "+g:i:f:T:t:jDh", opts, NULL)) != -1) {
                 switch (c) {
-                case 'D':
-                        direct = true;
-                        break;
-                case 'j':
-                        json = true;
-                        break;
+                case 'D': w->direct = true; break;
+                case 'j': w->json = true; break;
                 case 'g':
                 case 'i':
-                        if (gpu_option_append(gpus, sizeof(gpus), optarg) < 0)
+                        if (gpu_option_append(w->gpus, sizeof(w->gpus), optarg) < 0)
                                 return EXIT_USAGE;
                         break;
-                case 'f': {
-                        size_t n = strlen(optarg);
-                        uint64_t v;
-                        a.free_set = true;
-                        if (n > 1 && optarg[n - 1] == '%') {
-                                char num[32];
-                                if (n - 1 >= sizeof(num)) {
-                                        error_msg("invalid --free '%s'", QUOTED(optarg));
-                                        return EXIT_USAGE;
-                                }
-                                memcpy(num, optarg, n - 1);
-                                num[n - 1] = '\0';
-                                if (gr_parse_u64(num, &v) < 0 || v == 0 || v > 100) {
-                                        error_msg("invalid --free '%s' (a percentage is 1%% to 100%%)", QUOTED(optarg));
-                                        return EXIT_USAGE;
-                                }
-                                a.free_percent = (unsigned)v;
-                        } else if (gr_parse_size(optarg, &a.free_bytes) < 0) {
-                                error_msg("invalid --free '%s' (try '40GiB' or '90%%')", QUOTED(optarg));
+                case 'f':
+                        if (parse_free(optarg, &w->a) < 0)
                                 return EXIT_USAGE;
-                        }
                         break;
-                }
                 case 'T':
-                        if (parse_duration_option(optarg, &timeout, true) < 0)
+                        if (parse_duration_option(optarg, &w->timeout, true) < 0)
                                 return EXIT_USAGE;
                         break;
                 case 't':
-                        if (parse_duration_option(optarg, &so.gpu.timeout_ms, false) < 0)
+                        if (parse_duration_option(optarg, &w->so.gpu.timeout_ms, false) < 0)
                                 return EXIT_USAGE;
                         break;
                 case OPT_JOB:
                 case OPT_CGROUP:
                 case OPT_CONTAINER:
                 case OPT_POD:
-                        if (scope_option(scope_option_name(c), optarg, &a.scope) < 0)
+                        if (scope_option(scope_option_name(c), optarg, &w->a.scope) < 0)
                                 return EXIT_USAGE;
                         break;
                 case 'h':
@@ -188,18 +196,71 @@ int cmd_wait(int argc, char **argv)
         }
         if (no_stray_arguments(argc, argv, "wait") < 0)
                 return EXIT_USAGE;
-        a.sel.list = gpus[0] ? gpus : NULL;
-        a.sel.scope = &a.scope;
-        bool tty = isatty(STDERR_FILENO) && !json;
+        return -1;
+}
+
+/* The exit code of the last look, its reasons said on stderr */
+static int wait_outcome(const struct wait_cmd *w, const gr_snapshot *s, const gr_diagnosis *d, bool met)
+{
+        char bad[128];
+        if (s->gpu->status != GR_GPU_OK) {
+                error_msg("%s", s->gpu->error);
+                return EXIT_DRIVER;
+        }
+        if (gpu_selection_unmatched(&w->a.sel, s->gpu, bad, sizeof(bad))) {
+                gpu_selection_error(&w->a.sel, s->gpu);
+                return EXIT_USAGE;
+        }
+        if (met)
+                return EXIT_CLEAN;
+        bool unknown = false;
+        for (unsigned i = 0; i < s->gpu->n_gpus; i++)
+                unknown |= gpu_selected(&w->a.sel, &s->gpu->gpus[i]) && d->gpus[i].state == GR_GPU_UNKNOWN;
+        error_msg("timeout after %.1fs: %s", (double)w->timeout / 1000, w->a.free_set ? "not enough memory free" : "not clean");
+        if (!w->json)
+                render_status_table(stderr, s, d, &w->a.sel, &(struct table_options){ .width = terminal_width(STDERR_FILENO) });
+        return unknown ? EXIT_DRIVER : EXIT_NOT_CLEAN;
+}
+
+static void wait_json(const struct wait_cmd *w, const gr_snapshot *s, const gr_diagnosis *d, uint64_t waited, int code)
+{
+        const struct wait_args *a = &w->a;
+        json_object *o = json_object_new_object();
+        json_object_object_add(o, "schema_version", json_object_new_int(JSON_SCHEMA_VERSION));
+        json_object_object_add(o, "command", json_object_new_string("wait"));
+        json_object *cnd = json_object_new_object();
+        json_object_object_add(cnd, "kind", json_object_new_string(a->free_set ? "free" : "clean"));
+        json_object_object_add(cnd, "free_bytes", a->free_set && !a->free_percent ? json_object_new_int64((int64_t)a->free_bytes) : NULL);
+        json_object_object_add(cnd, "free_percent", a->free_percent ? json_object_new_int(a->free_percent) : NULL);
+        json_object_object_add(o, "condition", cnd);
+        json_object_object_add(o, "timeout_ms", json_object_new_int64((int64_t)w->timeout));
+        json_object_object_add(o, "met", json_object_new_boolean(code == EXIT_CLEAN));
+        json_object_object_add(o, "waited_ms", json_object_new_int64((int64_t)waited));
+        json_object_object_add(o, "exit_code", json_object_new_int(code));
+        /* the last look, as 'status --json' gives it: what still holds, when it did not hold */
+        json_object_object_add(o, "status", status_json(s, d, &a->sel));
+        puts(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED | JSON_C_TO_STRING_NOSLASHESCAPE));
+        json_object_put(o);
+}
+
+int cmd_wait(int argc, char **argv)
+{
+        struct wait_cmd w = { .timeout = 60000 };
+        int code = wait_parse(argc, argv, &w);
+        if (code >= 0)
+                return code;
+        w.a.sel.list = w.gpus[0] ? w.gpus : NULL;
+        w.a.sel.scope = &w.a.scope;
+        bool tty = isatty(STDERR_FILENO) && !w.json;
         /* each look through the one view: taken here (wait watches it change), with what a
          * running serve saw joined, so that its verdicts are status's and reap's */
-        gr_wait_options w = { .so = &so, .timeout_ms = timeout, .progress = tty ? progress : NULL,
-                              .take = direct ? NULL : wait_take };
+        gr_wait_options wo = { .so = &w.so, .timeout_ms = w.timeout, .progress = tty ? progress : NULL,
+                               .take = w.direct ? NULL : wait_take };
         gr_snapshot *s = NULL;
         gr_diagnosis *d = NULL;
         bool met = false;
         uint64_t t0 = gr_now_ms();
-        int r = gr_wait_until(&w, cond, &a, &s, &d, &met);
+        int r = gr_wait_until(&wo, cond, &w.a, &s, &d, &met);
         uint64_t waited = gr_now_ms() - t0;
         if (tty)
                 fprintf(stderr, "\r\033[K");
@@ -207,45 +268,9 @@ int cmd_wait(int argc, char **argv)
                 error_msg("cannot take a snapshot: %s", strerror(-r));
                 return EXIT_DRIVER;
         }
-        char bad[128];
-        int code;
-        if (s->gpu->status != GR_GPU_OK) {
-                error_msg("%s", s->gpu->error);
-                code = EXIT_DRIVER;
-        } else if (gpu_selection_unmatched(&a.sel, s->gpu, bad, sizeof(bad))) {
-                gpu_selection_error(&a.sel, s->gpu);
-                code = EXIT_USAGE;
-        } else if (met) {
-                code = EXIT_CLEAN;
-        } else {
-                bool unknown = false;
-                for (unsigned i = 0; i < s->gpu->n_gpus; i++)
-                        unknown |= gpu_selected(&a.sel, &s->gpu->gpus[i]) && d->gpus[i].state == GR_GPU_UNKNOWN;
-                error_msg("timeout after %.1fs: %s", (double)timeout / 1000,
-                          a.free_set ? "not enough memory free" : "not clean");
-                if (!json)
-                        render_status_table(stderr, s, d, &a.sel, &(struct table_options){ .width = terminal_width(STDERR_FILENO) });
-                code = unknown ? EXIT_DRIVER : EXIT_NOT_CLEAN;
-        }
-        if (json) {
-                json_object *o = json_object_new_object();
-                json_object_object_add(o, "schema_version", json_object_new_int(JSON_SCHEMA_VERSION));
-                json_object_object_add(o, "command", json_object_new_string("wait"));
-                json_object *cnd = json_object_new_object();
-                json_object_object_add(cnd, "kind", json_object_new_string(a.free_set ? "free" : "clean"));
-                json_object_object_add(cnd, "free_bytes", a.free_set && !a.free_percent ? json_object_new_int64((int64_t)a.free_bytes) : NULL);
-                json_object_object_add(cnd, "free_percent", a.free_percent ? json_object_new_int(a.free_percent) : NULL);
-                json_object_object_add(o, "condition", cnd);
-                json_object_object_add(o, "timeout_ms", json_object_new_int64((int64_t)timeout));
-                json_object_object_add(o, "met", json_object_new_boolean(code == EXIT_CLEAN));
-                json_object_object_add(o, "waited_ms", json_object_new_int64((int64_t)waited));
-                json_object_object_add(o, "exit_code", json_object_new_int(code));
-                /* the last look, as 'status --json' gives it: what still holds, when it did not hold */
-                json_object_object_add(o, "status", status_json(s, d, &a.sel));
-                puts(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED |
-                                                               JSON_C_TO_STRING_NOSLASHESCAPE));
-                json_object_put(o);
-        }
+        code = wait_outcome(&w, s, d, met);
+        if (w.json)
+                wait_json(&w, s, d, waited, code);
         gr_diagnosis_free(d);
         gr_snapshot_free(s);
         return code;
