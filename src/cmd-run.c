@@ -1744,6 +1744,63 @@ static int parse_args(struct run *r, int argc, char **argv, const char **ready_l
         return 0;
 }
 
+/* The command started, or why not (its exit code in e) */
+static void run_started(struct run *r, int exec_errno, int fork_errno, struct run_end *e)
+{
+        if (exec_errno || fork_errno)
+                run_tty_restore(&r->tty); /* the terminal back before a word is written to it */
+        if (fork_errno) {
+                error_msg("cannot fork: %s", strerror(fork_errno));
+                e->code = EXIT_RUN_FAILED;
+                e->ended = "gpureap_failed";
+                e->run_error = "cannot fork";
+        } else if (exec_errno) {
+                error_msg("cannot run '%s': %s", QUOTED(r->cmd[0]), strerror(exec_errno));
+                e->code = exec_errno == ENOENT ? EXIT_NOT_FOUND : EXIT_CANNOT_EXEC;
+                e->ended = exec_errno == ENOENT ? "not_found" : "cannot_execute";
+        } else {
+                run_tty_started(&r->tty);
+        }
+}
+
+/* output still in the pipes belongs to the user */
+static void run_flush_output(struct run *r)
+{
+        while (r->out_fd >= 0 || r->err_fd >= 0) {
+                struct pollfd p[2] = { { .fd = r->out_fd, .events = POLLIN }, { .fd = r->err_fd, .events = POLLIN } };
+                if (poll(p, 2, 0) <= 0)
+                        break;
+                if (p[0].revents)
+                        pump(r, r->out_fd, STDOUT_FILENO);
+                if (p[1].revents)
+                        pump(r, r->err_fd, STDERR_FILENO);
+        }
+}
+
+/* The run's exit code once the tree has ended, from how it ended */
+static void run_exit_code(const struct run *r, struct run_end *e)
+{
+        if (e->got_signal) {
+                e->code = 128 + e->got_signal;
+                e->ended = "gpureap_signalled";
+        } else if (e->child_done) {
+                e->code = WIFEXITED(e->child_status) ? WEXITSTATUS(e->child_status) : 128 + WTERMSIG(e->child_status);
+                e->ended = WIFEXITED(e->child_status) ? "exit" : "signal";
+        } else {
+                /* the loop ends only with the command done, a signal or a watchdog */
+                e->code = EXIT_RUN_FAILED;
+                e->ended = "gpureap_failed";
+                e->run_error = "the command's end was not seen";
+        }
+        /* --remap-exit, as tini -e: the command's status (128+N for a signal, also one that
+         * gpureap got and passed on: 143 for a TERM), never gpureap's own */
+        if ((e->child_done || e->got_signal) && r->remap_exit[e->code]) {
+                verbose(r, "exit status %d remapped to 0", e->code);
+                e->code = 0;
+                e->remapped = true;
+        }
+}
+
 int cmd_run(int argc, char **argv)
 {
         struct run r = { .grace = 5000, .drain_timeout = 30000, .out_fd = -1, .err_fd = -1, .sigfd = -1,
@@ -1789,32 +1846,10 @@ int cmd_run(int argc, char **argv)
                 verbose(&r, "cannot leave the working directory: %s", strerror(errno));
 
         struct run_end e = { .code = -1 };
-        if (exec_errno || fork_errno)
-                run_tty_restore(&r.tty); /* the terminal back before a word is written to it */
-        if (fork_errno) {
-                error_msg("cannot fork: %s", strerror(fork_errno));
-                e.code = EXIT_RUN_FAILED;
-                e.ended = "gpureap_failed";
-                e.run_error = "cannot fork";
-        } else if (exec_errno) {
-                error_msg("cannot run '%s': %s", QUOTED(r.cmd[0]), strerror(exec_errno));
-                e.code = exec_errno == ENOENT ? EXIT_NOT_FOUND : EXIT_CANNOT_EXEC;
-                e.ended = exec_errno == ENOENT ? "not_found" : "cannot_execute";
-        } else {
-                run_tty_started(&r.tty);
-        }
+        run_started(&r, exec_errno, fork_errno, &e);
         if (e.code < 0)
                 supervise(&r, want_ready, &e);
-        /* output still in the pipes belongs to the user */
-        while (r.out_fd >= 0 || r.err_fd >= 0) {
-                struct pollfd p[2] = { { .fd = r.out_fd, .events = POLLIN }, { .fd = r.err_fd, .events = POLLIN } };
-                if (poll(p, 2, 0) <= 0)
-                        break;
-                if (p[0].revents)
-                        pump(&r, r.out_fd, STDOUT_FILENO);
-                if (p[1].revents)
-                        pump(&r, r.err_fd, STDERR_FILENO);
-        }
+        run_flush_output(&r);
         run_tty_end_relay(&r.tty);
         if (r.announced)
                 sd_notify_send("STOPPING=1\nSTATUS=ending the tree, waiting for the GPU memory");
@@ -1822,27 +1857,8 @@ int cmd_run(int argc, char **argv)
         end_tree(&r, e.got_signal, &e.child_status, &e.child_done);
         uint64_t end_ms = gr_now_ms() - end_t0;
         run_tty_restore(&r.tty); /* the job's terminal back to gpureap's group before it writes */
-        if (e.code < 0) {
-                if (e.got_signal) {
-                        e.code = 128 + e.got_signal;
-                        e.ended = "gpureap_signalled";
-                } else if (e.child_done) {
-                        e.code = WIFEXITED(e.child_status) ? WEXITSTATUS(e.child_status) : 128 + WTERMSIG(e.child_status);
-                        e.ended = WIFEXITED(e.child_status) ? "exit" : "signal";
-                } else {
-                        /* the loop ends only with the command done, a signal or a watchdog */
-                        e.code = EXIT_RUN_FAILED;
-                        e.ended = "gpureap_failed";
-                        e.run_error = "the command's end was not seen";
-                }
-                /* --remap-exit, as tini -e: the command's status (128+N for a signal, also one
-                 * that gpureap got and passed on: 143 for a TERM), never gpureap's own */
-                if ((e.child_done || e.got_signal) && r.remap_exit[e.code]) {
-                        verbose(&r, "exit status %d remapped to 0", e.code);
-                        e.code = 0;
-                        e.remapped = true;
-                }
-        }
+        if (e.code < 0)
+                run_exit_code(&r, &e);
 
         /* the GPUs the tree used: wait until the driver has their memory back */
         char gpu_note[256];
