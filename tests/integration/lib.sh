@@ -116,6 +116,16 @@ gr() {
         set -e
 }
 
+# gr_served ARGS...: gr, again until the answer came through serve ($SERVE). A client gives
+# serve 500 ms and then reads the driver itself, so on a loaded machine one call may answer
+# directly: the test then asked serve nothing (bounded: 10 s)
+gr_served() {
+        local i=0
+        until gr "$@" && jq -e ".history.served_by == ${SERVE:-0}" "$T/out" >/dev/null 2>&1; do
+                i=$((i + 1)); [ $i -lt 100 ] || fail "no answer through serve $SERVE: $(jq -c .history "$T/out" 2>/dev/null)"; sleep 0.1
+        done
+}
+
 # term_and_wait PID: SIGTERM to a supervisor the test started in the background; its exit
 # status in RC
 term_and_wait() {

@@ -33,7 +33,7 @@ ok "promtool accepts /metrics while the driver is down"
 
 scenario "gpu 0 minor=0"
 until_metric gpureap_up 1
-gr status --json
+gr_served status --json
 jq -e ".history.served_by == $SERVE and .driver.status == \"ok\" and .gpus[0].state == \"clean\"" "$T/out" >/dev/null ||
         fail "after the hang: $(jq -c '{history, driver, gpus: [.gpus[].state]}' "$T/out")"
 ok "the driver answers again: serve recovers by itself"

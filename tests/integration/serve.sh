@@ -31,7 +31,7 @@ launch pidfile "$PIDS" busy cuda 1 1 256 sleep
 wait_role owner child busy
 child=$(pid_of child) busy=$(pid_of busy)
 until_served "([.processes[] | select(.pid == $child)] | length == 1) and ([.findings[] | select(.kind == \"ghost\")] | length == 1)"
-gr status --json
+gr_served status --json
 cp "$T/out" "$T/served.json"
 gr status --json --direct
 cp "$T/out" "$T/direct.json"
@@ -59,14 +59,14 @@ setsid_worker() { # ROLE EXTRA-VERBS...: launcher ROLE-l, worker ROLE-w on GPU 1
 }
 setsid_worker k child
 l=$(pid_of k-l) w=$(pid_of k-w)
-gr status --json
+gr_served status --json
 [ "$(jq -r ".processes[] | select(.pid == $w) | .seen.launcher | \"\(.comm) \(.same_exe) \(.end)\"" "$T/out")" = "gpuhold true alive" ] ||
         fail "serve's memory of $w: $(jq -c ".processes[] | select(.pid == $w) | .seen" "$T/out")"
 ok "serve saw worker $w start under its launcher $l (same program, alive)"
 kill -KILL "$l"
 until_served ".processes[] | select(.pid == $w) | .seen.launcher.end == \"signal\" and .seen.launcher.end_status == 9"
 ok "the kernel's exit event: launcher $l was killed by signal 9"
-gr status --json
+gr_served status --json
 cp "$T/out" "$T/served.json"
 [ "$(verdict "$T/served.json" "$w")" = "leftover sure" ] || fail "through serve $w is $(verdict "$T/served.json" "$w")"
 jq -e ".processes[] | select(.pid == $w) | .verdict.evidence | map(select(.key == \"seen\" and .lean == \"leftover\")) | length == 1" "$T/served.json" >/dev/null ||
@@ -87,21 +87,21 @@ kill -KILL "$w"
 setsid_worker e child-exit-on-usr1 0
 kill -USR1 "$(pid_of e-l)"
 until_served ".processes[] | select(.pid == $(pid_of e-w)) | .seen.launcher.end == \"exit\""
-gr status --json
+gr_served status --json
 [ "$(verdict "$T/out" "$(pid_of e-w)")" = "unsure unsure" ] || fail "after a clean exit: $(verdict "$T/out" "$(pid_of e-w)")"
 ok "a launcher that exited with status 0: its worker stays unsure"
 kill -KILL "$(pid_of e-w)"
 setsid_worker f child-exit-on-usr1 1
 kill -USR1 "$(pid_of f-l)"
 until_served ".processes[] | select(.pid == $(pid_of f-w)) | .seen.launcher.end_status == 1"
-gr status --json
+gr_served status --json
 [ "$(verdict "$T/out" "$(pid_of f-w)")" = "leftover likely" ] || fail "after a failed launcher: $(verdict "$T/out" "$(pid_of f-w)")"
 ok "a launcher that failed (status 1): its worker is a likely leftover"
 kill -KILL "$(pid_of f-w)"
 setsid_worker h child
 kill -HUP "$(pid_of h-l)"
 until_served ".processes[] | select(.pid == $(pid_of h-w)) | .seen.launcher.end_status == 1 and .seen.launcher.end == \"signal\""
-gr status --json
+gr_served status --json
 [ "$(verdict "$T/out" "$(pid_of h-w)")" = "unsure unsure" ] || fail "after SIGHUP: $(verdict "$T/out" "$(pid_of h-w)")"
 ok "a launcher hung up on (SIGHUP): its worker stays unsure"
 
@@ -124,7 +124,7 @@ grep -q "^gpureap: history of 1 launcher (1 holder) recovered from '$T/serve.his
         fail "no recovery message: $(cat "$T/serve.out")"
 ok "restarted: serve says it recovered its history"
 until_served ".processes[] | select(.pid == $(pid_of d-w)) | .seen != null"
-gr status --json
+gr_served status --json
 jq -e ".processes[] | select(.pid == $(pid_of h-w)) | .seen.launcher.pid == $(pid_of h-l) and .seen.launcher.end == \"signal\"" "$T/out" >/dev/null ||
         fail "the restarted serve forgot: $(jq -c ".processes[] | select(.pid == $(pid_of h-w)) | .seen" "$T/out")"
 [ "$(verdict "$T/out" "$(pid_of h-w)")" = "unsure unsure" ] || fail "after the restart: $(verdict "$T/out" "$(pid_of h-w)")"
