@@ -269,7 +269,8 @@ static json_object *gpu_json(const gr_snapshot *s, const gr_diagnosis *d, unsign
                         add(c, "type", json_object_new_string(gr_ctx_kind_name((gr_ctx_kind)p->kind)));
                         add(c, "used_memory", j_u64(p->used_bytes));
                         add(c, "process", json_object_new_string(
-                                gr_owner_state_name(gr_diagnosis_owner_state(s, gi, (pid_t)p->pid))));
+                                gr_owner_state_name(v ? gr_gpu_verdict_owner(v, g->n_procs, i)
+                                                      : gr_diagnosis_owner_state(s, gi, (pid_t)p->pid))));
                         json_object_array_add(owners, c);
                 }
         }

@@ -45,6 +45,14 @@ static const gr_gpu_verdict *gpu_verdict(const struct out *o, unsigned gi)
         return o->d && gi < o->d->n_gpus ? &o->d->gpus[gi] : NULL;
 }
 
+/* What the diagnosis found of context i of GPU gi (without one: read off the snapshot) */
+static gr_owner_state owner_of(const struct out *o, unsigned gi, unsigned i)
+{
+        const gr_gpu *g = &o->s->gpu->gpus[gi];
+        const gr_gpu_verdict *v = gpu_verdict(o, gi);
+        return v ? gr_gpu_verdict_owner(v, g->n_procs, i) : gr_diagnosis_owner_state(o->s, gi, (pid_t)g->procs[i].pid);
+}
+
 /* texts cut at a fixed size may end mid-character */
 static const char *safe(const char *in, char *buf, size_t size)
 {
@@ -327,7 +335,7 @@ static bool gpu_detailed(const struct out *o, unsigned gi)
                         return true;
         }
         for (unsigned i = 0; i < g->n_procs; i++)
-                if (gr_diagnosis_owner_state(o->s, gi, (pid_t)g->procs[i].pid) != GR_OWNER_ALIVE)
+                if (owner_of(o, gi, i) != GR_OWNER_ALIVE)
                         return true;
         return false;
 }
@@ -377,7 +385,7 @@ static void print_owners(const struct out *o, unsigned gi)
                 char pid[16], mem[32];
                 snprintf(pid, sizeof(pid), "%u", op->pid);
                 gr_format_bytes(op->used_bytes, mem, sizeof(mem));
-                gr_owner_state st = gr_diagnosis_owner_state(o->s, gi, (pid_t)op->pid);
+                gr_owner_state st = owner_of(o, gi, i);
                 const gr_process *p = st == GR_OWNER_UNMAPPED ? NULL : gr_proc_table_find(o->s->procs, (pid_t)op->pid);
                 const char *state = st == GR_OWNER_ALIVE ? "alive" : st == GR_OWNER_ZOMBIE ? "zombie"
                                     : st == GR_OWNER_UNMAPPED ? "not visible" : "not found";

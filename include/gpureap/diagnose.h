@@ -195,6 +195,8 @@ typedef struct gr_gpu_verdict {
         uint64_t unaccounted;     /* used memory that no live listed owner accounts for */
         uint64_t allowance;       /* what a GPU shows with nothing on it, still noise (the slack;
                                      v1 memory counts the driver's reserve in used) */
+        gr_owner_state *owners;   /* one per context the driver lists (gr_gpu.procs, same order):
+                                     what the diagnosis found of its PID (NULL: none listed) */
 } gr_gpu_verdict;
 
 typedef struct gr_diagnosis {
@@ -210,6 +212,9 @@ typedef struct gr_diagnosis {
         bool hidden;              /* processes may be hidden from this view (hidepid, a container) */
         bool foreign_pids;        /* a container's PID namespace: the driver's PIDs are not ours */
 } gr_diagnosis;
+
+/* The state of context i of GPU gi as the diagnosis found it (GR_OWNER_NOT_FOUND past the list) */
+gr_owner_state gr_gpu_verdict_owner(const gr_gpu_verdict *v, unsigned n_procs, unsigned i);
 
 /* uid: the user gpureap runs as. Returns -ENOMEM or 0. */
 int gr_diagnose(const gr_snapshot *s, uid_t uid, gr_diagnosis **ret);

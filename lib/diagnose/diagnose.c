@@ -824,6 +824,26 @@ static void describe_view(struct dx *x)
                 snprintf(d->view + o, sizeof(d->view) - o, "%srecorded without lineage", o ? "; " : "");
 }
 
+gr_owner_state gr_gpu_verdict_owner(const gr_gpu_verdict *v, unsigned n_procs, unsigned i)
+{
+        return v && v->owners && i < n_procs ? v->owners[i] : GR_OWNER_NOT_FOUND;
+}
+
+/* The state of each context's PID, for the renderers: facts handed over, not looked up again */
+static int record_owners(struct dx *x, unsigned gi)
+{
+        const gr_gpu *g = &x->s->gpu->gpus[gi];
+        if (!g->n_procs)
+                return 0;
+        gr_owner_state *o = calloc(g->n_procs, sizeof(*o));
+        if (!o)
+                return -ENOMEM;
+        for (unsigned i = 0; i < g->n_procs; i++)
+                o[i] = owner_state_x(x, gi, (pid_t)g->procs[i].pid);
+        x->d->gpus[gi].owners = o;
+        return 0;
+}
+
 int gr_diagnose(const gr_snapshot *s, uid_t uid, gr_diagnosis **ret)
 {
         gr_diagnosis *d = calloc(1, sizeof(*d));
@@ -851,6 +871,8 @@ int gr_diagnose(const gr_snapshot *s, uid_t uid, gr_diagnosis **ret)
                         d->gpus[i].state = GR_GPU_UNKNOWN;
                 else
                         r = judge_gpu(&x, i);
+                if (r == 0)
+                        r = record_owners(&x, i);
         }
         if (r == 0) {
                 dx_merge_findings(&x);
@@ -873,6 +895,8 @@ void gr_diagnosis_free(gr_diagnosis *d)
 {
         if (!d)
                 return;
+        for (unsigned i = 0; d->gpus && i < d->n_gpus; i++)
+                free(d->gpus[i].owners);
         free(d->gpus);
         free(d->holders);
         free(d->findings);
