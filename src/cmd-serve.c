@@ -43,7 +43,7 @@
 #endif
 
 #define CLIENTS_MAX 64
-#define REQUEST_MAX 64
+#define REQUEST_MAX 128
 /* Prometheus's default port allocations for exporters, 9100-9999, are all taken (since 2023;
  * 9835, serve's first default, is nvidia_gpu_exporter's): above them, clear of the kubelet's
  * and Zabbix's ports (docs/serve.md) */
@@ -91,6 +91,8 @@ struct serve {
         bool stop, wake_now;
         char *json;               /* the last answer of the socket */
         size_t json_len;
+        char *wire;               /* the same snapshot as its structs, for a client of this build */
+        size_t wire_len;
         char *metrics;            /* the last answer of /metrics */
         size_t metrics_len;
         uint64_t refreshes;
@@ -377,6 +379,10 @@ static void refresh(struct serve *sv)
                 policy(sv, d, gr_now_ms(), !stuck && s->gpu->status == GR_GPU_OK);
         size_t jl = 0, ml = 0;
         char *json = render_to_memory(json_of, s, d, &jl);
+        char *wire = NULL;
+        size_t wl = 0;
+        if (snapshot_to_wire(s, &wire, &wl) < 0)
+                wire = NULL;
         char *metrics = render_to_memory(metrics_of, s, d, &ml);
         if (metrics && !sv->process_metrics)
                 drop_process_series(metrics, &ml);
@@ -387,7 +393,12 @@ static void refresh(struct serve *sv)
                 free(sv->json);
                 sv->json = json;
                 sv->json_len = jl;
+                free(sv->wire); /* the wire goes with the JSON of the same look, or not at all */
+                sv->wire = wire;
+                sv->wire_len = wire ? wl : 0;
+                wire = NULL;
         }
+        free(wire);
         if (metrics) {
                 free(sv->metrics);
                 sv->metrics = metrics;
@@ -480,17 +491,22 @@ static void client_answer(struct serve *sv, struct client *c)
         if (nl)
                 *nl = '\0';
         pthread_mutex_lock(&sv->lock);
-        if (strcmp(c->req, "status") == 0 && sv->json) {
-                c->out = malloc(sv->json_len);
+        /* "status-wire ID": the structs, to a client whose build ID is serve's; else the JSON */
+        bool wire = strncmp(c->req, "status-wire ", 12) == 0;
+        bool same = wire && sv->wire && strcmp(c->req + 12, wire_build_id()) == 0;
+        if ((strcmp(c->req, "status") == 0 || wire) && sv->json) {
+                const char *a = same ? sv->wire : sv->json;
+                size_t n = same ? sv->wire_len : sv->json_len;
+                c->out = malloc(n);
                 if (c->out) {
-                        memcpy(c->out, sv->json, sv->json_len);
-                        c->out_len = sv->json_len;
+                        memcpy(c->out, a, n);
+                        c->out_len = n;
                 }
         } else {
                 char line[128];
                 int n = strcmp(c->req, "ping") == 0
                                 ? snprintf(line, sizeof(line), "gpureap serve %d %s\n", (int)getpid(), GPUREAP_VERSION)
-                                : snprintf(line, sizeof(line), "error: unknown request (status, ping)\n");
+                                : snprintf(line, sizeof(line), "error: unknown request (status, status-wire ID, ping)\n");
                 c->out = strdup(line);
                 c->out_len = c->out ? (size_t)n : 0;
         }
@@ -1162,6 +1178,7 @@ static void serve_close(struct serve *sv, struct serve_io *io, bool ran)
         if (io->sfd >= 0)
                 close(io->sfd);
         free(sv->json);
+        free(sv->wire);
         free(sv->metrics);
         free(sv->sure);
         if (ran)

@@ -148,6 +148,19 @@ int snapshot_from_json(const char *path, gr_snapshot **ret, char *err, size_t er
 /* The same from a buffer of len bytes (path only names it in messages); the fuzz target's entry */
 int snapshot_from_json_buffer(const char *buf, size_t len, const char *path, gr_snapshot **ret,
                               char *err, size_t err_size);
+/* The processes a served or recorded snapshot keeps (calloc'd, one per process of the table):
+ * the holders, the driver's context owners, and their ancestors, groups and sessions */
+bool *snapshot_wanted_processes(const gr_snapshot *s);
+
+/* serve's snapshot as its structs (src/snapshot-wire.c): what 'status' through serve copies out
+ * instead of parsing JSON. Only a client of the very same build (its GNU build ID) reads it. */
+#define WIRE_MAGIC "GRWIRE1\n"
+int snapshot_to_wire(const gr_snapshot *s, char **ret, size_t *ret_len);
+/* -EPROTO: not a wire of this build, -EINVAL: malformed, -ENOMEM */
+int snapshot_from_wire(const char *buf, size_t len, gr_snapshot **ret);
+/* This build's GNU build ID in hex ("" none: the wire is not used) */
+const char *wire_build_id(void);
+
 /* Is finding f about a selected GPU (or about no GPU in particular)? */
 bool finding_selected(const struct gpu_selection *sel, const gr_snapshot *s, const gr_finding *f);
 
@@ -162,11 +175,13 @@ int cmd_serve(int argc, char **argv);
 /* the Prometheus text of 'gpureap metrics' (and of serve's /metrics) */
 void metrics_render(FILE *f, const gr_snapshot *s, const gr_diagnosis *d, const struct gpu_selection *sel);
 /* 'gpureap serve''s socket: where it is by default, and a client's fetch of the served
- * snapshot (its JSON, with serve's memory) within timeout_ms; -errno when there is no serve
+ * snapshot (the answer to request: its JSON, or its structs, with serve's memory) within timeout_ms; -errno when there is no serve
  * (-ENOENT, -ECONNREFUSED), it is not root's (-EPERM) or it did not answer in time */
 #define SERVE_SOCKET_DEFAULT "/run/gpureap/serve.sock"
 const char *serve_socket_path(const char *given);
-int serve_fetch(const char *path, uint64_t timeout_ms, char **ret, size_t *ret_len);
+int serve_fetch(const char *path, const char *request, uint64_t timeout_ms, char **ret, size_t *ret_len);
+/* false: ask serve for JSON only, never its structs (GPUREAP_SERVE_WIRE=0: for comparing) */
+void serve_wire_set(bool on);
 /* Copy serve's memory of each process into a fresh snapshot (same PID and start time); a
  * launcher that serve last saw alive and that is gone now ended unseen */
 void serve_merge_history(gr_snapshot *fresh, const gr_snapshot *served);

@@ -243,6 +243,8 @@ int main(int argc, char **argv)
         }
         gr_gpu_set_helper("/proc/self/exe");
         library_from_env();
+        const char *wire = getenv("GPUREAP_SERVE_WIRE"); /* 0: JSON from serve (docs/serve.md) */
+        serve_wire_set(!wire || strcmp(wire, "0") != 0);
         struct sigaction sa = { .sa_handler = sigpipe_caught, .sa_flags = SA_RESTART };
         sigemptyset(&sa.sa_mask);
         sigaction(SIGPIPE, &sa, NULL);

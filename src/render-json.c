@@ -312,7 +312,7 @@ static void mark(const gr_snapshot *s, bool *want, pid_t pid, int depth)
         }
 }
 
-static bool *wanted_processes(const gr_snapshot *s)
+bool *snapshot_wanted_processes(const gr_snapshot *s)
 {
         size_t n = s->procs ? s->procs->n : 0;
         bool *want = calloc(n ? n : 1, sizeof(bool));
@@ -440,7 +440,7 @@ struct json_object *status_json(const gr_snapshot *s, const gr_diagnosis *d, con
         add(root, "gpus", gpus);
 
         json_object *procs = json_object_new_array();
-        bool *want = wanted_processes(s);
+        bool *want = snapshot_wanted_processes(s);
         for (size_t i = 0; want && s->procs && i < s->procs->n; i++)
                 if (want[i])
                         json_object_array_add(procs, process_json(s, d, &s->procs->procs[i], sel));

@@ -34,7 +34,7 @@ static int wait_fd(int fd, short events, uint64_t deadline)
         }
 }
 
-int serve_fetch(const char *path, uint64_t timeout_ms, char **ret, size_t *ret_len)
+int serve_fetch(const char *path, const char *request, uint64_t timeout_ms, char **ret, size_t *ret_len)
 {
         struct sockaddr_un sa = { .sun_family = AF_UNIX };
         if (strlen(path) >= sizeof(sa.sun_path))
@@ -58,8 +58,8 @@ int serve_fetch(const char *path, uint64_t timeout_ms, char **ret, size_t *ret_l
                 r = -errno;
         if (r == 0 && cred.uid != 0 && cred.uid != getuid())
                 r = -EPERM;
-        static const char req[] = "status\n";
-        if (r == 0 && send(fd, req, sizeof(req) - 1, MSG_NOSIGNAL) != (ssize_t)(sizeof(req) - 1))
+        size_t rl = strlen(request);
+        if (r == 0 && send(fd, request, rl, MSG_NOSIGNAL) != (ssize_t)rl)
                 r = -EIO;
         char *buf = NULL;
         size_t len = 0, cap = 0;
@@ -134,14 +134,26 @@ void serve_merge_history(gr_snapshot *fresh, const gr_snapshot *served)
         fresh->served_by = served->served_by;
 }
 
+static bool serve_json_only;
+
+void serve_wire_set(bool on)
+{
+        serve_json_only = !on;
+}
+
 gr_snapshot *serve_fetch_fresh(void)
 {
-        char *buf = NULL, err[256];
+        char *buf = NULL, err[256], req[128] = "status\n";
         size_t len = 0;
-        if (serve_fetch(serve_socket_path(NULL), 500, &buf, &len) < 0)
+        /* the structs where serve is this very build, which it decides; JSON otherwise */
+        if (!serve_json_only && wire_build_id()[0])
+                snprintf(req, sizeof(req), "status-wire %s\n", wire_build_id());
+        if (serve_fetch(serve_socket_path(NULL), req, 500, &buf, &len) < 0)
                 return NULL;
         gr_snapshot *s = NULL;
-        int r = snapshot_from_json_buffer(buf, len, "gpureap serve", &s, err, sizeof(err));
+        int r = len >= sizeof(WIRE_MAGIC) - 1 && memcmp(buf, WIRE_MAGIC, sizeof(WIRE_MAGIC) - 1) == 0
+                        ? snapshot_from_wire(buf, len, &s)
+                        : snapshot_from_json_buffer(buf, len, "gpureap serve", &s, err, sizeof(err));
         free(buf);
         if (r < 0)
                 return NULL;

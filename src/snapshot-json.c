@@ -510,6 +510,8 @@ int snapshot_from_json_buffer(const char *buf, size_t len, const char *path, gr_
                 json_object *hp = get(view, "hidepid");
                 s->hidepid = hp && json_object_get_type(hp) == json_type_boolean && json_object_get_boolean(hp);
                 t->n_unreadable = (unsigned)get_int(pr, "unreadable", 0);
+                int64_t vanished = get_int(pr, "vanished", 0);
+                t->n_vanished = vanished > 0 && vanished <= UINT32_MAX ? (unsigned)vanished : 0;
                 t->boot_time = get_u64(pr, "boot_time") == GR_UNKNOWN_U64 ? 0 : get_u64(pr, "boot_time");
                 s->proc_elapsed_ms = get_u64(pr, "elapsed_ms");
                 char scan[8];
