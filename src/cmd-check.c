@@ -24,6 +24,7 @@ static void check_usage(FILE *f)
         fprintf(f,
                 "usage: gpureap check [--format nagios|npd] [--gpu SEL] [--timeout DUR]\n"
                 "                     [--nvml-timeout DUR] [--direct | --replay FILE]\n"
+                "                     [--job ID | --cgroup PATH | --container ID | --pod UID]\n"
                 "\n"
                 "One line for a health framework, and its exit code. Busy GPUs are fine; leftovers,\n"
                 "stale memory and a driver that does not answer are problems; a node without NVIDIA\n"
@@ -41,7 +42,10 @@ static void check_usage(FILE *f)
                 "                   --timeout; also $GPUREAP_NVML_TIMEOUT)\n"
                 "  --direct         read the driver and /proc here, not through a running\n"
                 "                   'gpureap serve' (whose view, with its memory, status gives too)\n"
-                "  --replay FILE    judge a snapshot recorded with 'gpureap status --json'\n");
+                "  --replay FILE    judge a snapshot recorded with 'gpureap status --json'\n"
+                SCOPE_USAGE
+                "                   (without --gpu: the GPUs its processes hold; only its\n"
+                "                   findings count, and memory no process is tied to)\n");
 }
 
 /* a bad command line is the check's own failure: UNKNOWN for Nagios, "other" (unknown) for
@@ -119,10 +123,15 @@ int cmd_check(int argc, char **argv)
                 { "nvml-timeout", required_argument, NULL, 't' },
                 { "replay", required_argument, NULL, 'r' },
                 { "direct", no_argument, NULL, 'D' },
+                { "job", required_argument, NULL, OPT_JOB },
+                { "cgroup", required_argument, NULL, OPT_CGROUP },
+                { "container", required_argument, NULL, OPT_CONTAINER },
+                { "pod", required_argument, NULL, OPT_POD },
                 { "help", no_argument, NULL, 'h' },
                 { NULL, 0, NULL, 0 },
         };
         uint64_t t0 = gr_now_ms(), timeout = CHECK_TIMEOUT_MS;
+        gr_scope scope = { .kind = GR_SCOPE_NONE };
         bool npd = false;
         const char *replay = NULL;
         bool direct = false;
@@ -159,6 +168,13 @@ int cmd_check(int argc, char **argv)
                         if (parse_duration_option(optarg, &so.gpu.timeout_ms, false) < 0)
                                 return CHECK_USAGE;
                         break;
+                case OPT_JOB:
+                case OPT_CGROUP:
+                case OPT_CONTAINER:
+                case OPT_POD:
+                        if (scope_option(scope_option_name(c), optarg, &scope) < 0)
+                                return CHECK_USAGE;
+                        break;
                 case 'h':
                         check_usage(stdout);
                         return EXIT_CLEAN;
@@ -176,8 +192,8 @@ int cmd_check(int argc, char **argv)
         uint64_t left = so.gpu.deadline_ms - t0;
         if (!so.gpu.timeout_ms || so.gpu.timeout_ms > left)
                 so.gpu.timeout_ms = left ? left : 1;
-        struct gpu_selection sel = { .list = gpus[0] ? gpus : NULL };
-        struct summary m = { .level = SUMMARY_OK };
+        struct gpu_selection sel = { .list = gpus[0] ? gpus : NULL, .scope = &scope };
+        struct summary m = { .level = SUMMARY_OK, .scope = &scope };
         gr_snapshot *s = NULL;
         gr_diagnosis *d = NULL;
         unsigned n_sel = 0;
@@ -216,6 +232,8 @@ int cmd_check(int argc, char **argv)
         } else if ((r = gr_diagnose(s, getuid(), &d)) < 0) {
                 summary_say(&m, SUMMARY_UNKNOWN, "cannot diagnose: %s", strerror(-r));
         } else {
+                sel.scope_mask = scope_gpus(s, &scope);
+                gr_diagnosis_narrow(d, s, &scope);
                 for (unsigned i = 0; i < s->gpu->n_gpus; i++)
                         if (gpu_selected(&sel, &s->gpu->gpus[i])) {
                                 n_sel++;
@@ -226,7 +244,9 @@ int cmd_check(int argc, char **argv)
                 unsigned busy = 0;
                 for (unsigned i = 0; d && i < s->gpu->n_gpus; i++)
                         busy += gpu_selected(&sel, &s->gpu->gpus[i]) && d->gpus[i].state == GR_GPU_BUSY;
-                if (busy)
+                if (scope.kind != GR_SCOPE_NONE && n_sel == 0 && d)
+                        summary_say(&m, SUMMARY_OK, "the %s's processes hold no GPU", gr_scope_kind_name(scope.kind));
+                else if (busy)
                         summary_say(&m, SUMMARY_OK, "%u GPU%s, %u busy, none with leftovers", n_sel, n_sel == 1 ? "" : "s", busy);
                 else
                         summary_say(&m, SUMMARY_OK, "%u GPU%s clean", n_sel, n_sel == 1 ? "" : "s");
