@@ -11,6 +11,7 @@ pkgs=(
         scdoc man-db                         # the man pages, and 'man -l' in the package test
         debhelper dpkg-dev lintian           # the Debian package, built and checked by a test
         python3                              # tests/scenarios: the launcher models and runner
+        python3-yaml                         # tests/package/kubernetes-manifests.sh
         slurmctld slurmd slurm-client munge  # tests/slurm: a real single-node cluster
         libmicrohttpd-dev curl               # gpureap serve: HTTP /metrics, and its tests
         libbpf-dev libelf-dev zlib1g-dev     # the kernel-side holder scan (BPF iterator):

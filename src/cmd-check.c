@@ -24,6 +24,7 @@ static void check_usage(FILE *f)
         fprintf(f,
                 "usage: gpureap check [--format nagios|npd] [--gpu SEL] [--timeout DUR]\n"
                 "                     [--nvml-timeout DUR] [--direct | --replay FILE]\n"
+                "                     [--job ID | --cgroup PATH | --container ID | --pod UID]\n"
                 "\n"
                 "One line for a health framework, and its exit code. Busy GPUs are fine; leftovers,\n"
                 "stale memory and a driver that does not answer are problems; a node without NVIDIA\n"
@@ -41,7 +42,10 @@ static void check_usage(FILE *f)
                 "                   --timeout; also $GPUREAP_NVML_TIMEOUT)\n"
                 "  --direct         read the driver and /proc here, not through a running\n"
                 "                   'gpureap serve' (whose view, with its memory, status gives too)\n"
-                "  --replay FILE    judge a snapshot recorded with 'gpureap status --json'\n");
+                "  --replay FILE    judge a snapshot recorded with 'gpureap status --json'\n"
+                SCOPE_USAGE
+                "                   (without --gpu: the GPUs its processes hold; only its\n"
+                "                   findings count, and memory no process is tied to)\n");
 }
 
 /* a bad command line is the check's own failure: UNKNOWN for Nagios, "other" (unknown) for
@@ -113,6 +117,7 @@ static void head_text(const gr_snapshot *s, const gr_diagnosis *d, const struct 
 /* What the command line asked for */
 struct check_cmd {
         uint64_t timeout;
+        gr_scope scope;
         bool npd, direct;
         const char *replay;
         char gpus[1024];
@@ -129,6 +134,10 @@ static int check_parse(int argc, char **argv, struct check_cmd *k)
                 { "nvml-timeout", required_argument, NULL, 't' },
                 { "replay", required_argument, NULL, 'r' },
                 { "direct", no_argument, NULL, 'D' },
+                { "job", required_argument, NULL, OPT_JOB },
+                { "cgroup", required_argument, NULL, OPT_CGROUP },
+                { "container", required_argument, NULL, OPT_CONTAINER },
+                { "pod", required_argument, NULL, OPT_POD },
                 { "help", no_argument, NULL, 'h' },
                 { NULL, 0, NULL, 0 },
         };
@@ -161,6 +170,13 @@ static int check_parse(int argc, char **argv, struct check_cmd *k)
                         if (parse_duration_option(optarg, &k->so.gpu.timeout_ms, false) < 0)
                                 return CHECK_USAGE;
                         break;
+                case OPT_JOB:
+                case OPT_CGROUP:
+                case OPT_CONTAINER:
+                case OPT_POD:
+                        if (scope_option(scope_option_name(c), optarg, &k->scope) < 0)
+                                return CHECK_USAGE;
+                        break;
                 case 'h':
                         check_usage(stdout);
                         return EXIT_CLEAN;
@@ -176,7 +192,7 @@ static int check_parse(int argc, char **argv, struct check_cmd *k)
 
 /* The summary of what the look r (a snapshot s, or -errno) shows for the GPUs selected; the
  * diagnosis into *ret_d. -1 to go on, else the exit code (a selection that matches nothing) */
-static int check_judge(const struct check_cmd *k, int r, gr_snapshot *s, const struct gpu_selection *sel,
+static int check_judge(const struct check_cmd *k, int r, gr_snapshot *s, struct gpu_selection *sel,
                        struct summary *m, gr_diagnosis **ret_d)
 {
         char dev[1100];
@@ -204,6 +220,8 @@ static int check_judge(const struct check_cmd *k, int r, gr_snapshot *s, const s
         } else if ((r = gr_diagnose(s, getuid(), &d)) < 0) {
                 summary_say(m, SUMMARY_UNKNOWN, "cannot diagnose: %s", strerror(-r));
         } else {
+                sel->scope_mask = scope_gpus(s, &k->scope);
+                gr_diagnosis_narrow(d, s, &k->scope);
                 for (unsigned i = 0; i < s->gpu->n_gpus; i++)
                         if (gpu_selected(sel, &s->gpu->gpus[i])) {
                                 n_sel++;
@@ -214,7 +232,9 @@ static int check_judge(const struct check_cmd *k, int r, gr_snapshot *s, const s
                 unsigned busy = 0;
                 for (unsigned i = 0; d && i < s->gpu->n_gpus; i++)
                         busy += gpu_selected(sel, &s->gpu->gpus[i]) && d->gpus[i].state == GR_GPU_BUSY;
-                if (busy)
+                if (k->scope.kind != GR_SCOPE_NONE && n_sel == 0 && d)
+                        summary_say(m, SUMMARY_OK, "the %s's processes hold no GPU", gr_scope_kind_name(k->scope.kind));
+                else if (busy)
                         summary_say(m, SUMMARY_OK, "%u GPU%s, %u busy, none with leftovers", n_sel, n_sel == 1 ? "" : "s", busy);
                 else
                         summary_say(m, SUMMARY_OK, "%u GPU%s clean", n_sel, n_sel == 1 ? "" : "s");
@@ -237,8 +257,8 @@ int cmd_check(int argc, char **argv)
         uint64_t left = k.so.gpu.deadline_ms - t0;
         if (!k.so.gpu.timeout_ms || k.so.gpu.timeout_ms > left)
                 k.so.gpu.timeout_ms = left ? left : 1;
-        struct gpu_selection sel = { .list = k.gpus[0] ? k.gpus : NULL };
-        struct summary m = { .level = SUMMARY_OK };
+        struct gpu_selection sel = { .list = k.gpus[0] ? k.gpus : NULL, .scope = &k.scope };
+        struct summary m = { .level = SUMMARY_OK, .scope = &k.scope };
         gr_snapshot *s = NULL;
         gr_diagnosis *d = NULL;
         int r;

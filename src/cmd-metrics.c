@@ -23,6 +23,7 @@ static void metrics_usage(FILE *f)
         fprintf(f,
                 "usage: gpureap metrics [--textfile FILE] [--gpu SEL] [--nvml-timeout DUR]\n"
                 "                       [--direct | --replay FILE]\n"
+                "                       [--job ID | --cgroup PATH | --container ID | --pod UID]\n"
                 "\n"
                 "The GPUs' memory, holders by role, leftovers by kind, per-process memory and the last\n"
                 "reap's result, in the Prometheus text format (docs/integrations.md).\n"
@@ -32,7 +33,10 @@ static void metrics_usage(FILE *f)
                 "  --nvml-timeout   how long the driver gets (default 5s)\n"
                 "  --direct         read the driver and /proc here, not through a running\n"
                 "                   'gpureap serve'\n"
-                "  --replay FILE    the metrics of a snapshot recorded with 'gpureap status --json'\n");
+                "  --replay FILE    the metrics of a snapshot recorded with 'gpureap status --json'\n"
+                SCOPE_USAGE
+                "                   (without --gpu: the GPUs its processes hold; the states,\n"
+                "                   holders, leftovers and processes are the scope's)\n");
 }
 
 /* A label value: backslash, double quote and newline escaped, other control bytes dropped */
@@ -129,8 +133,17 @@ static uint64_t listed_bytes(const gr_gpu *g, pid_t pid)
         return 0;
 }
 
-static void leftovers(const gr_snapshot *s, const gr_diagnosis *d, const struct last_reap *lr, unsigned gi,
-                      uint64_t *count, uint64_t *bytes)
+/* With a scope, only its processes count (its findings are already the scope's: the diagnosis
+ * was narrowed); a process the table lacks (gone) belongs to no scope */
+static bool in_scope(const struct gpu_selection *sel, const gr_process *p)
+{
+        if (!sel || !sel->scope || sel->scope->kind == GR_SCOPE_NONE)
+                return true;
+        return p && gr_scope_contains(sel->scope, p) != GR_SCOPE_OUT;
+}
+
+static void leftovers(const gr_snapshot *s, const gr_diagnosis *d, const struct gpu_selection *sel,
+                      const struct last_reap *lr, unsigned gi, uint64_t *count, uint64_t *bytes)
 {
         const gr_gpu *g = &s->gpu->gpus[gi];
         for (size_t k = 0; k < d->n_findings; k++) {
@@ -153,7 +166,8 @@ static void leftovers(const gr_snapshot *s, const gr_diagnosis *d, const struct 
         }
         for (size_t k = 0; k < d->n_holders; k++) {
                 const gr_holder_verdict *v = &d->holders[k];
-                if (v->judgement != GR_JUDGE_LEFTOVER || gr_process_fds_on_minor(v->process, g->minor) == 0)
+                if (v->judgement != GR_JUDGE_LEFTOVER || gr_process_fds_on_minor(v->process, g->minor) == 0 ||
+                    !in_scope(sel, v->process))
                         continue;
                 if (v->conditions & GR_COND_STOPPED) {
                         count[K_STOPPED]++;
@@ -167,7 +181,8 @@ static void leftovers(const gr_snapshot *s, const gr_diagnosis *d, const struct 
         }
 }
 
-static void process_series(FILE *f, const gr_snapshot *s, const gr_diagnosis *d, unsigned gi)
+static void process_series(FILE *f, const gr_snapshot *s, const gr_diagnosis *d, const struct gpu_selection *sel,
+                           unsigned gi)
 {
         const gr_gpu *g = &s->gpu->gpus[gi];
         bool shown[GR_GPU_PROCS_MAX] = { false };
@@ -183,6 +198,8 @@ static void process_series(FILE *f, const gr_snapshot *s, const gr_diagnosis *d,
                 const gr_gpu_proc *o = &g->procs[best];
                 const gr_holder_verdict *v = gr_diagnosis_holder(d, (pid_t)o->pid);
                 const gr_process *p = gr_proc_table_find(s->procs, (pid_t)o->pid);
+                if (!in_scope(sel, p))
+                        continue;
                 char job[96] = "";
                 if (v)
                         gr_job_text(&v->job, job, sizeof(job));
@@ -249,7 +266,8 @@ void metrics_render(FILE *f, const gr_snapshot *s, const gr_diagnosis *d, const 
                                 unsigned n = 0;
                                 for (size_t k = 0; k < d->n_holders; k++)
                                         n += d->holders[k].role == (gr_role)role &&
-                                             gr_process_fds_on_minor(d->holders[k].process, rep->gpus[i].minor) > 0;
+                                             gr_process_fds_on_minor(d->holders[k].process, rep->gpus[i].minor) > 0 &&
+                                             in_scope(sel, d->holders[k].process);
                                 fputs("gpureap_gpu_holders{", f);
                                 gpu_labels(f, s, &rep->gpus[i]);
                                 fprintf(f, ",role=\"%s\"} %u\n", gr_role_name((gr_role)role), n);
@@ -261,7 +279,7 @@ void metrics_render(FILE *f, const gr_snapshot *s, const gr_diagnosis *d, const 
         if (rep->status == GR_GPU_OK && d) {
                 uint64_t count[GR_GPUS_MAX][K_COUNT] = { { 0 } }, bytes[GR_GPUS_MAX][K_COUNT] = { { 0 } };
                 for (unsigned i = 0; i < rep->n_gpus && i < GR_GPUS_MAX; i++)
-                        leftovers(s, d, &lr, i, count[i], bytes[i]);
+                        leftovers(s, d, sel, &lr, i, count[i], bytes[i]);
                 help(f, "gpureap_gpu_leftovers", "leftovers by kind: ghost, orphan, stale, stopped, unkillable (survived the last reap)");
                 for (unsigned i = 0; i < rep->n_gpus && i < GR_GPUS_MAX; i++)
                         for (int k = 0; gpu_selected(sel, &rep->gpus[i]) && k < K_COUNT; k++) {
@@ -279,7 +297,7 @@ void metrics_render(FILE *f, const gr_snapshot *s, const gr_diagnosis *d, const 
                 help(f, "gpureap_process_gpu_memory_bytes", "memory the driver lists per process (the biggest 64 per GPU)");
                 for (unsigned i = 0; i < rep->n_gpus; i++)
                         if (gpu_selected(sel, &rep->gpus[i]))
-                                process_series(f, s, d, i);
+                                process_series(f, s, d, sel, i);
         }
         if (s->history_since_ms) {
                 /* what a resident 'gpureap serve' remembers: never more than it watched */
@@ -353,9 +371,14 @@ int cmd_metrics(int argc, char **argv)
                 { "nvml-timeout", required_argument, NULL, 't' },
                 { "replay", required_argument, NULL, 'r' },
                 { "direct", no_argument, NULL, 'D' },
+                { "job", required_argument, NULL, OPT_JOB },
+                { "cgroup", required_argument, NULL, OPT_CGROUP },
+                { "container", required_argument, NULL, OPT_CONTAINER },
+                { "pod", required_argument, NULL, OPT_POD },
                 { "help", no_argument, NULL, 'h' },
                 { NULL, 0, NULL, 0 },
         };
+        gr_scope scope = { .kind = GR_SCOPE_NONE };
         const char *textfile = NULL, *replay = NULL;
         bool direct = false;
         char gpus[1024] = "";
@@ -377,6 +400,13 @@ int cmd_metrics(int argc, char **argv)
                         if (parse_duration_option(optarg, &so.gpu.timeout_ms, false) < 0)
                                 return EXIT_USAGE;
                         break;
+                case OPT_JOB:
+                case OPT_CGROUP:
+                case OPT_CONTAINER:
+                case OPT_POD:
+                        if (scope_option(scope_option_name(c), optarg, &scope) < 0)
+                                return EXIT_USAGE;
+                        break;
                 case 'h':
                         metrics_usage(stdout);
                         return EXIT_CLEAN;
@@ -393,7 +423,7 @@ int cmd_metrics(int argc, char **argv)
         }
         if (textfile && output_path_ok("--textfile", textfile) < 0)
                 return EXIT_USAGE;
-        struct gpu_selection sel = { .list = gpus[0] ? gpus : NULL };
+        struct gpu_selection sel = { .list = gpus[0] ? gpus : NULL, .scope = &scope };
         gr_snapshot *s = NULL;
         gr_diagnosis *d = NULL;
         int r;
@@ -418,6 +448,8 @@ int cmd_metrics(int argc, char **argv)
                 gr_snapshot_free(s);
                 return EXIT_DRIVER;
         }
+        sel.scope_mask = scope_gpus(s, &scope);
+        gr_diagnosis_narrow(d, s, &scope);
         int code = s->gpu->status == GR_GPU_OK ? EXIT_CLEAN : EXIT_DRIVER;
         if (textfile) {
                 if ((r = write_atomically(textfile, s, d, &sel)) < 0) {

@@ -154,6 +154,7 @@ static int status_once(const struct status_args *a, FILE *f)
                 gr_snapshot_free(s);
                 return EXIT_DRIVER;
         }
+        gr_diagnosis_narrow(d, s, &a->scope); /* the findings, states and exit code: the scope's */
         if (a->json) {
                 render_status_json(f, s, d, &sel);
         } else {

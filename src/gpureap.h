@@ -33,6 +33,8 @@ struct gpu_selection {
 /* the scope options' codes for getopt_long, beyond any short option */
 enum { OPT_JOB = 1000, OPT_CGROUP, OPT_CONTAINER, OPT_POD, OPT_ENDED };
 const char *scope_option_name(int code);
+/* " --pod UID" (the option that gives sc), "" without a scope */
+const char *scope_arg(const gr_scope *sc, char *buf, size_t size);
 #define SCOPE_USAGE \
         "  --job ID         only the processes of this Slurm job (its cgroup, or SLURM_JOB_ID)\n" \
         "  --cgroup PATH    only the processes of this cgroup and those below it\n" \
@@ -262,6 +264,7 @@ struct summary {
         char text[512];
         size_t o;             /* its length */
         size_t o_severe;      /* the end of the critical and unknown items, which come first */
+        const gr_scope *scope; /* the diagnosis was narrowed to it: the hints' reaps keep it */
 };
 void summary_say(struct summary *m, enum summary_level l, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 void summary_gpu(struct summary *m, const gr_snapshot *s, const gr_diagnosis *d, unsigned i);

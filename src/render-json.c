@@ -327,9 +327,12 @@ bool *snapshot_wanted_processes(const gr_snapshot *s)
         return want;
 }
 
-static json_object *finding_json(const gr_snapshot *s, const gr_diagnosis *d, const gr_finding *f)
+static json_object *finding_json(const gr_snapshot *s, const gr_diagnosis *d, const gr_finding *f,
+                                 const struct gpu_selection *sel)
 {
         json_object *o = json_object_new_object();
+        if (sel && sel->scope && sel->scope->kind != GR_SCOPE_NONE)
+                add(o, "in_scope", json_object_new_string(gr_finding_scope_name(gr_finding_in_scope(s, sel->scope, f))));
         add(o, "kind", json_object_new_string(gr_finding_kind_name(f->kind)));
         add(o, "leftover", json_object_new_boolean(f->leftover));
         /* one finding per job: "gpu" only when it is about exactly one */
@@ -450,7 +453,7 @@ struct json_object *status_json(const gr_snapshot *s, const gr_diagnosis *d, con
         json_object *findings = json_object_new_array();
         for (size_t i = 0; d && i < d->n_findings; i++)
                 if (finding_selected(sel, s, &d->findings[i]))
-                        json_object_array_add(findings, finding_json(s, d, &d->findings[i]));
+                        json_object_array_add(findings, finding_json(s, d, &d->findings[i], sel));
         add(root, "findings", d ? findings : NULL);
         if (!d)
                 json_object_put(findings);

@@ -441,12 +441,19 @@ static void print_gpu(const struct out *o, unsigned gi)
 
 /* ---- holders, grouped by job across GPUs ---- */
 
+/* With a scope, only its processes are shown (their findings are the scope's: the diagnosis
+ * was narrowed to it) */
+static bool in_scope(const struct out *o, const gr_process *p)
+{
+        return !o->sel || !o->sel->scope || gr_scope_contains(o->sel->scope, p) != GR_SCOPE_OUT;
+}
+
 /* Does p belong in the holder tables: it holds a GPU shown in detail, or (other) no GPU of the
  * selection at all (control files only, GPUs filtered out, every holder when the driver could
  * not be read) */
 static bool shown_holder(const struct out *o, const gr_process *p, bool other)
 {
-        if (!p->hold)
+        if (!p->hold || !in_scope(o, p))
                 return false;
         const gr_gpu_report *rep = o->s->gpu;
         bool on_selected = false;
@@ -656,7 +663,7 @@ static void print_evidence(const struct out *o)
                 for (unsigned j = 0; j < o->s->gpu->n_gpus && !shown; j++)
                         shown = gpu_selected(o->sel, &o->s->gpu->gpus[j]) &&
                                 gr_process_fds_on_minor(v->process, o->s->gpu->gpus[j].minor) > 0;
-                if (!shown && o->sel && o->sel->list)
+                if ((!shown && o->sel && o->sel->list) || !in_scope(o, v->process))
                         continue;
                 if (n++ == 0)
                         out_linef(&o->t, "\nevidence:");

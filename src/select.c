@@ -1,3 +1,4 @@
+#include <stdio.h>
 #include <string.h>
 
 #include "gpureap/basic.h"
@@ -101,4 +102,14 @@ const char *scope_option_name(int code)
         case OPT_POD: return "pod";
         }
         return "?";
+}
+
+const char *scope_arg(const gr_scope *sc, char *buf, size_t size)
+{
+        static const char *const opt[] = { "", "job", "cgroup", "container", "pod" };
+        if (!sc || sc->kind == GR_SCOPE_NONE || (unsigned)sc->kind >= GR_ELEMENTSOF(opt))
+                snprintf(buf, size, "%s", "");
+        else
+                snprintf(buf, size, " --%s %s", opt[sc->kind], sc->id);
+        return buf;
 }

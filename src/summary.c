@@ -11,11 +11,13 @@
 
 /* How many of GPU index's holders 'gpureap reap --gpu INDEX' with these flags would end, as this
  * user: the count a hint gives is the plan of the command it names */
-static size_t reap_would_end(const gr_snapshot *s, const gr_diagnosis *d, unsigned index, bool likely, bool all_users)
+static size_t reap_would_end(const gr_snapshot *s, const gr_diagnosis *d, const gr_scope *sc, unsigned index,
+                             bool likely, bool all_users)
 {
         char gpu[16];
         snprintf(gpu, sizeof(gpu), "%u", index);
-        gr_plan_options po = { .gpus = gpu, .likely = likely, .all_users = all_users };
+        gr_plan_options po = { .gpus = gpu, .likely = likely, .all_users = all_users,
+                               .scope = sc && sc->kind != GR_SCOPE_NONE ? sc : NULL };
         if (self_plan_options(&po) < 0)
                 return 0;
         gr_plan *p = NULL;
@@ -32,12 +34,12 @@ static void say_leftovers(struct summary *m, const gr_snapshot *s, const gr_diag
 {
         char mem[32];
         gr_format_bytes(bytes, mem, sizeof(mem));
-        size_t sure = reap_would_end(s, d, index, false, false);
-        size_t with_likely = reap_would_end(s, d, index, true, false);
+        size_t sure = reap_would_end(s, d, m->scope, index, false, false);
+        size_t with_likely = reap_would_end(s, d, m->scope, index, true, false);
         bool root = getuid() == 0;
-        size_t all = root ? reap_would_end(s, d, index, true, true) : with_likely;
+        size_t all = root ? reap_would_end(s, d, m->scope, index, true, true) : with_likely;
         bool need_likely = with_likely > sure, need_all = all > with_likely;
-        if (need_all && reap_would_end(s, d, index, false, true) == all)
+        if (need_all && reap_would_end(s, d, m->scope, index, false, true) == all)
                 need_likely = false; /* the others' were all sure */
         size_t n = need_all ? all : need_likely ? with_likely : sure;
         if (n == 0) {
@@ -48,9 +50,11 @@ static void say_leftovers(struct summary *m, const gr_snapshot *s, const gr_diag
         char split[64] = "";
         if (need_likely && sure > 0)
                 snprintf(split, sizeof(split), " (%zu sure, %zu likely)", sure, with_likely - sure);
-        summary_say(m, SUMMARY_CRITICAL, "GPU %u: %zu %sleftover%s%s hold %s (gpureap reap --gpu %u%s%s)", index, n,
-                    need_likely && sure == 0 ? "likely " : "", n == 1 ? "" : "s", split, mem, index,
-                    need_likely ? " --likely" : "", need_all ? " --all-users" : "");
+        char scope[sizeof(m->scope->id) + 16];
+        summary_say(m, SUMMARY_CRITICAL, "GPU %u: %zu %sleftover%s%s hold %s (gpureap reap%s --gpu %u%s%s)", index, n,
+                    need_likely && sure == 0 ? "likely " : "", n == 1 ? "" : "s", split, mem,
+                    scope_arg(m->scope, scope, sizeof(scope)), index, need_likely ? " --likely" : "",
+                    need_all ? " --all-users" : "");
 }
 
 /* Items in the order said, but the critical and unknown ones before the others: the start of

@@ -216,9 +216,25 @@ typedef struct gr_diagnosis {
 /* The state of context i of GPU gi as the diagnosis found it (GR_OWNER_NOT_FOUND past the list) */
 gr_owner_state gr_gpu_verdict_owner(const gr_gpu_verdict *v, unsigned n_procs, unsigned i);
 
+/* Is a finding the scope's (lib/diagnose/scope.c)? IN: it names a process of the scope; OUT:
+ * it names processes, none of them the scope's; GPU: it names no process this view has (memory
+ * torn down under a PID that is gone, stale memory nobody holds, PIDs of another namespace): a
+ * fact about its GPUs, which stays in every scope's report of them. Without a scope: IN. */
+typedef enum gr_finding_scope {
+        GR_FINDING_OUT,
+        GR_FINDING_IN,
+        GR_FINDING_GPU,
+} gr_finding_scope;
+
 /* uid: the user gpureap runs as. Returns -ENOMEM or 0. */
 int gr_diagnose(const gr_snapshot *s, uid_t uid, gr_diagnosis **ret);
 void gr_diagnosis_free(gr_diagnosis *d);
+/* The diagnosis narrowed to a scope, in place: the findings that are not the scope's dropped,
+ * from those that are the processes out of it, and each GPU's state made again from what is
+ * left (unknown stays unknown). The holders' verdicts stay whole. No scope: unchanged. */
+void gr_diagnosis_narrow(gr_diagnosis *d, const gr_snapshot *s, const gr_scope *sc);
+gr_finding_scope gr_finding_in_scope(const gr_snapshot *s, const gr_scope *sc, const gr_finding *f);
+const char *gr_finding_scope_name(gr_finding_scope fs); /* "out", "in", "gpu" */
 
 const gr_holder_verdict *gr_diagnosis_holder(const gr_diagnosis *d, pid_t pid);
 const char *gr_gpu_state_name(gr_gpu_state s);

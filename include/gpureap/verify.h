@@ -29,6 +29,9 @@ typedef struct gr_wait_options {
          * gr_snapshot_take(so). 0 or -errno */
         int (*take)(const gr_snapshot_options *so, gr_snapshot **ret, void *userdata);
         void *take_userdata;
+        /* each look's diagnosis narrowed to this scope (gr_diagnosis_narrow): the condition sees
+         * the scope's findings and states; NULL: the whole machine's */
+        const gr_scope *scope;
 } gr_wait_options;
 int gr_wait_until(const gr_wait_options *w, gr_wait_cond_fn cond, void *userdata, gr_snapshot **ret_s,
                   gr_diagnosis **ret_d, bool *ret_met);

@@ -271,8 +271,8 @@ int gr_plan_make(const gr_snapshot *s, const gr_diagnosis *d, const gr_plan_opti
                                 continue;
                         gr_scope_match m = gr_scope_contains(o->scope, v->process);
                         if (m == GR_SCOPE_OUT)
-                                r = add(&b, v->pid, GR_WHY_LEFTOVER, GR_REFUSE_OUT_OF_SCOPE);
-                        else if (o->scope_ended && gr_plan_ended_scope_takes(m, v))
+                                continue; /* the plan is the scope's: another's is not named */
+                        if (o->scope_ended && gr_plan_ended_scope_takes(m, v))
                                 r = add(&b, v->pid, GR_WHY_ENDED, GR_REFUSE_NONE);
                         else if (o->scope_ended)
                                 /* of the job only by its environment (out of the job's cgroup: a

@@ -29,7 +29,11 @@ static int plan(const gr_reap_options *o, gr_reap_result *r)
 {
         gr_snapshot *s = r->before;
         int q = gr_diagnose(s, o->uid, &r->before_d);
-        if (q < 0 || (q = gr_plan_make(s, r->before_d, o->po, &r->plan)) < 0)
+        if (q < 0)
+                return q;
+        /* the scope's findings and states (the verdicts, which the plan reads, stay whole) */
+        gr_diagnosis_narrow(r->before_d, s, o->po->scope);
+        if ((q = gr_plan_make(s, r->before_d, o->po, &r->plan)) < 0)
                 return q;
         if (!o->po->tree)
                 return 0;
@@ -184,7 +188,8 @@ int gr_reap(const gr_reap_options *o, gr_reap_result *r)
                 goto out;
         }
         r->gpus = gpus_to_verify(o, s, r->plan, n);
-        gr_wait_options w = { .so = o->so, .timeout_ms = n > 0 ? left_ms(o->deadline_ms) : 0, .progress = o->progress };
+        gr_wait_options w = { .so = o->so, .timeout_ms = n > 0 ? left_ms(o->deadline_ms) : 0, .progress = o->progress,
+                                .scope = o->po->scope };
         bool met = false;
         q = gr_wait_until(&w, free_of_leftovers, r, &r->after, &r->after_d, &met);
         if (q < 0) {

@@ -42,6 +42,7 @@ int gr_wait_until(const gr_wait_options *w, gr_wait_cond_fn cond, void *userdata
                         gr_snapshot_free(s);
                         return r;
                 }
+                gr_diagnosis_narrow(d, s, w->scope);
                 uint64_t now = gr_now_ms();
                 bool met = s->gpu->status == GR_GPU_OK && cond(s, d, userdata);
                 bool last = met || now - start >= w->timeout_ms || s->gpu->status != GR_GPU_OK;
