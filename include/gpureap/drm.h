@@ -55,6 +55,13 @@ uint64_t gr_drm_fdinfo_device_bytes(const gr_drm_fdinfo *f, uint64_t *ret_shared
 
 /* ---- KFD (lib/gpu/kfd.c) ---- */
 
+/* The sysfs root of the DRM and KFD readers, for the whole process, as gr_proc_root_set_default
+ * is for /proc: "/sys" until set (NULL or "" sets it back). The library reads no environment
+ * variable: the gpureap command sets it from GPUREAP_SYS_ROOT, so that tests point it at a
+ * recorded tree (tests/fixtures). The string is the caller's, not copied. */
+void gr_sys_root_set_default(const char *sys_root);
+const char *gr_sys_root_default(void);
+
 /* A sysfs number file (vram_<gpu_id>, gpu_id, mem_info_vram_used): one decimal and a newline */
 int gr_kfd_parse_number(const char *buf, size_t len, uint64_t *ret);
 /* The gpu_id in an entry name of /sys/class/kfd/kfd/proc/PID/: "vram_<gpu_id>"; false else */

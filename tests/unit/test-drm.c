@@ -217,6 +217,17 @@ static void kfd_topology_gpu_and_cpu(void **state)
         assert_int_equal(gr_kfd_parse_properties("garbage", 7, &n), -EINVAL);
 }
 
+static void sys_root_default_and_set(void **state)
+{
+        assert_string_equal(gr_sys_root_default(), "/sys");
+        gr_sys_root_set_default("/tmp/fixture-sys");
+        assert_string_equal(gr_sys_root_default(), "/tmp/fixture-sys");
+        gr_sys_root_set_default("");
+        assert_string_equal(gr_sys_root_default(), "/sys");
+        gr_sys_root_set_default(NULL);
+        assert_string_equal(gr_sys_root_default(), "/sys");
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -231,6 +242,7 @@ int main(void)
                 cmocka_unit_test(fdinfo_many_regions_bounded),
                 cmocka_unit_test(kfd_numbers),
                 cmocka_unit_test(kfd_topology_gpu_and_cpu),
+                cmocka_unit_test(sys_root_default_and_set),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
