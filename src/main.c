@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "gpureap/basic.h"
+#include "gpureap/drm.h"
 #include "gpureap/gpu.h"
 #include "gpureap/proc.h"
 #include "gpureap-config.h"
@@ -216,6 +217,7 @@ void library_from_env(void)
          * setenv replaced (run's absolute_env, which calls this again) */
         gr_proc_root_set_default(getenv("GPUREAP_PROC_ROOT"));
         gr_dev_dir_set_default(getenv("GPUREAP_DEV_DIR"));
+        gr_sys_root_set_default(getenv("GPUREAP_SYS_ROOT"));
         gr_gpu_set_library(getenv("GPUREAP_NVML_LIBRARY"), "GPUREAP_NVML_LIBRARY");
         static char scan_why[160];
         const char *scan = getenv("GPUREAP_SCAN");
