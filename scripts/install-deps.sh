@@ -16,6 +16,9 @@ pkgs=(
         libmicrohttpd-dev curl               # gpureap serve: HTTP /metrics, and its tests
         libbpf-dev libelf-dev zlib1g-dev     # the kernel-side holder scan (BPF iterator):
         clang bpftool                        #  its program built at compile time (-Dbpf=auto)
+        libnghttp2-dev libprotobuf-c-dev     # the kubelet's PodResources API (gRPC over HTTP/2),
+        protobuf-c-compiler                  #  in a module loaded only where its socket exists
+        python3-grpcio python3-protobuf      # tests/fake-kubelet: the fake kubelet
 )
 missing=()
 for p in "${pkgs[@]}"; do

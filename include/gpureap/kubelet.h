@@ -1,0 +1,81 @@
+/* gpureap and the kubelet: the v1 PodResources API (which pod and container each device was
+ * assigned to), asked over the kubelet's unix socket, and the join of its answer with the
+ * holders that a snapshot sees in pods' cgroups (docs/architecture.md, "The kubelet"). */
+#ifndef GPUREAP_KUBELET_H
+#define GPUREAP_KUBELET_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#pragma GCC visibility push(default)
+
+#define GR_KUBELET_SOCKET_DEFAULT "/var/lib/kubelet/pod-resources/kubelet.sock"
+#define GR_K8S_NAME_MAX 254      /* a DNS subdomain (pod names) and its NUL */
+#define GR_K8S_ID_MAX 128
+
+typedef enum gr_kubelet_state {
+        GR_KUBELET_OFF,          /* not asked: the caller did not ask (replayed, disabled) */
+        GR_KUBELET_NO_SOCKET,    /* not asked: no socket at the path (not a Kubernetes node) */
+        GR_KUBELET_NO_MODULE,    /* not asked: the gRPC module or its libraries are missing */
+        GR_KUBELET_OK,           /* List answered */
+        GR_KUBELET_TIMEOUT,      /* no answer within the deadline */
+        GR_KUBELET_ERROR,        /* refused, an error status, a malformed answer */
+} gr_kubelet_state;
+
+const char *gr_kubelet_state_name(gr_kubelet_state s);
+
+/* One device the kubelet assigned to one container of a listed pod */
+typedef struct gr_kubelet_device {
+        char pod[GR_K8S_NAME_MAX];
+        char ns[64];
+        char container[64];
+        char resource[64];       /* nvidia.com/gpu, nvidia.com/mig-1g.10gb, ... */
+        char id[GR_K8S_ID_MAX];  /* GPU-<uuid>, MIG-<uuid>, GPU-<uuid>::N (time-slicing) */
+} gr_kubelet_device;
+
+typedef struct gr_kubelet_answer {
+        gr_kubelet_state state;
+        char socket[1024];
+        char error[256];         /* why not asked, or what failed: one line */
+        uint64_t asked_at_ms;    /* wall clock; 0 never asked */
+        uint64_t elapsed_ms;
+        unsigned n_pods;         /* pods List gave (with or without devices) */
+        gr_kubelet_device *devices;
+        size_t n_devices;
+        size_t cap_devices;
+} gr_kubelet_answer;
+
+typedef struct gr_kubelet_options {
+        const char *socket;      /* NULL: GR_KUBELET_SOCKET_DEFAULT */
+        const char *module;      /* the gRPC module; NULL: gr_kubelet_set_module()'s, else the
+                                    installed one (GR_KUBELET_MODULE_PATH) */
+        uint64_t timeout_ms;     /* the whole call's deadline; 0: 1000 */
+        bool off;                /* do not ask (GR_KUBELET_OFF) */
+} gr_kubelet_options;
+
+/* The process-wide module path (the gpureap command names the one beside itself); the
+ * caller's string, not copied */
+void gr_kubelet_set_module(const char *path);
+
+/* Ask the kubelet's List once, with a deadline. Always returns an answer (its state says what
+ * happened) unless memory runs out (-ENOMEM). The module is loaded only when the socket
+ * exists, so a node without the kubelet pays a stat(). */
+int gr_kubelet_ask(const gr_kubelet_options *opts, gr_kubelet_answer **ret);
+gr_kubelet_answer *gr_kubelet_answer_copy(const gr_kubelet_answer *a);
+void gr_kubelet_answer_free(gr_kubelet_answer *a);
+/* Append a device (the module and the JSON reader fill an answer so); 0 or -ENOMEM */
+int gr_kubelet_answer_add(gr_kubelet_answer *a, const gr_kubelet_device *d);
+
+/* The GPU UUID a device ID names: "GPU-x" and "GPU-x::N" name GPU-x; a MIG device's ID
+ * ("MIG-...") names no GPU UUID that NVML's report carries (false) */
+bool gr_kubelet_device_gpu_uuid(const char *id, char *ret, size_t size);
+
+/* ---- the module's entry point (lib/kubelet/grpc-module.c), resolved by dlsym ---- */
+#define GR_KUBELET_MODULE_SYMBOL "gr_kubelet_module_list_v1"
+typedef int (*gr_kubelet_module_list_fn)(const char *socket, uint64_t deadline_ms, gr_kubelet_answer *a,
+                                         int (*add)(gr_kubelet_answer *, const gr_kubelet_device *));
+
+#pragma GCC visibility pop
+
+#endif

@@ -1,0 +1,293 @@
+/* The gRPC client of the kubelet's PodResources API, built as a module of its own
+ * (gpureap-kubelet.so) that links nghttp2 (HTTP/2) and protobuf-c (the messages): the library
+ * dlopen()s it only where the kubelet's socket exists, so that no other command, and no node
+ * without the kubelet, loads either. One unary call, List, on a non-blocking unix socket,
+ * every wait a poll() bounded by the caller's deadline: a kubelet that accepts and never
+ * answers costs the deadline, never a hang. */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <nghttp2/nghttp2.h>
+
+#include "gpureap/basic.h"
+#include "gpureap/kubelet.h"
+#include "podresources.pb-c.h"
+
+#define ANSWER_MAX (16u << 20) /* the kubelet's own gRPC limit is 16 MiB */
+
+struct call {
+        uint8_t *req;            /* the framed request: 5 bytes of gRPC prefix, the message */
+        size_t req_len, req_off;
+        uint8_t *body;           /* the framed answer */
+        size_t body_len;
+        int32_t stream;
+        bool closed;
+        uint32_t h2_error;
+        int grpc_status;         /* -1 none seen */
+        char grpc_message[128];
+        char http_status[8];
+        bool too_big;
+};
+
+int gr_kubelet_module_list_v1(const char *socket, uint64_t deadline_ms, gr_kubelet_answer *a,
+                              int (*add)(gr_kubelet_answer *, const gr_kubelet_device *));
+
+static uint64_t mono_ms(void)
+{
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static ssize_t read_request(nghttp2_session *s, int32_t stream, uint8_t *buf, size_t len, uint32_t *flags,
+                            nghttp2_data_source *src, void *user)
+{
+        struct call *c = user;
+        size_t n = c->req_len - c->req_off;
+        if (n > len)
+                n = len;
+        memcpy(buf, c->req + c->req_off, n);
+        c->req_off += n;
+        if (c->req_off == c->req_len)
+                *flags |= NGHTTP2_DATA_FLAG_EOF;
+        return (ssize_t)n;
+}
+
+static int on_data(nghttp2_session *s, uint8_t flags, int32_t stream, const uint8_t *data, size_t len, void *user)
+{
+        struct call *c = user;
+        if (stream != c->stream)
+                return 0;
+        if (c->body_len + len > ANSWER_MAX) {
+                c->too_big = true;
+                return NGHTTP2_ERR_CALLBACK_FAILURE;
+        }
+        uint8_t *b = realloc(c->body, c->body_len + len);
+        if (!b)
+                return NGHTTP2_ERR_CALLBACK_FAILURE;
+        memcpy(b + c->body_len, data, len);
+        c->body = b;
+        c->body_len += len;
+        return 0;
+}
+
+static int on_header(nghttp2_session *s, const nghttp2_frame *f, const uint8_t *name, size_t nlen,
+                     const uint8_t *value, size_t vlen, uint8_t flags, void *user)
+{
+        struct call *c = user;
+        if (f->hd.stream_id != c->stream)
+                return 0;
+        if (nlen == 11 && memcmp(name, "grpc-status", 11) == 0) {
+                char v[16];
+                size_t k = vlen < sizeof(v) - 1 ? vlen : sizeof(v) - 1;
+                memcpy(v, value, k);
+                v[k] = '\0';
+                c->grpc_status = (int)strtol(v, NULL, 10);
+        } else if (nlen == 12 && memcmp(name, "grpc-message", 12) == 0) {
+                size_t k = vlen < sizeof(c->grpc_message) - 1 ? vlen : sizeof(c->grpc_message) - 1;
+                memcpy(c->grpc_message, value, k);
+                c->grpc_message[k] = '\0';
+        } else if (nlen == 7 && memcmp(name, ":status", 7) == 0) {
+                size_t k = vlen < sizeof(c->http_status) - 1 ? vlen : sizeof(c->http_status) - 1;
+                memcpy(c->http_status, value, k);
+                c->http_status[k] = '\0';
+        }
+        return 0;
+}
+
+static int on_close(nghttp2_session *s, int32_t stream, uint32_t error, void *user)
+{
+        struct call *c = user;
+        if (stream == c->stream) {
+                c->closed = true;
+                c->h2_error = error;
+        }
+        return 0;
+}
+
+static int connect_unix(const char *path)
+{
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        if (strlen(path) >= sizeof(sa.sun_path))
+                return -ENAMETOOLONG;
+        memcpy(sa.sun_path, path, strlen(path) + 1);
+        int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+        if (fd < 0)
+                return -errno;
+        if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 && errno != EINPROGRESS && errno != EAGAIN) {
+                int e = -errno;
+                close(fd);
+                return e;
+        }
+        return fd;
+}
+
+/* Drive the session until the stream closes, the deadline passes or the peer goes */
+static int exchange(int fd, nghttp2_session *s, struct call *c, uint64_t deadline_ms)
+{
+        for (;;) {
+                const uint8_t *out;
+                ssize_t n;
+                while ((n = nghttp2_session_mem_send(s, &out)) > 0) {
+                        size_t off = 0;
+                        while (off < (size_t)n) {
+                                ssize_t w = send(fd, out + off, (size_t)n - off, MSG_NOSIGNAL);
+                                if (w < 0 && errno == EAGAIN) {
+                                        uint64_t now = mono_ms();
+                                        if (now >= deadline_ms)
+                                                return -ETIMEDOUT;
+                                        struct pollfd p = { .fd = fd, .events = POLLOUT };
+                                        poll(&p, 1, (int)(deadline_ms - now));
+                                        continue;
+                                }
+                                if (w < 0)
+                                        return -errno;
+                                off += (size_t)w;
+                        }
+                }
+                if (n < 0)
+                        return -EPROTO;
+                if (c->closed)
+                        return 0;
+                uint64_t now = mono_ms();
+                if (now >= deadline_ms)
+                        return -ETIMEDOUT;
+                struct pollfd p = { .fd = fd, .events = POLLIN };
+                int r = poll(&p, 1, (int)(deadline_ms - now));
+                if (r < 0 && errno != EINTR)
+                        return -errno;
+                if (r <= 0)
+                        continue;
+                uint8_t buf[16384];
+                ssize_t got = recv(fd, buf, sizeof(buf), 0);
+                if (got == 0)
+                        return -ECONNRESET;
+                if (got < 0) {
+                        if (errno == EAGAIN || errno == EINTR)
+                                continue;
+                        return -errno;
+                }
+                if (nghttp2_session_mem_recv(s, buf, (size_t)got) < 0)
+                        return c->too_big ? -EFBIG : -EPROTO;
+        }
+}
+
+static void copy(char *dst, size_t size, const char *src)
+{
+        snprintf(dst, size, "%s", src ? src : "");
+}
+
+static int take_answer(const struct call *c, gr_kubelet_answer *a,
+                       int (*add)(gr_kubelet_answer *, const gr_kubelet_device *))
+{
+        /* one gRPC message: a flag byte (0: not compressed), a 4-byte big-endian length */
+        if (c->body_len < 5 || c->body[0] != 0)
+                return -EBADMSG;
+        size_t len = (size_t)c->body[1] << 24 | (size_t)c->body[2] << 16 | (size_t)c->body[3] << 8 | c->body[4];
+        if (len != c->body_len - 5)
+                return -EBADMSG;
+        V1__ListPodResourcesResponse *m = v1__list_pod_resources_response__unpack(NULL, len, c->body + 5);
+        if (!m)
+                return -EBADMSG;
+        int r = 0;
+        a->n_pods = (unsigned)m->n_pod_resources;
+        for (size_t i = 0; i < m->n_pod_resources && r == 0; i++) {
+                const V1__PodResources *p = m->pod_resources[i];
+                for (size_t j = 0; j < p->n_containers && r == 0; j++) {
+                        const V1__ContainerResources *ct = p->containers[j];
+                        for (size_t k = 0; k < ct->n_devices && r == 0; k++) {
+                                const V1__ContainerDevices *dv = ct->devices[k];
+                                for (size_t l = 0; l < dv->n_device_ids && r == 0; l++) {
+                                        gr_kubelet_device d;
+                                        copy(d.pod, sizeof(d.pod), p->name);
+                                        copy(d.ns, sizeof(d.ns), p->namespace_);
+                                        copy(d.container, sizeof(d.container), ct->name);
+                                        copy(d.resource, sizeof(d.resource), dv->resource_name);
+                                        copy(d.id, sizeof(d.id), dv->device_ids[l]);
+                                        r = add(a, &d);
+                                }
+                        }
+                }
+        }
+        v1__list_pod_resources_response__free_unpacked(m, NULL);
+        return r;
+}
+
+#define NV(n, v) { (uint8_t *)(n), (uint8_t *)(v), sizeof(n) - 1, sizeof(v) - 1, NGHTTP2_NV_FLAG_NONE }
+
+int gr_kubelet_module_list_v1(const char *socket, uint64_t deadline_ms, gr_kubelet_answer *a,
+                              int (*add)(gr_kubelet_answer *, const gr_kubelet_device *))
+{
+        struct call c = { .grpc_status = -1 };
+        V1__ListPodResourcesRequest req = V1__LIST_POD_RESOURCES_REQUEST__INIT;
+        size_t mlen = v1__list_pod_resources_request__get_packed_size(&req);
+        c.req_len = 5 + mlen;
+        c.req = calloc(1, c.req_len);
+        if (!c.req)
+                return -ENOMEM;
+        c.req[1] = (uint8_t)(mlen >> 24);
+        c.req[2] = (uint8_t)(mlen >> 16);
+        c.req[3] = (uint8_t)(mlen >> 8);
+        c.req[4] = (uint8_t)mlen;
+        v1__list_pod_resources_request__pack(&req, c.req + 5);
+
+        int r, fd = connect_unix(socket);
+        if (fd < 0) {
+                snprintf(a->error, sizeof(a->error), "cannot connect to '%s': %s", socket, strerror(-fd));
+                free(c.req);
+                return fd;
+        }
+        nghttp2_session_callbacks *cb = NULL;
+        nghttp2_session *s = NULL;
+        if (nghttp2_session_callbacks_new(&cb) != 0) {
+                r = -ENOMEM;
+                goto out;
+        }
+        nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cb, on_data);
+        nghttp2_session_callbacks_set_on_header_callback(cb, on_header);
+        nghttp2_session_callbacks_set_on_stream_close_callback(cb, on_close);
+        if (nghttp2_session_client_new(&s, cb, &c) != 0) {
+                r = -ENOMEM;
+                goto out;
+        }
+        nghttp2_submit_settings(s, NGHTTP2_FLAG_NONE, NULL, 0);
+        const nghttp2_nv hdrs[] = {
+                NV(":method", "POST"), NV(":scheme", "http"),
+                NV(":path", "/v1.PodResourcesLister/List"), NV(":authority", "localhost"),
+                NV("content-type", "application/grpc"), NV("te", "trailers"),
+        };
+        nghttp2_data_provider dp = { .read_callback = read_request };
+        c.stream = nghttp2_submit_request(s, NULL, hdrs, GR_ELEMENTSOF(hdrs), &dp, &c);
+        if (c.stream < 0) {
+                r = -EPROTO;
+                goto out;
+        }
+        r = exchange(fd, s, &c, deadline_ms);
+        if (r == -ETIMEDOUT)
+                snprintf(a->error, sizeof(a->error), "the kubelet at '%s' did not answer List in time", socket);
+        else if (r < 0)
+                snprintf(a->error, sizeof(a->error), "List at '%s' failed: %s", socket, strerror(-r));
+        else if (c.grpc_status != 0) {
+                snprintf(a->error, sizeof(a->error), "List at '%s' answered grpc-status %d%s%s", socket,
+                         c.grpc_status, c.grpc_message[0] ? ": " : "", c.grpc_message);
+                r = -EREMOTEIO;
+        } else if ((r = take_answer(&c, a, add)) < 0 && r != -ENOMEM)
+                snprintf(a->error, sizeof(a->error), "List at '%s' gave a malformed answer", socket);
+out:
+        if (s)
+                nghttp2_session_del(s);
+        if (cb)
+                nghttp2_session_callbacks_del(cb);
+        close(fd);
+        free(c.req);
+        free(c.body);
+        return r;
+}

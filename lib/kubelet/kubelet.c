@@ -1,0 +1,132 @@
+/* Asking the kubelet: a stat() of its socket, and only where one exists the gRPC module
+ * (gpureap-kubelet.so, lib/kubelet/grpc-module.c) is loaded and asked List once, with a
+ * deadline. No socket, no module: an answer that says it was not asked, and why. */
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "gpureap/basic.h"
+#include "gpureap/kubelet.h"
+
+#ifndef GR_KUBELET_MODULE_PATH
+#define GR_KUBELET_MODULE_PATH "/usr/lib/gpureap/gpureap-kubelet.so"
+#endif
+
+static _Atomic(const char *) module_path;
+
+void gr_kubelet_set_module(const char *path)
+{
+        atomic_store(&module_path, path && path[0] ? path : NULL);
+}
+
+const char *gr_kubelet_state_name(gr_kubelet_state s)
+{
+        static const char *const n[] = { "off", "no_socket", "no_module", "ok", "timeout", "error" };
+        return (unsigned)s < GR_ELEMENTSOF(n) ? n[s] : "error";
+}
+
+int gr_kubelet_answer_add(gr_kubelet_answer *a, const gr_kubelet_device *d)
+{
+        if (a->n_devices == a->cap_devices) {
+                size_t cap = a->cap_devices ? 2 * a->cap_devices : 16;
+                if (cap > 65536)
+                        return -E2BIG;
+                gr_kubelet_device *n = realloc(a->devices, cap * sizeof(*n));
+                if (!n)
+                        return -ENOMEM;
+                a->devices = n;
+                a->cap_devices = cap;
+        }
+        a->devices[a->n_devices++] = *d;
+        return 0;
+}
+
+void gr_kubelet_answer_free(gr_kubelet_answer *a)
+{
+        if (!a)
+                return;
+        free(a->devices);
+        free(a);
+}
+
+gr_kubelet_answer *gr_kubelet_answer_copy(const gr_kubelet_answer *a)
+{
+        gr_kubelet_answer *c = malloc(sizeof(*c));
+        if (!c)
+                return NULL;
+        *c = *a;
+        c->devices = NULL;
+        c->n_devices = c->cap_devices = 0;
+        for (size_t i = 0; i < a->n_devices; i++)
+                if (gr_kubelet_answer_add(c, &a->devices[i]) < 0) {
+                        gr_kubelet_answer_free(c);
+                        return NULL;
+                }
+        return c;
+}
+
+bool gr_kubelet_device_gpu_uuid(const char *id, char *ret, size_t size)
+{
+        if (strncmp(id, "GPU-", 4) != 0)
+                return false;
+        const char *e = strstr(id, "::"); /* time-slicing: the replica's number after the UUID */
+        size_t n = e ? (size_t)(e - id) : strlen(id);
+        if (n >= size)
+                return false;
+        memcpy(ret, id, n);
+        ret[n] = '\0';
+        return true;
+}
+
+int gr_kubelet_ask(const gr_kubelet_options *opts, gr_kubelet_answer **ret)
+{
+        gr_kubelet_answer *a = calloc(1, sizeof(*a));
+        if (!a)
+                return -ENOMEM;
+        const char *sock = opts && opts->socket ? opts->socket : GR_KUBELET_SOCKET_DEFAULT;
+        gr_strlcpy(a->socket, sock, sizeof(a->socket));
+        *ret = a;
+        if (opts && opts->off) {
+                a->state = GR_KUBELET_OFF;
+                snprintf(a->error, sizeof(a->error), "not asked");
+                return 0;
+        }
+        struct stat st;
+        if (stat(sock, &st) < 0 || !S_ISSOCK(st.st_mode)) {
+                a->state = GR_KUBELET_NO_SOCKET;
+                snprintf(a->error, sizeof(a->error), "no kubelet socket at '%s'", sock);
+                return 0;
+        }
+        const char *mod = opts && opts->module ? opts->module : atomic_load(&module_path);
+        if (!mod)
+                mod = GR_KUBELET_MODULE_PATH;
+        /* kept loaded: serve asks again, and nghttp2 and protobuf-c keep no state between calls */
+        void *dl = dlopen(mod, RTLD_NOW | RTLD_LOCAL);
+        gr_kubelet_module_list_fn list = dl ? (gr_kubelet_module_list_fn)dlsym(dl, GR_KUBELET_MODULE_SYMBOL) : NULL;
+        if (!list) {
+                a->state = GR_KUBELET_NO_MODULE;
+                snprintf(a->error, sizeof(a->error), "cannot load the kubelet module '%s' (needs libnghttp2-14 and libprotobuf-c1)", mod);
+                return 0;
+        }
+        uint64_t timeout = opts && opts->timeout_ms ? opts->timeout_ms : 1000;
+        uint64_t t0 = gr_now_ms();
+        a->asked_at_ms = gr_wall_ms();
+        int r = list(sock, t0 + timeout, a, gr_kubelet_answer_add);
+        a->elapsed_ms = gr_now_ms() - t0;
+        if (r == -ENOMEM) {
+                gr_kubelet_answer_free(a);
+                *ret = NULL;
+                return r;
+        }
+        a->state = r == 0 ? GR_KUBELET_OK : r == -ETIMEDOUT ? GR_KUBELET_TIMEOUT : GR_KUBELET_ERROR;
+        if (r < 0) {
+                /* a partial answer counts for nothing */
+                a->n_devices = 0;
+                a->n_pods = 0;
+        }
+        return 0;
+}
