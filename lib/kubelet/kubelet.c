@@ -3,6 +3,8 @@
  * deadline. No socket, no module: an answer that says it was not asked, and why. */
 #include <dlfcn.h>
 #include <errno.h>
+#include <unistd.h>
+#include <fcntl.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -104,8 +106,21 @@ int gr_kubelet_ask(const gr_kubelet_options *opts, gr_kubelet_answer **ret)
         const char *mod = opts && opts->module ? opts->module : atomic_load(&module_path);
         if (!mod)
                 mod = GR_KUBELET_MODULE_PATH;
-        /* kept loaded: serve asks again, and nghttp2 and protobuf-c keep no state between calls */
-        void *dl = dlopen(mod, RTLD_NOW | RTLD_LOCAL);
+        /* The module is code: loaded only as gr_open_trusted allows (every directory and link
+         * on the way root's or ours, not writable by others), through the descriptor checked,
+         * never by its path again. Kept loaded: serve asks again, and nghttp2 and protobuf-c
+         * keep no state between calls */
+        char why[200];
+        int fd = gr_open_trusted(mod, O_RDONLY | O_CLOEXEC, geteuid(), why, sizeof(why));
+        if (fd < 0) {
+                a->state = GR_KUBELET_NO_MODULE;
+                snprintf(a->error, sizeof(a->error), "not loading the kubelet module: %s", why);
+                return 0;
+        }
+        char by_fd[64];
+        snprintf(by_fd, sizeof(by_fd), "/proc/self/fd/%d", fd);
+        void *dl = dlopen(by_fd, RTLD_NOW | RTLD_LOCAL);
+        close(fd);
         gr_kubelet_module_list_fn list = dl ? (gr_kubelet_module_list_fn)dlsym(dl, GR_KUBELET_MODULE_SYMBOL) : NULL;
         if (!list) {
                 a->state = GR_KUBELET_NO_MODULE;

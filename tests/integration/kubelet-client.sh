@@ -46,6 +46,14 @@ ask "$T/no-such.sock" "$T/no-such-module.so"
 has out "^state no_socket$" "no socket: the module is not even loaded"
 ask "$T/kubelet.sock" "$T/no-such-module.so"
 has out "^state no_module$" "a socket but no module: not asked, said"
+# the module is code: one in a directory that anyone may write is never loaded (a user could
+# have swapped it), and the answer says why
+mkdir -m 0777 "$T/open"
+chmod 0777 "$T/open"
+cp "$KUBELET_MODULE" "$T/open/gpureap-kubelet.so"
+ask "$T/kubelet.sock" "$T/open/gpureap-kubelet.so"
+has out "^state no_module$" "a module in a directory others may write: not loaded"
+has out "^error not loading the kubelet module: " "and it says why"
 
 start_kubelet "$T/hang.sock" --hang
 ask "$T/hang.sock" "$KUBELET_MODULE" 300
