@@ -48,8 +48,10 @@ ask "status-wire 0123456789abcdef0123456789abcdef01234567" "$T/other.json"
 jq -e .schema_version "$T/other.json" >/dev/null || fail "another build got: $(head -c 60 "$T/other.json")"
 ok "another build's client gets JSON"
 
-# the same answer either way (the times it was asked aside)
-same() { jq 'del(.taken_at, .taken_at_unix_ms)' "$1"; }
+# the same judgement either way: GPU states and memory, each process's verdict and serve's
+# memory of it, the findings, the history. (Not every detail: JSON cannot say that a process's
+# details were not read, so its loader takes them as read, empty; the structs say it exactly)
+same() { jq '{gpus: [.gpus[] | {index, state, memory}], processes: [.processes[] | {pid, ppid, pgid, sid, state, verdict, seen}], findings, history, view}' "$1"; }
 for k in 1 2 3; do
         gr_served status --json
         cp "$T/out" "$T/via-wire.json"
@@ -62,7 +64,7 @@ done
 diff <(same "$T/via-wire.json") <(same "$T/via-json.json") >"$T/diff" || fail "the wire and the JSON differ: $(head -20 "$T/diff")"
 [ "$(jq -r ".processes[] | select(.pid == $w) | .verdict | \"\(.judgement) \(.confidence)\"" "$T/via-wire.json")" = "leftover sure" ] ||
         fail "through the wire $w is not a sure leftover"
-ok "status --json through the wire is the one through JSON: verdicts, findings, serve's memory ($w a sure leftover)"
+ok "status --json through the wire judges as the one through JSON: states, verdicts, findings, serve's memory ($w a sure leftover)"
 
 # a serve that answers a wire cut short or changed: refused, status reads the driver itself
 stop_serve() { kill -TERM "$SERVE"; wait "$SERVE" 2>/dev/null || true; }
