@@ -5,8 +5,8 @@
  * from that cache, so a wedged driver never keeps it from answering; a second thread answers
  * HTTP (libmicrohttpd): /metrics, /healthz (are the looks fresh?) and / (what is where). Its
  * socket is read-only: it takes no kill requests. Only the policy the admin may give on its
- * command line (--reap-after, off by default) ends processes, and then through 'gpureap reap'
- * itself: the same plan, checks and audit log. */
+ * command line (--reap-after, off by default) ends processes, and then through lib's reap cycle
+ * (gr_reap, in a thread of its own): the plan, checks and audit log of 'gpureap reap'. */
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -69,9 +69,10 @@ static void serve_usage(FILE *f)
                 "                   " SERVE_LISTEN_DEFAULT "; none: off)\n"
                 "  --nvml-timeout   how long the driver gets per look (default 5s)\n"
                 "  --reap-after DUR a policy, off by default: a holder judged a sure leftover at every\n"
-                "                   look for longer than DUR is reaped by 'gpureap reap --yes --only\n"
-                "                   PID@START' (its own plan, checks, drain and audit log; a live job,\n"
-                "                   an unsure holder, a monitor are never touched)\n"
+                "                   look for longer than DUR is reaped as 'gpureap reap --yes --only\n"
+                "                   PID@START' would (in a thread of serve's: its own look, plan,\n"
+                "                   checks, drain and audit log; a live job, an unsure holder, a\n"
+                "                   monitor are never touched)\n"
                 "  --reap-all-users with --reap-after: other users' leftovers too (else only those of\n"
                 "                   the user serve runs as)\n"
                 "  --process-metrics\n"
