@@ -212,6 +212,41 @@ static int parse_only(struct reap *r, const char *arg)
         return 0;
 }
 
+/* --user: a number or a name */
+static int parse_user(const char *arg, gr_plan_options *po)
+{
+        uint64_t v;
+        struct passwd *pw;
+        if (gr_parse_u64(arg, &v) == 0 && v <= UINT32_MAX)
+                po->user = (uid_t)v;
+        else if (arg[0] && (pw = getpwnam(arg)))
+                po->user = pw->pw_uid;
+        else {
+                error_msg("no user '%s'", QUOTED(arg));
+                return -1;
+        }
+        po->user_set = true;
+        return 0;
+}
+
+/* the options that exclude or need each other */
+static int check_args(const struct reap *r)
+{
+        if (r->po.all && r->n_pids > 0) {
+                error_msg("--all and --pid exclude each other");
+                return -1;
+        }
+        if (r->po.scope_ended && r->scope.kind == GR_SCOPE_NONE) {
+                error_msg("--ended needs the scope that ended: --job, --cgroup, --container or --pod");
+                return -1;
+        }
+        if (r->po.scope_ended && r->scope.kind == GR_SCOPE_CGROUP && strcmp(r->scope.id, "/") == 0) {
+                error_msg("--cgroup / --ended would make every holder of the machine a target: name the cgroup that ended");
+                return -1;
+        }
+        return 0;
+}
+
 /* 0 to go on, 1 when the help was printed, -1 for a usage error */
 static int parse_args(struct reap *r, int argc, char **argv)
 {
@@ -262,20 +297,10 @@ static int parse_args(struct reap *r, int argc, char **argv)
                         if (parse_pids(r, optarg) < 0)
                                 return -1;
                         break;
-                case 'u': {
-                        uint64_t v;
-                        struct passwd *pw;
-                        if (gr_parse_u64(optarg, &v) == 0 && v <= UINT32_MAX)
-                                r->po.user = (uid_t)v;
-                        else if (optarg[0] && (pw = getpwnam(optarg)))
-                                r->po.user = pw->pw_uid;
-                        else {
-                                error_msg("no user '%s'", QUOTED(optarg));
+                case 'u':
+                        if (parse_user(optarg, &r->po) < 0)
                                 return -1;
-                        }
-                        r->po.user_set = true;
                         break;
-                }
                 case 'G':
                         if (parse_duration_option(optarg, &r->grace, true) < 0)
                                 return -1;
@@ -314,19 +339,7 @@ static int parse_args(struct reap *r, int argc, char **argv)
         }
         if (no_stray_arguments(argc, argv, "reap") < 0)
                 return -1;
-        if (r->po.all && r->n_pids > 0) {
-                error_msg("--all and --pid exclude each other");
-                return -1;
-        }
-        if (r->po.scope_ended && r->scope.kind == GR_SCOPE_NONE) {
-                error_msg("--ended needs the scope that ended: --job, --cgroup, --container or --pod");
-                return -1;
-        }
-        if (r->po.scope_ended && r->scope.kind == GR_SCOPE_CGROUP && strcmp(r->scope.id, "/") == 0) {
-                error_msg("--cgroup / --ended would make every holder of the machine a target: name the cgroup that ended");
-                return -1;
-        }
-        return 0;
+        return check_args(r);
 }
 
 static bool confirm(size_t n)

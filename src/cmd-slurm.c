@@ -375,7 +375,8 @@ static int run_epilog(struct slurm *sl, const gr_scope *scope, uint64_t deadline
         return run_epilog(sl, scope, deadline);
 }
 
-static int cmd_slurm(int argc, char **argv, bool epilog)
+/* the options: -1 to go on, else the exit code (EXIT_CLEAN after the help) */
+static int slurm_parse(struct slurm *sl, int argc, char **argv)
 {
         static const struct option opts[] = {
                 { "drain", no_argument, NULL, 'd' },
@@ -387,65 +388,105 @@ static int cmd_slurm(int argc, char **argv, bool epilog)
                 { "help", no_argument, NULL, 'h' },
                 { NULL, 0, NULL, 0 },
         };
-        struct slurm sl = { .cmd = epilog ? "slurm-epilog" : "slurm-prolog", .epilog = epilog,
-                            .timeout = epilog ? 60000 : 10000, .grace = 3000 };
         optind = 1;
         int c;
         while ((c = getopt_long(argc, argv, "+dg:T:G:s:n:h", opts, NULL)) != -1) {
                 switch (c) {
-                case 'd': sl.drain = true; break;
+                case 'd': sl->drain = true; break;
                 case 'g':
                         if (!list_items_ok(optarg)) {
                                 error_msg("invalid --gpus '%s'", QUOTED(optarg));
                                 return EXIT_USAGE;
                         }
-                        sl.gpus_opt = optarg;
+                        sl->gpus_opt = optarg;
                         break;
                 case 'T':
-                        if (parse_duration_option(optarg, &sl.timeout, false) < 0)
+                        if (parse_duration_option(optarg, &sl->timeout, false) < 0)
                                 return EXIT_USAGE;
                         break;
                 case 'G':
-                        if (parse_duration_option(optarg, &sl.grace, true) < 0)
+                        if (parse_duration_option(optarg, &sl->grace, true) < 0)
                                 return EXIT_USAGE;
                         break;
-                case 's': sl.scontrol = optarg; break;
-                case 'n': sl.node = optarg; break;
+                case 's': sl->scontrol = optarg; break;
+                case 'n': sl->node = optarg; break;
                 case 'h':
-                        slurm_usage(stdout, sl.cmd);
+                        slurm_usage(stdout, sl->cmd);
                         return EXIT_CLEAN;
                 default:
-                        unknown_option(argc, argv, opts, sl.cmd);
+                        unknown_option(argc, argv, opts, sl->cmd);
                         return EXIT_USAGE;
                 }
         }
-        if (no_stray_arguments(argc, argv, sl.cmd) < 0)
-                return EXIT_USAGE;
-        uint64_t deadline = gr_now_ms() + sl.timeout;
-        sl.deadline = deadline;
-        sl.job = getenv("SLURM_JOB_ID");
+        return no_stray_arguments(argc, argv, sl->cmd) < 0 ? EXIT_USAGE : -1;
+}
+
+/* what Slurm's environment says: the job, its user, its scope and its GPUs; 0 or EXIT_USAGE */
+static int slurm_job_env(struct slurm *sl, gr_scope *scope)
+{
+        const char *hook = sl->epilog ? "Epilog" : "Prolog";
+        sl->job = getenv("SLURM_JOB_ID");
         const char *ju = getenv("SLURM_JOB_UID");
         uint64_t juv;
         if (ju && (gr_parse_u64(ju, &juv) < 0 || juv > UINT32_MAX)) {
                 /* without it the user filter would be dropped: every user's process of the
                  * job's scope would be taken */
-                error_msg("invalid SLURM_JOB_UID '%s': run me as Slurm's %s", QUOTED(ju), epilog ? "Epilog" : "Prolog");
+                error_msg("invalid SLURM_JOB_UID '%s': run me as Slurm's %s", QUOTED(ju), hook);
                 return EXIT_USAGE;
         }
-        sl.uid = ju;
-        sl.uid_value = ju ? (uid_t)juv : 0;
-        gr_scope scope;
-        if (!sl.job || gr_scope_parse(GR_SCOPE_SLURM_JOB, sl.job, &scope) < 0) {
-                error_msg("no valid SLURM_JOB_ID in the environment: run me as Slurm's %s", epilog ? "Epilog" : "Prolog");
+        sl->uid = ju;
+        sl->uid_value = ju ? (uid_t)juv : 0;
+        if (!sl->job || gr_scope_parse(GR_SCOPE_SLURM_JOB, sl->job, scope) < 0) {
+                error_msg("no valid SLURM_JOB_ID in the environment: run me as Slurm's %s", hook);
                 return EXIT_USAGE;
         }
-        if (job_gpus(&sl) < 0) {
+        if (job_gpus(sl) < 0) {
                 error_msg("cannot read the job's GPUs from SLURM_JOB_GPUS or CUDA_VISIBLE_DEVICES: give --gpus");
                 return EXIT_USAGE;
         }
+        return 0;
+}
+
+/* the verdict the node is judged by: the job's GPUs now (after the epilog's reap, or before the
+ * job at the prolog, given the teardown of the last job's memory time) */
+static int slurm_verdict(struct slurm *sl, const gr_scope *scope, uint64_t deadline)
+{
+        struct summary m = { .level = SUMMARY_OK };
+        bool ok = false;
+        for (;;) {
+                m = (struct summary){ .level = SUMMARY_OK };
+                ok = gpus_ok(sl, scope, &m);
+                if (ok || gr_now_ms() + 200 >= deadline)
+                        break;
+                poll(NULL, 0, 200);
+        }
+        if (ok) {
+                audit_log(LOG_INFO, "job %s: its GPUs are clean", sl->job);
+                return EXIT_CLEAN;
+        }
+        char why[600];
+        snprintf(why, sizeof(why), "job %s: %s", sl->job, m.o ? m.text : "a process of the job could not be ended");
+        error_msg("%s", why);
+        audit_log(LOG_WARNING, "%s", why);
+        if (sl->drain)
+                drain_node(sl, why, deadline + 2000);
+        return EXIT_NOT_CLEAN;
+}
+
+static int cmd_slurm(int argc, char **argv, bool epilog)
+{
+        struct slurm sl = { .cmd = epilog ? "slurm-epilog" : "slurm-prolog", .epilog = epilog,
+                            .timeout = epilog ? 60000 : 10000, .grace = 3000 };
+        int code = slurm_parse(&sl, argc, argv);
+        if (code >= 0)
+                return code;
+        uint64_t deadline = gr_now_ms() + sl.timeout;
+        sl.deadline = deadline;
+        gr_scope scope;
+        if (slurm_job_env(&sl, &scope) != 0)
+                return EXIT_USAGE;
         audit_open(sl.cmd);
-        const char *uid = getenv("SLURM_JOB_UID");
-        audit_log(LOG_INFO, "job %s (uid %s): GPUs %s", sl.job, uid ? uid : "?", sl.gpus[0] ? sl.gpus : "(those it holds)");
+        audit_log(LOG_INFO, "job %s (uid %s): GPUs %s", sl.job, sl.uid ? sl.uid : "?", sl.gpus[0] ? sl.gpus : "(those it holds)");
         if (epilog) {
                 /* the driver's state and, without SLURM_JOB_GPUS, the GPUs the job holds */
                 gpus_of_scope(&sl, &scope);
@@ -460,28 +501,7 @@ static int cmd_slurm(int argc, char **argv, bool epilog)
                 if (run_epilog(&sl, &scope, deadline) == EXIT_USAGE)
                         return EXIT_USAGE;
         }
-        /* the verdict the node is judged by: the job's GPUs now (after the epilog's reap, or
-         * before the job at the prolog, given the teardown of the last job's memory time) */
-        struct summary m = { .level = SUMMARY_OK };
-        bool ok = false;
-        for (;;) {
-                m = (struct summary){ .level = SUMMARY_OK };
-                ok = gpus_ok(&sl, &scope, &m);
-                if (ok || gr_now_ms() + 200 >= deadline)
-                        break;
-                poll(NULL, 0, 200);
-        }
-        if (ok) {
-                audit_log(LOG_INFO, "job %s: its GPUs are clean", sl.job);
-                return EXIT_CLEAN;
-        }
-        char why[600];
-        snprintf(why, sizeof(why), "job %s: %s", sl.job, m.o ? m.text : "a process of the job could not be ended");
-        error_msg("%s", why);
-        audit_log(LOG_WARNING, "%s", why);
-        if (sl.drain)
-                drain_node(&sl, why, deadline + 2000);
-        return EXIT_NOT_CLEAN;
+        return slurm_verdict(&sl, &scope, deadline);
 }
 
 int cmd_slurm_epilog(int argc, char **argv)

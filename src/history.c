@@ -448,10 +448,11 @@ static int ignored(char *msg, size_t size, const char *fmt, ...)
         return -EINVAL;
 }
 
-int history_load(struct history *h, int dir, const char *name, const char *shown, uint64_t now_ms, char *msg,
-                 size_t size)
+/* the file whole, read through the descriptor checked (serve's own, not too large): 0 and *ret
+ * (NUL-terminated), 0 and NULL when there is none, or -errno with msg saying why */
+static int history_read(int dir, const char *name, char **ret, char *msg, size_t size)
 {
-        msg[0] = '\0';
+        *ret = NULL;
         int fd = openat(dir, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
         if (fd < 0)
                 return errno == ENOENT ? 0 : ignored(msg, size, "cannot be read: %s", strerror(errno));
@@ -481,14 +482,42 @@ int history_load(struct history *h, int dir, const char *name, const char *shown
                 return r;
         }
         buf[len] = '\0';
-        char boot[64], *save = NULL;
-        boot_id(boot, sizeof(boot));
-        struct history_holder *holders = NULL;
+        *ret = buf;
+        return 0;
+}
+
+/* what a history file says, parsed */
+struct history_parsed {
+        struct history_holder *holders;
+        size_t n, cap;
         struct history_gpu gpus[GR_GPUS_MAX];
-        size_t n = 0, cap = 0, lineno = 0;
-        unsigned n_gpus = 0;
-        uint64_t since = 0, written = 0;
+        unsigned n_gpus;
+        uint64_t since, written;
+};
+
+/* line 2: "boot ID since MS written MS", of this boot */
+static int parse_header(char *line, struct history_parsed *p, char *msg, size_t size)
+{
+        char boot[64], *f[8];
+        boot_id(boot, sizeof(boot));
+        uint64_t a = 0, b = 0;
+        if (split(line, f, GR_ELEMENTSOF(f)) != 6 || strcmp(f[0], "boot") != 0 || strcmp(f[2], "since") != 0 ||
+            strcmp(f[4], "written") != 0 || !number(f[3], UINT64_MAX, &a) || !number(f[5], UINT64_MAX, &b))
+                return ignored(msg, size, "corrupt (line 2)");
+        if (strcmp(f[1], boot[0] ? boot : "-") != 0)
+                return ignored(msg, size, "written before the machine last booted");
+        p->since = a;
+        p->written = b;
+        return 0;
+}
+
+/* the file's lines, into p (buf is cut up); 0 or -errno with msg saying why */
+static int history_parse(char *buf, struct history_parsed *p, char *msg, size_t size)
+{
+        char *save = NULL;
+        size_t lineno = 0;
         bool end = false;
+        int r = 0;
         for (char *line = strtok_r(buf, "\n", &save); line && r == 0 && !end; line = strtok_r(NULL, "\n", &save)) {
                 lineno++;
                 if (lineno == 1) {
@@ -497,15 +526,7 @@ int history_load(struct history *h, int dir, const char *name, const char *shown
                         continue;
                 }
                 if (lineno == 2) {
-                        char *f[8];
-                        uint64_t a = 0, b = 0;
-                        if (split(line, f, GR_ELEMENTSOF(f)) != 6 || strcmp(f[0], "boot") != 0 || strcmp(f[2], "since") != 0 ||
-                            strcmp(f[4], "written") != 0 || !number(f[3], UINT64_MAX, &a) || !number(f[5], UINT64_MAX, &b))
-                                r = ignored(msg, size, "corrupt (line 2)");
-                        else if (strcmp(f[1], boot[0] ? boot : "-") != 0)
-                                r = ignored(msg, size, "written before the machine last booted");
-                        since = a;
-                        written = b;
+                        r = parse_header(line, p, msg, size);
                         continue;
                 }
                 struct history_holder e;
@@ -513,36 +534,34 @@ int history_load(struct history *h, int dir, const char *name, const char *shown
                 int k = parse_line(line, &e, &g, &end);
                 if (k < 0) {
                         r = ignored(msg, size, "corrupt (line %zu)", lineno);
-                } else if (k == 1 && n < HISTORY_HOLDERS_MAX) {
-                        if (n == cap) {
-                                size_t nc = cap ? cap * 2 : 64;
-                                struct history_holder *a = realloc(holders, nc * sizeof(*a));
-                                if (!a) {
-                                        r = -ENOMEM;
-                                        break;
-                                }
-                                holders = a;
-                                cap = nc;
+                } else if (k == 1 && p->n < HISTORY_HOLDERS_MAX) {
+                        if (p->n == p->cap) {
+                                size_t nc = p->cap ? p->cap * 2 : 64;
+                                struct history_holder *a = realloc(p->holders, nc * sizeof(*a));
+                                if (!a)
+                                        return -ENOMEM;
+                                p->holders = a;
+                                p->cap = nc;
                         }
-                        holders[n++] = e;
-                } else if (k == 2 && n_gpus < GR_GPUS_MAX) {
-                        gpus[n_gpus++] = g;
+                        p->holders[p->n++] = e;
+                } else if (k == 2 && p->n_gpus < GR_GPUS_MAX) {
+                        p->gpus[p->n_gpus++] = g;
                 }
         }
-        free(buf);
         if (r == 0 && !end)
                 r = ignored(msg, size, "corrupt (cut short after line %zu)", lineno);
-        if (r < 0) {
-                free(holders);
-                return r;
-        }
-        /* the history's own rules, now: a holder that is gone (its PID gone, or another process
-         * since) is forgotten; a launcher last seen alive and gone now ended while serve was not
-         * watching, how not seen. After this check a launcher still alive is the process serve
-         * saw, so the next exit event of its PID is its own (history_note_exit) */
+        return r;
+}
+
+/* the history's own rules, now: a holder that is gone (its PID gone, or another process since)
+ * is forgotten; a launcher last seen alive and gone now ended while serve was not watching, how
+ * not seen. After this check a launcher still alive is the process serve saw, so the next exit
+ * event of its PID is its own (history_note_exit). Returns the launchers kept; p->n the holders */
+static size_t forget_gone(const struct history *h, struct history_parsed *p, uint64_t now_ms)
+{
         size_t kept = 0, launchers = 0;
-        for (size_t i = 0; i < n; i++) {
-                struct history_holder *e = &holders[i];
+        for (size_t i = 0; i < p->n; i++) {
+                struct history_holder *e = &p->holders[i];
                 if (gr_proc_same_process(h->proc_root, e->pid, e->start) != 1)
                         continue;
                 gr_seen *sn = &e->seen;
@@ -552,24 +571,51 @@ int history_load(struct history *h, int dir, const char *name, const char *shown
                 }
                 bool first = sn->launcher > 0;
                 for (size_t j = 0; j < kept && first; j++)
-                        first = !(holders[j].seen.launcher == sn->launcher && holders[j].seen.launcher_start == sn->launcher_start);
+                        first = !(p->holders[j].seen.launcher == sn->launcher &&
+                                  p->holders[j].seen.launcher_start == sn->launcher_start);
                 launchers += first;
-                holders[kept++] = *e;
+                p->holders[kept++] = *e;
         }
+        p->n = kept;
+        return launchers;
+}
+
+int history_load(struct history *h, int dir, const char *name, const char *shown, uint64_t now_ms, char *msg,
+                 size_t size)
+{
+        msg[0] = '\0';
+        char *buf;
+        int r = history_read(dir, name, &buf, msg, size);
+        if (r < 0 || !buf)
+                return r;
+        struct history_parsed *p = calloc(1, sizeof(*p));
+        if (!p) {
+                free(buf);
+                return -ENOMEM;
+        }
+        r = history_parse(buf, p, msg, size);
+        free(buf);
+        if (r < 0) {
+                free(p->holders);
+                free(p);
+                return r;
+        }
+        size_t launchers = forget_gone(h, p, now_ms);
         pthread_mutex_lock(&h->lock);
         free(h->holders);
-        h->holders = holders;
-        h->n = kept;
-        h->cap = cap;
-        memcpy(h->gpus, gpus, n_gpus * sizeof(gpus[0]));
-        h->n_gpus = n_gpus;
-        if (since && since < h->since_ms)
-                h->since_ms = since; /* what the memory claims goes back to the first start */
+        h->holders = p->holders;
+        h->n = p->n;
+        h->cap = p->cap;
+        memcpy(h->gpus, p->gpus, p->n_gpus * sizeof(p->gpus[0]));
+        h->n_gpus = p->n_gpus;
+        if (p->since && p->since < h->since_ms)
+                h->since_ms = p->since; /* what the memory claims goes back to the first start */
         h->dirty = true;
         pthread_mutex_unlock(&h->lock);
-        uint64_t ago = now_ms > written ? now_ms - written : 0;
+        uint64_t ago = now_ms > p->written ? now_ms - p->written : 0;
         snprintf(msg, size, "history of %zu launcher%s (%zu holder%s) recovered from '%s', written %llu.%llu s ago",
-                 launchers, launchers == 1 ? "" : "s", kept, kept == 1 ? "" : "s", shown, (unsigned long long)(ago / 1000),
+                 launchers, launchers == 1 ? "" : "s", p->n, p->n == 1 ? "" : "s", shown, (unsigned long long)(ago / 1000),
                  (unsigned long long)(ago % 1000 / 100));
+        free(p);
         return 1;
 }
