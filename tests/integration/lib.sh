@@ -1,6 +1,7 @@
 # Shared setup of the integration tests: a private directory of fake NVIDIA device files, a fake
 # NVML scenario, process trees started by gpuhold and recorded by PID, and assertions on what
 # gpureap prints. Every process a test starts is recorded and killed by PID at exit.
+. "$(dirname "${BASH_SOURCE[0]}")/signals.sh" # every signal at its default, none blocked
 set -eu
 
 : "${GPUREAP:?}" "${GPUHOLD:?}" "${FAKE_NVML:?}"

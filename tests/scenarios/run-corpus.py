@@ -33,6 +33,14 @@ import time
 import uuid
 
 sys.dont_write_bytecode = True  # never leave __pycache__ in the source tree
+
+# The launchers' verdicts rest on their signals: every signal at its default and none blocked,
+# whatever the caller left (nohup, "trap '' INT", a blocked mask; tests/integration/signals.sh)
+signal.pthread_sigmask(signal.SIG_SETMASK, [])
+for _s in signal.valid_signals():
+    if _s not in (signal.SIGKILL, signal.SIGSTOP, signal.SIGPIPE, signal.SIGXFSZ) and \
+            signal.getsignal(_s) == signal.SIG_IGN:
+        signal.signal(_s, signal.SIG_DFL)
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import corpus  # noqa: E402

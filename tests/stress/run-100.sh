@@ -4,6 +4,7 @@
 # After each run, no process of its tree may be left (checked by the PIDs the tree recorded).
 #   tests/stress/run-100.sh BUILD_DIR [ROUNDS]
 set -u
+. "$(dirname "$0")/../integration/signals.sh"
 B=${1:?build dir} N=${2:-100}
 G=$B/src/gpureap
 T=$(mktemp -d /tmp/gpureap-stress.XXXXXX)
