@@ -44,9 +44,10 @@ static void check_usage(FILE *f)
                 "  --direct         read the driver and /proc here, not through a running\n"
                 "                   'gpureap serve' (whose view, with its memory, status gives too)\n"
                 "  --replay FILE    judge a snapshot recorded with 'gpureap status --json'\n"
-                "  --kubelet-socket PATH  the kubelet's pod-resources socket (default\n"
-                "                   " GR_KUBELET_SOCKET_DEFAULT ", also\n"
-                "                   $GPUREAP_KUBELET_SOCKET): asked within --timeout, at most 1s\n"
+                "  --kubelet-socket PATH\n"
+                "                   the kubelet's pod-resources socket (default\n"
+                "                   " GR_KUBELET_SOCKET_DEFAULT ",\n"
+                "                   also $GPUREAP_KUBELET_SOCKET): asked within --timeout, at most 1s\n"
                 SCOPE_USAGE
                 "                   (without --gpu: the GPUs its processes hold; only its\n"
                 "                   findings count, and memory no process is tied to)\n");

@@ -35,8 +35,9 @@ static void metrics_usage(FILE *f)
                 "  --direct         read the driver and /proc here, not through a running\n"
                 "                   'gpureap serve'\n"
                 "  --replay FILE    the metrics of a snapshot recorded with 'gpureap status --json'\n"
-                "  --kubelet-socket PATH  the kubelet's pod-resources socket, for the pod,\n"
-                "                   namespace and container labels (default\n"
+                "  --kubelet-socket PATH\n"
+                "                   the kubelet's pod-resources socket, for the pod, namespace\n"
+                "                   and container labels of the process series (default\n"
                 "                   " GR_KUBELET_SOCKET_DEFAULT ", also $GPUREAP_KUBELET_SOCKET)\n"
                 SCOPE_USAGE
                 "                   (without --gpu: the GPUs its processes hold; the states,\n"
