@@ -145,6 +145,32 @@ gr check --direct --format npd --timeout 1500ms --kubelet-socket "$T/hang.sock"
 expect_rc 0 "check answers inside its own deadline, past the kubelet's"
 has out "^gpureap OK: 4 GPUs, 4 busy" "and judges (busy GPUs are fine)"
 
+# a process of pod C whose lineage cannot tell (its launcher's group is gone, but it ignores
+# SIGHUP: started to outlive its shell?): with the kubelet's List, answered after it started,
+# assigning pod C's GPU to no listed pod, it is a likely leftover, with that evidence; pod C's
+# other process, whose parent is alive, stays live (the kubelet's word never overrules that)
+nohup "$GPUHOLD" pidfile "$PIDS" pflauncher setsid child pidfile "$PIDS" pf cuda 2 2 64 sleep >/dev/null 2>&1 &
+LAUNCHED="$LAUNCHED $!"
+wait_role pflauncher pf
+pf=$(pid_of pf)
+cg "kubepods/besteffort/pod$C/$(hex c)" "$pf"
+kill -KILL "$(pid_of pflauncher)"
+wait_state "$(pid_of pflauncher)" "gone"
+sleep 2.1 # the kubelet's answer must come 2 s after the process started (the boot time is whole seconds)
+verdict() { echo "(.processes[] | select(.pid == $1) | .verdict)"; }
+gr status --json --direct --kubelet-socket "$T/no-such.sock"
+jqok "$(verdict "$pf") | .judgement == \"unsure\" and ([.evidence[].key] | index(\"kubelet\") == null)" "without the kubelet: unsure (control)"
+gr status --json --direct $K
+jqok "$(verdict "$pf") | .judgement == \"leftover\" and .confidence == \"likely\" and (.reason | test(\"its pod $C is not among the pods the kubelet lists\"))" \
+        "with the kubelet's List: a likely leftover, its pod not listed"
+jqok "$(verdict "$pf") | [.evidence[] | select(.key == \"kubelet\" and .lean == \"leftover\")] | length == 1" "the kubelet's evidence, leaning leftover"
+jqok "$(verdict "$pc") | .judgement == \"live\"" "pod C's process with a live parent stays live"
+jqok "$(verdict "$pa") | [.evidence[].key] | index(\"kubelet\") == null" "a named pod's process has no such evidence"
+fixture ', {"name": "c-pod", "namespace": "ml", "containers": [{"name": "w", "devices": [{"resource": "nvidia.com/gpu", "ids": ["'"$(uuid 2)"'"]}]}]}'
+gr status --json --direct $K
+jqok "$(verdict "$pf") | .judgement == \"unsure\"" "its pod listed (with the GPU): unsure again (control)"
+fixture ""
+
 # serve: the kubelet's answer cached (not one List per look), carried to clients in both served
 # forms, and asked again soon when a pod it could not name is seen
 : >"$T/kubelet.log"
