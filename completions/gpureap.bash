@@ -34,7 +34,7 @@ _gpureap()
                 return
         fi
         case $prev in
-        --replay | --textfile)
+        --replay | --textfile | --kubelet-socket)
                 COMPREPLY=($(compgen -f -- "$cur"))
                 return ;;
         --format)
@@ -51,14 +51,14 @@ _gpureap()
         esac
         local opts
         case $cmd in
-        "" | status) opts="--json --why --wide --color --gpu -i --watch -l --replay --direct --job --cgroup --container --pod --nvml-timeout --help" ;;
+        "" | status) opts="--json --why --wide --color --gpu -i --watch -l --replay --direct --job --cgroup --container --pod --kubelet-socket --nvml-timeout --help" ;;
         reap) opts="--dry-run --direct --yes --json --gpu -i --pid --likely --all --tree --user --all-users --grace --timeout --job --cgroup --container --pod --ended --only --nvml-timeout --help" ;;
         wait) opts="--gpu -i --free --timeout --json --direct --job --cgroup --container --pod --nvml-timeout --help" ;;
         run) opts="--grace --max-time --ready-port --ready-log --ready-timeout --stall-timeout --drain-timeout --no-cgroup --tty --quiet --json --ready-file --remap-exit --signal-group --rewrite-signal --parent-death-signal --verbose --help --" ;;
         reset) opts="--gpu -i --yes --stop-monitors --timeout --help" ;;
-        check) opts="--format --gpu -i --timeout --nvml-timeout --direct --replay --help" ;;
-        metrics) opts="--textfile --gpu --nvml-timeout --replay --help" ;;
-        serve) opts="--socket --group --interval --listen --nvml-timeout --reap-after --reap-all-users --process-metrics --help" ;;
+        check) opts="--format --gpu -i --timeout --nvml-timeout --direct --replay --kubelet-socket --help" ;;
+        metrics) opts="--textfile --gpu --nvml-timeout --replay --kubelet-socket --help" ;;
+        serve) opts="--socket --group --interval --listen --nvml-timeout --reap-after --reap-all-users --process-metrics --kubelet-socket --help" ;;
         slurm-prolog | slurm-epilog) opts="--drain --gpus --timeout --grace --scontrol --node --help" ;;
         esac
         if [ -z "$cmd" ] && [[ $cur != -* ]]; then

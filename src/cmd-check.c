@@ -25,6 +25,7 @@ static void check_usage(FILE *f)
                 "usage: gpureap check [--format nagios|npd] [--gpu SEL] [--timeout DUR]\n"
                 "                     [--nvml-timeout DUR] [--direct | --replay FILE]\n"
                 "                     [--job ID | --cgroup PATH | --container ID | --pod UID]\n"
+                "                     [--kubelet-socket PATH]\n"
                 "\n"
                 "One line for a health framework, and its exit code. Busy GPUs are fine; leftovers,\n"
                 "stale memory and a driver that does not answer are problems; a node without NVIDIA\n"
@@ -43,6 +44,10 @@ static void check_usage(FILE *f)
                 "  --direct         read the driver and /proc here, not through a running\n"
                 "                   'gpureap serve' (whose view, with its memory, status gives too)\n"
                 "  --replay FILE    judge a snapshot recorded with 'gpureap status --json'\n"
+                "  --kubelet-socket PATH\n"
+                "                   the kubelet's pod-resources socket (default\n"
+                "                   " GR_KUBELET_SOCKET_DEFAULT ",\n"
+                "                   also $GPUREAP_KUBELET_SOCKET): asked within --timeout, at most 1s\n"
                 SCOPE_USAGE
                 "                   (without --gpu: the GPUs its processes hold; only its\n"
                 "                   findings count, and memory no process is tied to)\n");
@@ -138,9 +143,11 @@ static int check_parse(int argc, char **argv, struct check_cmd *k)
                 { "cgroup", required_argument, NULL, OPT_CGROUP },
                 { "container", required_argument, NULL, OPT_CONTAINER },
                 { "pod", required_argument, NULL, OPT_POD },
+                { "kubelet-socket", required_argument, NULL, OPT_KUBELET_SOCKET },
                 { "help", no_argument, NULL, 'h' },
                 { NULL, 0, NULL, 0 },
         };
+        const char *kubelet_socket = NULL;
         if (nvml_timeout_from_env(&k->so.gpu.timeout_ms) < 0)
                 return CHECK_USAGE;
         optind = 1;
@@ -177,6 +184,7 @@ static int check_parse(int argc, char **argv, struct check_cmd *k)
                         if (scope_option(scope_option_name(c), optarg, &k->scope) < 0)
                                 return CHECK_USAGE;
                         break;
+                case OPT_KUBELET_SOCKET: kubelet_socket = optarg; break;
                 case 'h':
                         check_usage(stdout);
                         return EXIT_CLEAN;
@@ -185,7 +193,7 @@ static int check_parse(int argc, char **argv, struct check_cmd *k)
                         return CHECK_USAGE;
                 }
         }
-        if (no_stray_arguments(argc, argv, "check") < 0)
+        if (no_stray_arguments(argc, argv, "check") < 0 || kubelet_socket_option(&k->so, kubelet_socket) < 0)
                 return CHECK_USAGE;
         return -1;
 }

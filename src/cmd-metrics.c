@@ -24,6 +24,7 @@ static void metrics_usage(FILE *f)
                 "usage: gpureap metrics [--textfile FILE] [--gpu SEL] [--nvml-timeout DUR]\n"
                 "                       [--direct | --replay FILE]\n"
                 "                       [--job ID | --cgroup PATH | --container ID | --pod UID]\n"
+                "                       [--kubelet-socket PATH]\n"
                 "\n"
                 "The GPUs' memory, holders by role, leftovers by kind, per-process memory and the last\n"
                 "reap's result, in the Prometheus text format (docs/integrations.md).\n"
@@ -34,6 +35,10 @@ static void metrics_usage(FILE *f)
                 "  --direct         read the driver and /proc here, not through a running\n"
                 "                   'gpureap serve'\n"
                 "  --replay FILE    the metrics of a snapshot recorded with 'gpureap status --json'\n"
+                "  --kubelet-socket PATH\n"
+                "                   the kubelet's pod-resources socket, for the pod, namespace\n"
+                "                   and container labels of the process series (default\n"
+                "                   " GR_KUBELET_SOCKET_DEFAULT ", also $GPUREAP_KUBELET_SOCKET)\n"
                 SCOPE_USAGE
                 "                   (without --gpu: the GPUs its processes hold; the states,\n"
                 "                   holders, leftovers and processes are the scope's)\n");
@@ -61,8 +66,10 @@ static void help(FILE *f, const char *name, const char *text)
 /* dcgm-exporter's labels of a GPU, in its order: gpu, UUID, pci_bus_id (NVML's form,
  * 00000000:1A:00.0), device, modelName, Hostname (the node name, uname -n: the snapshot's,
  * so a replay names the machine it recorded). An unknown value is "", which Prometheus
- * stores as no label. Its pod, namespace and container are the kubelet's to tell: gpureap
- * sees a pod's UID in a cgroup path, never its name, so it writes none of the three. */
+ * stores as no label. The GPU series carry no pod, namespace or container: a GPU's pod is not
+ * one fact (time-sliced replicas, a deleted pod's leftover beside the pod that has the GPU
+ * now), and a series whose labels change with each pod breaks the state series' history;
+ * dcgm-exporter's series carry them, joined on UUID. The process series carry them (below). */
 static void gpu_labels(FILE *f, const gr_snapshot *s, const gr_gpu *g)
 {
         fprintf(f, "gpu=\"%u\",UUID=\"", g->index);
@@ -210,7 +217,17 @@ static void process_series(FILE *f, const gr_snapshot *s, const gr_diagnosis *d,
                 /* gpureap's grouping ("process group N"), not the scrape's job */
                 fputs("\",gpureap_job=\"", f);
                 label(f, job);
-                fprintf(f, "\",judgement=\"%s\"} ", v ? gr_judgement_name(v->judgement) : "gone");
+                fprintf(f, "\",judgement=\"%s", v ? gr_judgement_name(v->judgement) : "gone");
+                /* dcgm-exporter's names, where the kubelet named its pod (docs/architecture.md,
+                 * "The kubelet"); "" (no label) where it did not */
+                const gr_pod *pod = p && p->pod && p->pod->naming == GR_POD_NAMED ? p->pod : NULL;
+                fputs("\",pod=\"", f);
+                label(f, pod ? pod->name : "");
+                fputs("\",namespace=\"", f);
+                label(f, pod ? pod->ns : "");
+                fputs("\",container=\"", f);
+                label(f, pod && pod->container_naming == GR_POD_NAMED ? pod->container : "");
+                fputs("\"} ", f);
                 value(f, o->used_bytes);
         }
 }
@@ -375,11 +392,12 @@ int cmd_metrics(int argc, char **argv)
                 { "cgroup", required_argument, NULL, OPT_CGROUP },
                 { "container", required_argument, NULL, OPT_CONTAINER },
                 { "pod", required_argument, NULL, OPT_POD },
+                { "kubelet-socket", required_argument, NULL, OPT_KUBELET_SOCKET },
                 { "help", no_argument, NULL, 'h' },
                 { NULL, 0, NULL, 0 },
         };
         gr_scope scope = { .kind = GR_SCOPE_NONE };
-        const char *textfile = NULL, *replay = NULL;
+        const char *textfile = NULL, *replay = NULL, *kubelet_socket = NULL;
         bool direct = false;
         char gpus[1024] = "";
         gr_snapshot_options so = { 0 };
@@ -407,6 +425,7 @@ int cmd_metrics(int argc, char **argv)
                         if (scope_option(scope_option_name(c), optarg, &scope) < 0)
                                 return EXIT_USAGE;
                         break;
+                case OPT_KUBELET_SOCKET: kubelet_socket = optarg; break;
                 case 'h':
                         metrics_usage(stdout);
                         return EXIT_CLEAN;
@@ -415,7 +434,7 @@ int cmd_metrics(int argc, char **argv)
                         return EXIT_USAGE;
                 }
         }
-        if (no_stray_arguments(argc, argv, "metrics") < 0)
+        if (no_stray_arguments(argc, argv, "metrics") < 0 || kubelet_socket_option(&so, kubelet_socket) < 0)
                 return EXIT_USAGE;
         if (textfile && !textfile[0]) {
                 error_msg("--textfile needs a file name");

@@ -55,6 +55,7 @@ static void serve_usage(FILE *f)
                 "usage: gpureap serve [--socket PATH] [--group NAME] [--interval DUR]\n"
                 "                     [--listen ADDR:PORT | --listen none] [--nvml-timeout DUR]\n"
                 "                     [--reap-after DUR [--reap-all-users]] [--process-metrics]\n"
+                "                     [--kubelet-socket PATH]\n"
                 "\n"
                 "Watch the GPUs and their processes and remember what a snapshot cannot see: the\n"
                 "launcher that started each holder and how it ended. 'gpureap status' asks it over\n"
@@ -78,6 +79,10 @@ static void serve_usage(FILE *f)
                 "  --process-metrics\n"
                 "                   /metrics shows each GPU process too (PID, name, job, verdict)\n"
                 "                   to whoever reaches the port: off by default (hidepid)\n"
+                "  --kubelet-socket PATH\n"
+                "                   the kubelet's pod-resources socket (default\n"
+                "                   " GR_KUBELET_SOCKET_DEFAULT ",\n"
+                "                   also $GPUREAP_KUBELET_SOCKET), asked once every 5s at most\n"
                 "\n"
                 "Its memory is kept beside the socket (its name with .history for .sock) and read\n"
                 "back at start. SIGTERM or SIGINT stop it; SIGHUP writes the memory out and goes on.\n");
@@ -114,7 +119,16 @@ struct serve {
         bool process_metrics;     /* /metrics with the per-process series (--process-metrics) */
         int hist_dir;             /* where the history is written (the socket's directory) */
         char hist_name[256];
+        /* the kubelet's last answer (the refresher thread's alone), asked again at most every
+         * KUBELET_EVERY_MS, or KUBELET_SOON_MS after a look found a pod it could not name */
+        gr_kubelet_answer *kubelet;
+        uint64_t kubelet_at_ms;   /* monotonic */
+        bool kubelet_unnamed;
 };
+
+/* The kubelet rate-limits its socket (100 calls a second): serve asks once a few seconds */
+#define KUBELET_EVERY_MS 5000
+#define KUBELET_SOON_MS 1000
 
 /* A holder that every look since 'since' judged a sure leftover */
 struct sure_since {
@@ -349,12 +363,42 @@ static void save_history(struct serve *sv)
         last_error = r;
 }
 
+/* The kubelet's answer for this look: the cached one, or a new one when it is due */
+static const gr_kubelet_answer *kubelet_for_look(struct serve *sv)
+{
+        if (!sv->so.kubelet_ask)
+                return NULL;
+        uint64_t now = gr_now_ms(), age = now - sv->kubelet_at_ms;
+        if (sv->kubelet && age < KUBELET_EVERY_MS && !(sv->kubelet_unnamed && age >= KUBELET_SOON_MS))
+                return sv->kubelet;
+        gr_kubelet_answer *a = NULL;
+        if (gr_kubelet_ask(&sv->so.kubelet, &a) < 0)
+                return sv->kubelet; /* out of memory: the last answer stands */
+        gr_kubelet_answer_free(sv->kubelet);
+        sv->kubelet = a;
+        sv->kubelet_at_ms = now;
+        return a;
+}
+
+/* Did a look find a process in a pod's cgroup that the kubelet's answer could not name for
+ * want of a newer one (a pod started since, or one gone)? */
+static bool pods_unnamed(const gr_snapshot *s)
+{
+        for (size_t i = 0; s->kubelet.state == GR_KUBELET_OK && s->procs && i < s->procs->n; i++) {
+                const gr_pod *pod = s->procs->procs[i].pod;
+                if (pod && s->procs->procs[i].hold && (pod->naming == GR_POD_UNASSIGNED || pod->naming == GR_POD_AMBIGUOUS))
+                        return true;
+        }
+        return false;
+}
+
 static void refresh(struct serve *sv)
 {
         uint64_t now = gr_wall_ms();
         char down[256];
         pid_t stuck = stuck_helper();
         gr_snapshot_options so = sv->so;
+        so.kubelet_answer = kubelet_for_look(sv);
         if (stuck) {
                 snprintf(down, sizeof(down), "the driver has not answered a call of gpureap serve's NVML helper (PID %d) "
                          "since an earlier look; not asked again until it returns", (int)stuck);
@@ -365,6 +409,7 @@ static void refresh(struct serve *sv)
         if (gr_snapshot_take(&so, &s) < 0)
                 return; /* out of memory: the last answer stands */
         s->served_by = getpid();
+        sv->kubelet_unnamed = pods_unnamed(s);
         if (s->procs && !sv->scan_said[0])
                 snprintf(sv->scan_said, sizeof(sv->scan_said), "%s%s%s%s",
                          s->procs->scan == GR_SCAN_BPF ? "BPF" : "/proc", s->procs->scan_fallback[0] ? " (" : "",
@@ -859,9 +904,11 @@ static int serve_parse(int argc, char **argv, struct serve *sv, struct serve_arg
                 { "reap-after", required_argument, NULL, 'R' },
                 { "reap-all-users", no_argument, NULL, 'U' },
                 { "process-metrics", no_argument, NULL, 'P' },
+                { "kubelet-socket", required_argument, NULL, OPT_KUBELET_SOCKET },
                 { "help", no_argument, NULL, 'h' },
                 { NULL, 0, NULL, 0 },
         };
+        const char *kubelet_socket = NULL;
         if (nvml_timeout_from_env(&sv->so.gpu.timeout_ms) < 0)
                 return EXIT_USAGE;
         optind = 1;
@@ -892,6 +939,7 @@ static int serve_parse(int argc, char **argv, struct serve *sv, struct serve_arg
                         }
                         break;
                 case 'U': sv->reap_all_users = true; break;
+                case OPT_KUBELET_SOCKET: kubelet_socket = optarg; break;
                 case 'P': sv->process_metrics = true; break;
                 case 'h':
                         serve_usage(stdout);
@@ -901,7 +949,7 @@ static int serve_parse(int argc, char **argv, struct serve *sv, struct serve_arg
                         return EXIT_USAGE;
                 }
         }
-        if (no_stray_arguments(argc, argv, "serve") < 0)
+        if (no_stray_arguments(argc, argv, "serve") < 0 || kubelet_socket_option(&sv->so, kubelet_socket) < 0)
                 return EXIT_USAGE;
         if (sv->reap_all_users && !sv->reap_after_ms) {
                 error_msg("--reap-all-users needs --reap-after");
@@ -1184,6 +1232,7 @@ static void serve_close(struct serve *sv, struct serve_io *io, bool ran)
         free(sv->sure);
         if (ran)
                 policy_reap_join(sv); /* a reap runs to its own deadline */
+        gr_kubelet_answer_free(sv->kubelet);
         history_release(&sv->hist);
 }
 

@@ -14,6 +14,7 @@ static void status_usage(FILE *f)
         fprintf(f,
                 "usage: gpureap status [--json] [--why] [--wide] [--color=WHEN] [--gpu SEL[,SEL...]]\n"
                 "                      [--watch SEC] [--nvml-timeout DURATION] [--direct | --replay FILE]\n"
+                "                      [--kubelet-socket PATH]\n"
                 "\n"
                 "For every GPU: is it clean, and if not, who holds it, why, and what to do next.\n"
                 "\n"
@@ -39,6 +40,9 @@ static void status_usage(FILE *f)
                 "                         pipe one after another, a blank line between them\n"
                 SCOPE_USAGE_25
                 "                         (without --gpu: the GPUs its processes hold)\n"
+                "  --kubelet-socket PATH  ask the kubelet here which pod and container each holder\n"
+                "                         runs in (default " GR_KUBELET_SOCKET_DEFAULT ",\n"
+                "                         also $GPUREAP_KUBELET_SOCKET); no socket: not asked\n"
                 "  --nvml-timeout DUR     give the driver this long to answer each call, in its\n"
                 "                         own time (default 5s; also $GPUREAP_NVML_TIMEOUT); a\n"
                 "                         /proc scan that takes longer is noted as slow\n"
@@ -102,6 +106,18 @@ int nvml_timeout_from_env(uint64_t *ret)
 {
         const char *env = getenv("GPUREAP_NVML_TIMEOUT");
         return env && *env ? parse_duration_option(env, ret, false) : 0;
+}
+
+int kubelet_socket_option(gr_snapshot_options *so, const char *given)
+{
+        const char *env = getenv("GPUREAP_KUBELET_SOCKET");
+        if (given && !given[0]) {
+                error_msg("--kubelet-socket needs a path");
+                return -1;
+        }
+        so->kubelet_ask = true;
+        so->kubelet.socket = given ? given : env && env[0] ? env : NULL;
+        return 0;
 }
 
 static int parse_timeout(const char *v, uint64_t *ret)
@@ -268,10 +284,12 @@ int cmd_status(int argc, char **argv)
                 { "cgroup", required_argument, NULL, OPT_CGROUP },
                 { "container", required_argument, NULL, OPT_CONTAINER },
                 { "pod", required_argument, NULL, OPT_POD },
+                { "kubelet-socket", required_argument, NULL, OPT_KUBELET_SOCKET },
                 { "help", no_argument, NULL, 'h' },
                 {},
         };
         struct status_args a = { .color = COLOR_AUTO, .scope = { .kind = GR_SCOPE_NONE } };
+        const char *kubelet_socket = NULL;
         if (nvml_timeout_from_env(&a.so.gpu.timeout_ms) < 0)
                 return EXIT_USAGE;
 
@@ -318,6 +336,7 @@ int cmd_status(int argc, char **argv)
                         if (scope_option(scope_option_name(c), optarg, &a.scope) < 0)
                                 return EXIT_USAGE;
                         break;
+                case OPT_KUBELET_SOCKET: kubelet_socket = optarg; break;
                 case 'h':
                         status_usage(stdout);
                         return EXIT_CLEAN;
@@ -326,7 +345,7 @@ int cmd_status(int argc, char **argv)
                         return EXIT_USAGE;
                 }
         }
-        if (no_stray_arguments(argc, argv, "status") < 0)
+        if (no_stray_arguments(argc, argv, "status") < 0 || kubelet_socket_option(&a.so, kubelet_socket) < 0)
                 return EXIT_USAGE;
         if (a.watch_ms && a.replay) {
                 error_msg("--watch and --replay exclude each other: a recording does not change");

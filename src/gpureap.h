@@ -31,7 +31,7 @@ struct gpu_selection {
 };
 
 /* the scope options' codes for getopt_long, beyond any short option */
-enum { OPT_JOB = 1000, OPT_CGROUP, OPT_CONTAINER, OPT_POD, OPT_ENDED };
+enum { OPT_JOB = 1000, OPT_CGROUP, OPT_CONTAINER, OPT_POD, OPT_ENDED, OPT_KUBELET_SOCKET };
 const char *scope_option_name(int code);
 /* " --pod UID" (the option that gives sc), "" without a scope */
 const char *scope_arg(const gr_scope *sc, char *buf, size_t size);
@@ -232,6 +232,8 @@ struct finding_words {
         char advice[896];
 };
 void finding_words(const gr_snapshot *s, const gr_diagnosis *d, const gr_finding *f, struct finding_words *ret);
+/* why a process's pod (or container) is not named by the kubelet, in words */
+const char *pod_naming_words(gr_pod_naming n);
 
 void sd_notify_send(const char *msg); /* to $NOTIFY_SOCKET (systemd Type=notify), if set */
 
@@ -240,6 +242,9 @@ int parse_duration_option(const char *v, uint64_t *ret, bool zero_ok);
 int gpu_option_append(char *list, size_t size, const char *value); /* --gpu, repeatable */
 bool list_items_ok(const char *value);     /* no empty item in a comma-separated list */
 int nvml_timeout_from_env(uint64_t *ret);                          /* $GPUREAP_NVML_TIMEOUT */
+/* The kubelet asked in the look: at --kubelet-socket PATH (given, NULL: not on the command line),
+ * else $GPUREAP_KUBELET_SOCKET, else its default path; -1 (message printed) for an empty path */
+int kubelet_socket_option(gr_snapshot_options *so, const char *given);
 /* The library reads no environment: gpureap's variables for it (GPUREAP_PROC_ROOT,
  * GPUREAP_DEV_DIR, GPUREAP_SCAN, GPUREAP_NVML_LIBRARY) passed to its setters (src/main.c);
  * again after the command changed one of them */

@@ -219,6 +219,7 @@ void library_from_env(void)
         gr_dev_dir_set_default(getenv("GPUREAP_DEV_DIR"));
         gr_sys_root_set_default(getenv("GPUREAP_SYS_ROOT"));
         gr_gpu_set_library(getenv("GPUREAP_NVML_LIBRARY"), "GPUREAP_NVML_LIBRARY");
+        gr_kubelet_set_module(getenv("GPUREAP_KUBELET_MODULE")); /* loaded only as gr_open_trusted allows */
         static char scan_why[160];
         const char *scan = getenv("GPUREAP_SCAN");
         if (!scan || !*scan || strcmp(scan, "auto") == 0) {

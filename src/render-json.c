@@ -109,6 +109,36 @@ static json_object *placement_json(const gr_process *p)
         return o;
 }
 
+/* Its pod: the UID and container ID its cgroup names, and the kubelet's names where the
+ * devices join them (docs/architecture.md, "The kubelet") */
+static json_object *kubernetes_json(const gr_pod *pod)
+{
+        if (!pod)
+                return NULL;
+        json_object *o = json_object_new_object();
+        add(o, "pod_uid", j_str(pod->uid));
+        add(o, "container_id", j_str(pod->container_id));
+        add(o, "pod", j_str(pod->name));
+        add(o, "namespace", j_str(pod->ns));
+        add(o, "container", j_str(pod->container));
+        add(o, "naming", json_object_new_string(gr_pod_naming_name(pod->naming)));
+        add(o, "container_naming", json_object_new_string(gr_pod_naming_name(pod->container_naming)));
+        return o;
+}
+
+static json_object *kubelet_json(const gr_snapshot_kubelet *k)
+{
+        json_object *o = json_object_new_object();
+        add(o, "state", json_object_new_string(gr_kubelet_state_name(k->state)));
+        add(o, "socket", j_str(k->socket));
+        add(o, "error", j_str(k->error));
+        add(o, "asked_at_unix_ms", k->asked_at_ms ? json_object_new_int64((int64_t)k->asked_at_ms) : NULL);
+        add(o, "elapsed_ms", k->asked_at_ms ? json_object_new_int64((int64_t)k->elapsed_ms) : NULL);
+        add(o, "pods", k->state == GR_KUBELET_OK ? json_object_new_int64(k->n_pods) : NULL);
+        add(o, "devices", k->state == GR_KUBELET_OK ? json_object_new_int64(k->n_devices) : NULL);
+        return o;
+}
+
 static json_object *env_json(const gr_process *p)
 {
         if (!p->has_details || !p->env_read)
@@ -203,6 +233,7 @@ static json_object *process_json(const gr_snapshot *s, const gr_diagnosis *d, co
         add(o, "sig_ignored", p->has_details ? json_object_new_string(sig) : NULL);
         add(o, "environ", env_json(p));
         add(o, "placement", placement_json(p));
+        add(o, "kubernetes", kubernetes_json(p->pod));
         add(o, "net", net_json(p->net));
         json_object *dev = NULL;
         if (p->hold) {
@@ -429,6 +460,7 @@ struct json_object *status_json(const gr_snapshot *s, const gr_diagnosis *d, con
                 add(hist, "served_by", s->served_by > 0 ? json_object_new_int(s->served_by) : NULL);
         }
         add(root, "history", hist);
+        add(root, "kubelet", kubelet_json(&s->kubelet));
         if (sel && sel->scope && sel->scope->kind != GR_SCOPE_NONE) {
                 json_object *sc = json_object_new_object();
                 add(sc, "kind", json_object_new_string(gr_scope_kind_name(sel->scope->kind)));

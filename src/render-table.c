@@ -497,10 +497,26 @@ static void role_text(const struct out *o, const gr_process *p, char *buf, size_
                         n += (size_t)snprintf(buf + n, size - n, ", %s", conds[i].word);
 }
 
+/* its pod as the kubelet names it, else its UID and why it is not named */
+static void pod_text(const gr_process *p, const char *cgroup_name, char *buf, size_t size)
+{
+        const gr_pod *pod = p->pod;
+        if (!pod || pod->naming != GR_POD_NAMED) {
+                bool why = pod && pod->naming != GR_POD_NOT_ASKED;
+                snprintf(buf, size, "  pod %s%s%s%s", pod && pod->uid[0] ? pod->uid : cgroup_name, why ? " (not named: " : "",
+                         why ? pod_naming_words(pod->naming) : "", why ? ")" : "");
+        } else if (pod->container_naming == GR_POD_NAMED) {
+                snprintf(buf, size, "  pod %s/%s container %s", pod->ns, pod->name, pod->container);
+        } else {
+                snprintf(buf, size, "  pod %s/%s (container not named: %s)", pod->ns, pod->name,
+                         pod_naming_words(pod->container_naming));
+        }
+}
+
 /* the command, then where it listens and runs: a Slurm job, a pod, a container, a service */
 static void command_text(const gr_process *p, char *buf, size_t size)
 {
-        char ports[64] = "", name[128], id[80], where[160] = "";
+        char ports[64] = "", name[128], id[80], where[512] = "";
         if (p->net && p->net->n_listen > 0) {
                 size_t n = (size_t)snprintf(ports, sizeof(ports), "  listening");
                 for (unsigned i = 0; i < p->net->n_listen && n < sizeof(ports); i++)
@@ -512,7 +528,7 @@ static void command_text(const gr_process *p, char *buf, size_t size)
         else if (p->env_read && p->env.slurm_job_id[0])
                 snprintf(where, sizeof(where), "  job %s (escaped its cgroup)", p->env.slurm_job_id);
         else if (k == GR_CG_POD)
-                snprintf(where, sizeof(where), "  pod %s", name);
+                pod_text(p, name, where, sizeof(where));
         else if (k == GR_CG_CONTAINER)
                 snprintf(where, sizeof(where), "  container %s", name);
         else if (k == GR_CG_SERVICE)
@@ -787,6 +803,23 @@ static void print_title(const struct out *o, const struct table_options *opt)
         out_wrap(&o->t, 0, 2, line);
 }
 
+/* Why the pods are named by their UIDs only: said where the kubelet was looked for and did not
+ * answer (a socket, no module), or where a process runs in a pod's cgroup and there is no
+ * kubelet to ask; nothing on a machine without Kubernetes, nor where it answered */
+static bool kubelet_note(const gr_snapshot *s, char *buf, size_t size)
+{
+        const gr_snapshot_kubelet *k = &s->kubelet;
+        bool in_pod = false;
+        for (size_t i = 0; s->procs && i < s->procs->n && !in_pod; i++)
+                in_pod = s->procs->procs[i].pod != NULL;
+        if (k->state == GR_KUBELET_OK || k->state == GR_KUBELET_OFF || (k->state == GR_KUBELET_NO_SOCKET && !in_pod))
+                return false;
+        bool asked = k->state == GR_KUBELET_TIMEOUT || k->state == GR_KUBELET_ERROR;
+        snprintf(buf, size, "note: pods are shown by their UIDs only: %s (%s)",
+                 asked ? "the kubelet did not answer" : "the kubelet was not asked", k->error[0] ? k->error : gr_kubelet_state_name(k->state));
+        return true;
+}
+
 int render_status_table(FILE *f, const gr_snapshot *s, const gr_diagnosis *d,
                         const struct gpu_selection *sel, const struct table_options *opt)
 {
@@ -819,6 +852,10 @@ int render_status_table(FILE *f, const gr_snapshot *s, const gr_diagnosis *d,
         if (d && d->view[0]) {
                 snprintf(line, sizeof(line), "note: this view is limited (%s): verdicts that depend on what it cannot see are capped%s",
                          d->view, s->uid != 0 ? "; run as root to see all holders" : "");
+                fputc('\n', f);
+                out_wrap(&o.t, 0, 6, line);
+        }
+        if (kubelet_note(s, line, sizeof(line))) {
                 fputc('\n', f);
                 out_wrap(&o.t, 0, 6, line);
         }

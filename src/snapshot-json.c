@@ -166,6 +166,61 @@ static int load_gpus(json_object *root, gr_gpu_report *rep, struct too_long *tl)
         return 0;
 }
 
+static gr_pod_naming naming_of(json_object *o, const char *k)
+{
+        char n[24];
+        get_str(o, k, n, sizeof(n));
+        for (int v = GR_POD_NOT_ASKED; v <= GR_POD_NO_CONTAINER; v++)
+                if (strcmp(n, gr_pod_naming_name((gr_pod_naming)v)) == 0)
+                        return (gr_pod_naming)v;
+        return GR_POD_NOT_ASKED; /* a name from a later version: claim nothing */
+}
+
+/* Its pod, as recorded (or served): the kubelet's names are facts of that moment */
+static int load_pod(json_object *jp, gr_process *p)
+{
+        json_object *k = get(jp, "kubernetes");
+        if (!k || json_object_get_type(k) != json_type_object)
+                return 0;
+        gr_pod *pod = calloc(1, sizeof(*pod));
+        if (!pod)
+                return -ENOMEM;
+        get_str(k, "pod_uid", pod->uid, sizeof(pod->uid));
+        get_str(k, "container_id", pod->container_id, sizeof(pod->container_id));
+        get_str(k, "pod", pod->name, sizeof(pod->name));
+        get_str(k, "namespace", pod->ns, sizeof(pod->ns));
+        get_str(k, "container", pod->container, sizeof(pod->container));
+        pod->naming = naming_of(k, "naming");
+        pod->container_naming = naming_of(k, "container_naming");
+        if (pod->naming != GR_POD_NAMED)
+                pod->name[0] = pod->ns[0] = '\0';
+        if (pod->container_naming != GR_POD_NAMED)
+                pod->container[0] = '\0';
+        p->pod = pod;
+        return 0;
+}
+
+static void load_kubelet(json_object *root, gr_snapshot_kubelet *k)
+{
+        json_object *o = get(root, "kubelet");
+        *k = (gr_snapshot_kubelet){ .state = GR_KUBELET_OFF };
+        if (!o || json_object_get_type(o) != json_type_object)
+                return;
+        char st[24];
+        get_str(o, "state", st, sizeof(st));
+        for (int v = GR_KUBELET_OFF; v <= GR_KUBELET_ERROR; v++)
+                if (strcmp(st, gr_kubelet_state_name((gr_kubelet_state)v)) == 0)
+                        k->state = (gr_kubelet_state)v;
+        get_str(o, "socket", k->socket, sizeof(k->socket));
+        get_str(o, "error", k->error, sizeof(k->error));
+        int64_t at = get_int(o, "asked_at_unix_ms", 0), el = get_int(o, "elapsed_ms", 0);
+        int64_t pods = get_int(o, "pods", 0), devs = get_int(o, "devices", 0);
+        k->asked_at_ms = at > 0 ? (uint64_t)at : 0;
+        k->elapsed_ms = el > 0 ? (uint64_t)el : 0;
+        k->n_pods = pods > 0 && pods <= UINT32_MAX ? (unsigned)pods : 0;
+        k->n_devices = devs > 0 && devs <= UINT32_MAX ? (unsigned)devs : 0;
+}
+
 static int load_process(json_object *jp, gr_process *p, struct too_long *tl)
 {
         int64_t pid = get_int(jp, "pid", 0);
@@ -291,7 +346,7 @@ static int load_process(json_object *jp, gr_process *p, struct too_long *tl)
                 }
                 p->seen = h;
         }
-        return 0;
+        return load_pod(jp, p);
 }
 
 /* The recording, whole, into a buffer: a regular file of at most REPLAY_MAX_BYTES. Opened
@@ -524,6 +579,7 @@ int snapshot_from_json_buffer(const char *buf, size_t len, const char *path, gr_
                 int64_t taken = get_int(root, "taken_at_unix_ms", 0);
                 if (taken > 0) /* more precise than taken_at, where the recording has it */
                         s->taken_at_ms = (uint64_t)taken;
+                load_kubelet(root, &s->kubelet);
                 json_object *hist = get(root, "history");
                 int64_t since = get_int(hist, "since_unix_ms", 0);
                 if (hist && since > 0) {
@@ -565,6 +621,7 @@ int snapshot_from_json_buffer(const char *buf, size_t len, const char *path, gr_
                         free(p->net);
                         free(p->hold);
                         free(p->seen);
+                        free(p->pod);
                         memset(p, 0, sizeof(*p));
                         r = r == -EINVAL ? 0 : r;
                         continue;

@@ -12,7 +12,7 @@
  * Layout: header, gr_snapshot, gr_gpu_report, then per GPU its gr_gpu and its n_procs
  * gr_gpu_proc, the GPUs' state-since times (if flagged), then (if flagged) gr_proc_table and per
  * process its gr_process, cmdline and cgroup (u32 length, ~0 for none, bytes), and a flag byte
- * each for hold, net and seen, followed by that struct. */
+ * each for hold, net, seen and pod, followed by that struct. */
 #include <elf.h>
 #include <errno.h>
 #include <link.h>
@@ -24,7 +24,7 @@
 #include "gpureap.h"
 #include "gpureap/basic.h"
 
-#define WIRE_SIZES 9
+#define WIRE_SIZES 10
 
 struct wire_head {
         char magic[8];
@@ -37,7 +37,7 @@ static void own_sizes(uint32_t *z)
 {
         const uint32_t s[WIRE_SIZES] = { sizeof(gr_snapshot), sizeof(gr_gpu_report), sizeof(gr_gpu), sizeof(gr_gpu_proc),
                                          sizeof(gr_proc_table), sizeof(gr_process), sizeof(gr_holding), sizeof(gr_net),
-                                         sizeof(gr_seen) };
+                                         sizeof(gr_seen), sizeof(gr_pod) };
         memcpy(z, s, sizeof(s));
 }
 
@@ -184,12 +184,14 @@ int snapshot_to_wire(const gr_snapshot *s, char **ret, size_t *ret_len)
                         pc.hold = NULL;
                         pc.net = NULL;
                         pc.seen = NULL;
+                        pc.pod = NULL;
                         put(&w, &pc, sizeof(pc));
                         put_str(&w, p->cmdline);
                         put_str(&w, p->cgroup);
                         put_opt(&w, p->hold, sizeof(*p->hold));
                         put_opt(&w, p->net, sizeof(*p->net));
                         put_opt(&w, p->seen, sizeof(*p->seen));
+                        put_opt(&w, p->pod, sizeof(*p->pod));
                 }
                 free(want);
         }
@@ -282,7 +284,18 @@ static bool process_ok(gr_process *p)
         p->hold = NULL;
         p->net = NULL;
         p->seen = NULL;
+        p->pod = NULL;
         return p->pid > 0 && p->pid <= GR_PROC_PID_MAX && p->n_nspid <= GR_NSPID_MAX && (unsigned)p->exe_state <= GR_EXE_UNREADABLE;
+}
+
+static bool pod_ok(gr_pod *pod)
+{
+        TERMINATE(pod->uid);
+        TERMINATE(pod->container_id);
+        TERMINATE(pod->name);
+        TERMINATE(pod->ns);
+        TERMINATE(pod->container);
+        return (unsigned)pod->naming <= GR_POD_NO_CONTAINER && (unsigned)pod->container_naming <= GR_POD_NO_CONTAINER;
 }
 
 static int read_processes(struct rbuf *r, gr_proc_table *t, size_t n)
@@ -311,6 +324,8 @@ static int read_processes(struct rbuf *r, gr_proc_table *t, size_t n)
                         e = take_opt(r, sizeof(*p->net), (void **)&p->net);
                 if (e == 0)
                         e = take_opt(r, sizeof(*p->seen), (void **)&p->seen);
+                if (e == 0)
+                        e = take_opt(r, sizeof(*p->pod), (void **)&p->pod);
                 if (e < 0)
                         return e;
                 if (p->hold && (p->hold->n_gpus > GR_HOLD_GPUS_MAX))
@@ -322,6 +337,8 @@ static int read_processes(struct rbuf *r, gr_proc_table *t, size_t n)
                         if ((unsigned)p->seen->end > GR_END_UNKNOWN)
                                 return -EINVAL;
                 }
+                if (p->pod && !pod_ok(p->pod))
+                        return -EINVAL;
                 t->n_holders += p->hold != NULL;
         }
         return 0;
@@ -420,7 +437,10 @@ int snapshot_from_wire(const char *buf, size_t len, gr_snapshot **ret)
                 TERMINATE(s->hostname);
                 TERMINATE(s->proc_root);
                 TERMINATE(s->dev_dir);
-                e = (unsigned)s->pidns > GR_PIDNS_OTHER ? -EINVAL : read_body(&r, &h, s);
+                TERMINATE(s->kubelet.socket);
+                TERMINATE(s->kubelet.error);
+                e = (unsigned)s->pidns > GR_PIDNS_OTHER || (unsigned)s->kubelet.state > GR_KUBELET_ERROR ? -EINVAL
+                    : read_body(&r, &h, s);
         } else {
                 memset(rep, 0, sizeof(*rep));
         }

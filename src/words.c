@@ -342,3 +342,17 @@ void finding_words(const gr_snapshot *s, const gr_diagnosis *d, const gr_finding
         fns[f->kind](&x, f, &w, o);
         action_command(&x, f, &w, o);
 }
+
+const char *pod_naming_words(gr_pod_naming n)
+{
+        switch (n) {
+        case GR_POD_NAMED: return "named";
+        case GR_POD_NOT_ASKED: return "the kubelet was not asked";
+        case GR_POD_NO_GPU: return "its processes hold no GPU to join the kubelet's devices on";
+        case GR_POD_UNASSIGNED: return "no pod the kubelet lists was assigned the GPUs it holds";
+        case GR_POD_AMBIGUOUS: return "the kubelet's devices fit more than one";
+        case GR_POD_UNMAPPED: return "the kubelet assigned MIG devices, which are not joined to a GPU yet";
+        case GR_POD_NO_CONTAINER: return "its cgroup is the pod's, not a container's";
+        }
+        return "unknown";
+}

@@ -81,6 +81,8 @@ typedef enum gr_evidence_key {
         GR_EV_STATE,
         GR_EV_VIEW,
         GR_EV_SEEN,               /* what 'gpureap serve' saw: its launcher, and how it ended */
+        GR_EV_KUBELET,            /* the kubelet's List, answered after it started, has no pod
+                                     assigned the GPUs its pod holds */
         GR_EV_KEY_COUNT,
 } gr_evidence_key;
 

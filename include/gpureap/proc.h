@@ -196,6 +196,32 @@ typedef struct gr_seen {
         uint64_t state_since_ms; /* in its present state (T, D, ...) since, 0 unknown */
 } gr_seen;
 
+/* Which pod and container of the kubelet's a process in a pod's cgroup runs in
+ * (gr_snapshot_name_pods, docs/architecture.md "The kubelet"): why a name is not known */
+typedef enum gr_pod_naming {
+        GR_POD_NOT_ASKED,        /* the kubelet gave no answer (the snapshot's kubelet says why) */
+        GR_POD_NAMED,            /* one listed pod (container) was assigned every GPU its pod's
+                                    (container's) processes hold, and no other pod's matched it */
+        GR_POD_NO_GPU,           /* they hold no GPU the driver's report names: nothing to join on */
+        GR_POD_UNASSIGNED,       /* no listed pod (container) was assigned them: a pod the kubelet
+                                    lists no more, or a GPU it was not assigned */
+        GR_POD_AMBIGUOUS,        /* more than one was (time-slicing), or another pod's (container's)
+                                    processes match the same one */
+        GR_POD_UNMAPPED,         /* none was, but the kubelet assigned devices the report does not
+                                    name (MIG devices): it may be one of those */
+        GR_POD_NO_CONTAINER,     /* (container only) its cgroup is the pod's, not a container's */
+} gr_pod_naming;
+
+#define GR_POD_NAME_MAX 254      /* a DNS subdomain and its NUL (GR_K8S_NAME_MAX) */
+typedef struct gr_pod {
+        char uid[40];            /* the pod's UID from the cgroup path, with '-'; "" not there */
+        char container_id[72];   /* the container's full ID from the cgroup path, "" none */
+        gr_pod_naming naming, container_naming;
+        char name[GR_POD_NAME_MAX]; /* the kubelet's names, "" unless named */
+        char ns[64];
+        char container[64];
+} gr_pod;
+
 typedef struct gr_process {
         pid_t pid, ppid, pgrp, session;
         char state;              /* R S D T t Z X I ... as in stat */
@@ -221,6 +247,7 @@ typedef struct gr_process {
         gr_holding *hold;        /* NULL unless it holds an NVIDIA device file */
         gr_net *net;             /* read for holders and the roots of their lineage; NULL unread */
         gr_seen *seen;           /* serve's memory of it (owned), NULL none */
+        gr_pod *pod;             /* its pod, when its cgroup is a pod's (owned), NULL otherwise */
 } gr_process;
 
 /* How the holders were found (docs/architecture.md, "The holder scan") */

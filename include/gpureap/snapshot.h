@@ -4,6 +4,7 @@
 #define GPUREAP_SNAPSHOT_H
 
 #include "gpureap/gpu.h"
+#include "gpureap/kubelet.h"
 #include "gpureap/proc.h"
 
 #pragma GCC visibility push(default)
@@ -17,6 +18,18 @@ typedef enum gr_pidns {
 } gr_pidns;
 
 #define GR_PIDNS_INIT_INO 0xEFFFFFFCULL /* PROC_PID_INIT_INO: fixed since Linux 3.8 */
+
+/* What the kubelet said for this snapshot (its answer's devices are joined into the processes'
+ * pods, gr_snapshot_name_pods, and not kept) */
+typedef struct gr_snapshot_kubelet {
+        gr_kubelet_state state;   /* GR_KUBELET_OFF: not asked */
+        char socket[1024];
+        char error[256];          /* why not asked, or what failed; "" with OK */
+        uint64_t asked_at_ms;     /* wall clock; 0 never asked */
+        uint64_t elapsed_ms;
+        unsigned n_pods;          /* pods List gave */
+        unsigned n_devices;       /* devices assigned to them */
+} gr_snapshot_kubelet;
 
 typedef struct gr_snapshot {
         uint64_t taken_at_ms;     /* wall clock, ms since the epoch */
@@ -44,6 +57,7 @@ typedef struct gr_snapshot {
         bool history_events_lost; /* some were lost (a fork storm): exit causes may be missing */
         pid_t served_by;          /* the serve process that answered, 0 taken here */
         uint64_t *gpu_state_since_ms; /* per GPU of the report: its state unchanged since (NULL none) */
+        gr_snapshot_kubelet kubelet;
 } gr_snapshot;
 
 typedef struct gr_snapshot_options {
@@ -54,9 +68,22 @@ typedef struct gr_snapshot_options {
                                      scan's the driver */
         const char *gpu_down;     /* non-NULL: do not touch the driver (a previous call of ours
                                      is still stuck in it); the report says this, timed out */
+        /* The kubelet: asked once during the look (while the driver's helper runs) when
+         * kubelet_ask, with kubelet.timeout_ms (1 s) cut to what is left of gpu.deadline_ms;
+         * or, given kubelet_answer (a resident caller's cached one), that answer joined. Neither:
+         * not asked (GR_KUBELET_OFF), the pods' UIDs still read from the cgroups */
+        bool kubelet_ask;
+        gr_kubelet_options kubelet;
+        const gr_kubelet_answer *kubelet_answer;
 } gr_snapshot_options;
 
 int gr_snapshot_take(const gr_snapshot_options *opts, gr_snapshot **ret);
+/* The join of the kubelet's answer (NULL: none) with the processes in pods' cgroups: each one
+ * gets its pod (UID and container ID from its cgroup; name, namespace and container where the
+ * devices join them unambiguously, else why not), and s->kubelet the answer's summary. Pure:
+ * reads only s and a. 0 or -ENOMEM */
+int gr_snapshot_name_pods(gr_snapshot *s, const gr_kubelet_answer *a);
+const char *gr_pod_naming_name(gr_pod_naming n);
 void gr_snapshot_free(gr_snapshot *s);
 /* The GPUs (bit i: NVML index i < 64) that processes of the scope hold a device file of */
 uint64_t gr_scope_gpus(const gr_snapshot *s, const gr_scope *sc);

@@ -49,8 +49,8 @@ GR_NAME_TABLE(gr_action_kind_name, gr_action_kind, GR_ACTION_KERNEL_STACK, "none
 GR_NAME_TABLE(gr_lean_name, gr_lean, GR_LEAN_LEFTOVER, "neutral",
               [GR_LEAN_NEUTRAL] = "neutral", [GR_LEAN_LIVE] = "live", [GR_LEAN_LEFTOVER] = "leftover")
 
-GR_NAME_TABLE(gr_evidence_key_name, gr_evidence_key, GR_EV_SEEN, "unknown",
-              [GR_EV_RUN_SUPERVISOR] = "run_supervisor", [GR_EV_GHOST] = "ghost", [GR_EV_PARENT] = "parent", [GR_EV_REPARENTED] = "reparented", [GR_EV_ANCESTOR] = "ancestor", [GR_EV_WORKER] = "worker", [GR_EV_GROUP_LEADER] = "group_leader", [GR_EV_SESSION_LEADER] = "session_leader", [GR_EV_LISTENING] = "listening", [GR_EV_SERVING] = "serving", [GR_EV_TERMINAL] = "terminal", [GR_EV_CGROUP] = "cgroup", [GR_EV_SIGNALS] = "signals", [GR_EV_STATE] = "state", [GR_EV_VIEW] = "view", [GR_EV_SEEN] = "seen")
+GR_NAME_TABLE(gr_evidence_key_name, gr_evidence_key, GR_EV_KUBELET, "unknown",
+              [GR_EV_RUN_SUPERVISOR] = "run_supervisor", [GR_EV_GHOST] = "ghost", [GR_EV_PARENT] = "parent", [GR_EV_REPARENTED] = "reparented", [GR_EV_ANCESTOR] = "ancestor", [GR_EV_WORKER] = "worker", [GR_EV_GROUP_LEADER] = "group_leader", [GR_EV_SESSION_LEADER] = "session_leader", [GR_EV_LISTENING] = "listening", [GR_EV_SERVING] = "serving", [GR_EV_TERMINAL] = "terminal", [GR_EV_CGROUP] = "cgroup", [GR_EV_SIGNALS] = "signals", [GR_EV_STATE] = "state", [GR_EV_VIEW] = "view", [GR_EV_SEEN] = "seen", [GR_EV_KUBELET] = "kubelet")
 
 const char *gr_job_text(const gr_job *j, char *buf, size_t size)
 {

@@ -535,6 +535,29 @@ static void set_job(const struct dx *x, gr_holder_verdict *v, const gr_process *
         }
 }
 
+/* The kubelet's List answered, at least 2 s after the holder started (the boot time is whole
+ * seconds), and no pod it lists was assigned the GPUs that the processes of the holder's pod
+ * hold: its pod is gone (deleted, its leftover outlived it), or it holds a GPU it was not
+ * assigned. The two cannot be told apart without the pod's name (List carries no UID, and Get
+ * asks by name): evidence, and for a holder its lineage left unsure, a likely leftover; never
+ * sure, never against a live verdict */
+static void pod_evidence(const struct dx *x, const gr_process *p, gr_evidence_list *ev, struct judged *j)
+{
+        const gr_snapshot *s = x->s;
+        const gr_pod *pod = p->pod;
+        if (!pod || pod->naming != GR_POD_UNASSIGNED || s->kubelet.state != GR_KUBELET_OK || !s->procs ||
+            !s->procs->boot_time || s->procs->clock_ticks <= 0)
+                return;
+        uint64_t started_ms = s->procs->boot_time * 1000 + p->start_time * 1000 / (uint64_t)s->procs->clock_ticks;
+        if (started_ms + 2000 > s->kubelet.asked_at_ms)
+                return; /* the answer may predate its pod */
+        ev_add(ev, GR_EV_KUBELET, GR_LEAN_LEFTOVER, "pod %s: none of the %u pods the kubelet lists was assigned the GPUs it holds",
+               pod->uid, s->kubelet.n_pods);
+        if (j->judgement == GR_JUDGE_UNSURE)
+                judge(j, GR_JUDGE_LEFTOVER, GR_LIKELY,
+                      "its pod %s is not among the pods the kubelet lists (none was assigned the GPUs it holds)", pod->uid);
+}
+
 static void judge_holder(const struct dx *x, gr_holder_verdict *v)
 {
         const gr_process *p = v->process;
@@ -627,6 +650,8 @@ static void judge_holder(const struct dx *x, gr_holder_verdict *v)
                       parent ? parent->comm : "?");
         }
 done:
+        if (v->role != GR_ROLE_MONITOR)
+                pod_evidence(x, p, ev, &j);
         state_evidence(p, ev);
         if (j.judgement == GR_JUDGE_LEFTOVER && x->hidden && j.confidence == GR_SURE && !v->ghost &&
             p->run_pid <= 0)

@@ -1066,6 +1066,7 @@ void gr_proc_table_free(gr_proc_table *t)
                 free(t->procs[i].hold);
                 free(t->procs[i].net);
                 free(t->procs[i].seen);
+                free(t->procs[i].pod);
         }
         free(t->procs);
         free(t);

@@ -106,6 +106,19 @@ static void load_lineage(const gr_proc_options *po, gr_proc_table *t)
         }
 }
 
+/* The kubelet's List, within its own timeout (1 s) and what is left of the caller's deadline */
+static int kubelet_ask(const gr_snapshot_options *opts, gr_kubelet_answer **ret)
+{
+        gr_kubelet_options ko = opts->kubelet;
+        uint64_t timeout = ko.timeout_ms ? ko.timeout_ms : 1000, now = gr_now_ms();
+        if (opts->gpu.deadline_ms) {
+                uint64_t left = opts->gpu.deadline_ms > now ? opts->gpu.deadline_ms - now : 0;
+                timeout = left < timeout ? left : timeout;
+        }
+        ko.timeout_ms = timeout ? timeout : 1;
+        return gr_kubelet_ask(&ko, ret);
+}
+
 int gr_snapshot_take(const gr_snapshot_options *opts, gr_snapshot **ret)
 {
         gr_snapshot *s = calloc(1, sizeof(*s));
@@ -143,6 +156,14 @@ int gr_snapshot_take(const gr_snapshot_options *opts, gr_snapshot **ret)
         uint64_t bound = opts && opts->proc_slow_ms ? opts->proc_slow_ms
                          : opts && opts->gpu.timeout_ms ? opts->gpu.timeout_ms : 5000;
         s->proc_slow = s->proc_elapsed_ms > bound;
+        /* the kubelet while the driver's helper still works: its wait overlaps the driver's */
+        gr_kubelet_answer *asked = NULL;
+        if (opts && opts->kubelet_ask && !opts->kubelet_answer && (r = kubelet_ask(opts, &asked)) < 0) {
+                if (q)
+                        gr_gpu_query_finish(q, &s->gpu);
+                gr_snapshot_free(s);
+                return r;
+        }
 
         if (q) {
                 r = gr_gpu_query_finish(q, &s->gpu);
@@ -155,6 +176,7 @@ int gr_snapshot_take(const gr_snapshot_options *opts, gr_snapshot **ret)
                 r = -ENOMEM;
         }
         if (r < 0) {
+                gr_kubelet_answer_free(asked);
                 gr_snapshot_free(s);
                 return r;
         }
@@ -176,6 +198,12 @@ int gr_snapshot_take(const gr_snapshot_options *opts, gr_snapshot **ret)
                         if (p && !p->has_details)
                                 gr_proc_load_details(&po, p);
                 }
+        }
+        r = gr_snapshot_name_pods(s, asked ? asked : opts ? opts->kubelet_answer : NULL);
+        gr_kubelet_answer_free(asked);
+        if (r < 0) {
+                gr_snapshot_free(s);
+                return r;
         }
         *ret = s;
         return 0;

@@ -29,7 +29,7 @@ wait_role launcher w1
 check_all 0 0 "busy is fine"
 has check.nagios "^GPUREAP OK - 1 GPU, 1 busy, none with leftovers$" "busy line"
 has metrics "^gpureap_gpu_state\\{gpu=\"0\",UUID=\"GPU-[^\"]+\",pci_bus_id=\"00000000:19:00.0\",device=\"nvidia0\",modelName=\"NVIDIA H200\",Hostname=\"$(uname -n)\",state=\"busy\"\\} 1$" "state busy, with dcgm-exporter's labels (the PCI bus id as NVML gives it, the node name)"
-has metrics "^gpureap_process_gpu_memory_bytes\\{.*pid=\"$(pid_of w1)\",comm=\"gpuhold\",gpureap_job=\"process group $(pid_of launcher)\",judgement=\"live\"\\} 1073741824$" "per-process memory with gpureap's job and judgement"
+has metrics "^gpureap_process_gpu_memory_bytes\\{.*pid=\"$(pid_of w1)\",comm=\"gpuhold\",gpureap_job=\"process group $(pid_of launcher)\",judgement=\"live\",pod=\"\",namespace=\"\",container=\"\"\\} 1073741824$" "per-process memory with gpureap's job and judgement"
 hasnt metrics '[{,](job|instance)="' "no label a scrape would rename (job, instance)"
 has metrics "^gpureap_build_info\\{version=\"$("$GPUREAP" --version | awk '{print $2}')\",driver=\"[0-9.]+\"\\} 1$" "build info: gpureap's version and the driver's"
 kill -KILL "$(pid_of w1)" "$(pid_of launcher)"

@@ -31,6 +31,6 @@ has out '^gpureap_gpu_memory_used_bytes\{gpu="0",' "the per-GPU series stay"
 has out '^gpureap_gpu_state\{gpu="0",.*state="busy"\} 1$' "the GPU's state stays"
 command -v promtool >/dev/null && { promtool_check "$T/out" || fail "promtool: $(cat "$T/promtool")"; ok "promtool accepts it"; }
 metrics_of_serve --process-metrics
-has out "^gpureap_process_gpu_memory_bytes\\{gpu=\"0\",.*pid=\"$live\",comm=\"gpuhold\",.*judgement=\"live\"\\} 268435456$" "--process-metrics: the per-process series"
+has out "^gpureap_process_gpu_memory_bytes\\{gpu=\"0\",.*pid=\"$live\",comm=\"gpuhold\",.*judgement=\"live\",pod=\"\",namespace=\"\",container=\"\"\\} 268435456$" "--process-metrics: the per-process series"
 has out "^# TYPE gpureap_process_gpu_memory_bytes gauge$" "with its type"
 done_testing

@@ -1,0 +1,274 @@
+/* The kubelet's answer joined with the processes in pods' cgroups (docs/architecture.md, "The
+ * kubelet"). The kubelet's List names each pod and container with the devices assigned to it,
+ * and no pod UID; a cgroup path names a pod UID and a container ID, and no name. The devices
+ * join them: the pod UID whose processes hold the GPUs S is the listed pod P when P was
+ * assigned every GPU of S and no other listed pod was, and no other UID's processes come to P
+ * too (a deleted pod's leftover beside the pod that got its GPU since: which is which, the
+ * devices cannot tell). Then the same inside P for its container IDs and its containers. Where
+ * the devices do not name exactly one, the process says why, never a guess. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "gpureap/basic.h"
+#include "gpureap/snapshot.h"
+#include "basic/names.h"
+
+_Static_assert(GR_POD_NAME_MAX == GR_K8S_NAME_MAX, "a pod's name fits");
+
+GR_NAME_TABLE(gr_pod_naming_name, gr_pod_naming, GR_POD_NO_CONTAINER, "unknown",
+              [GR_POD_NOT_ASKED] = "not_asked", [GR_POD_NAMED] = "named", [GR_POD_NO_GPU] = "no_gpu",
+              [GR_POD_UNASSIGNED] = "unassigned", [GR_POD_AMBIGUOUS] = "ambiguous", [GR_POD_UNMAPPED] = "unmapped",
+              [GR_POD_NO_CONTAINER] = "no_container")
+
+/* a listed pod, or a listed container (pod: the index of its pod), with its GPUs (bit i: the
+ * report's GPU i) and whether it was assigned a device the report does not name */
+struct listed {
+        const gr_kubelet_device *d; /* its first device: the names */
+        unsigned pod;
+        uint64_t gpus;
+        bool unmapped;
+};
+
+/* a pod UID, or a container ID (pod: the index of its UID), seen in the cgroups */
+struct seen {
+        const char *id;
+        unsigned pod;
+        uint64_t gpus;
+        int match;                  /* the listed one it is, -1 none */
+        gr_pod_naming naming;
+        bool clash;                 /* another seen one came to the same listed one */
+};
+
+struct join {
+        struct listed *pods, *ctrs;
+        size_t n_pods, n_ctrs;
+        struct seen *uids, *cids;
+        size_t n_uids, n_cids;
+};
+
+static void join_release(struct join *j)
+{
+        free(j->pods);
+        free(j->ctrs);
+        free(j->uids);
+        free(j->cids);
+}
+
+static int gpu_of_uuid(const gr_gpu_report *rep, const char *uuid)
+{
+        for (unsigned i = 0; i < rep->n_gpus && i < 64; i++)
+                if (rep->gpus[i].uuid[0] && strcasecmp(rep->gpus[i].uuid, uuid) == 0)
+                        return (int)i;
+        return -1;
+}
+
+static uint64_t process_gpus(const gr_gpu_report *rep, const gr_process *p)
+{
+        uint64_t m = 0;
+        for (unsigned k = 0; p->hold && k < p->hold->n_gpus; k++)
+                for (unsigned i = 0; i < rep->n_gpus && i < 64; i++)
+                        if (rep->gpus[i].minor >= 0 && (unsigned)rep->gpus[i].minor == p->hold->gpus[k].minor)
+                                m |= 1ULL << i;
+        return m;
+}
+
+static size_t listed_find(struct listed *l, size_t n, const gr_kubelet_device *d, bool ctr, unsigned pod)
+{
+        size_t i = 0;
+        for (; i < n; i++)
+                if (strcmp(l[i].d->pod, d->pod) == 0 && strcmp(l[i].d->ns, d->ns) == 0 &&
+                    (!ctr || (l[i].pod == pod && strcmp(l[i].d->container, d->container) == 0)))
+                        break;
+        return i;
+}
+
+/* The listed pods and containers that were assigned devices, each with its GPUs */
+static int listed_load(struct join *j, const gr_gpu_report *rep, const gr_kubelet_answer *a)
+{
+        j->pods = calloc(a->n_devices ? a->n_devices : 1, sizeof(*j->pods));
+        j->ctrs = calloc(a->n_devices ? a->n_devices : 1, sizeof(*j->ctrs));
+        if (!j->pods || !j->ctrs)
+                return -ENOMEM;
+        for (size_t k = 0; k < a->n_devices; k++) {
+                const gr_kubelet_device *d = &a->devices[k];
+                char uuid[GR_K8S_ID_MAX];
+                int g = gr_kubelet_device_gpu_uuid(d->id, uuid, sizeof(uuid)) ? gpu_of_uuid(rep, uuid) : -1;
+                bool nvidia = strncmp(d->resource, "nvidia.com/", 11) == 0 || strncmp(d->id, "MIG-", 4) == 0 ||
+                              strncmp(d->id, "GPU-", 4) == 0;
+                if (g < 0 && !nvidia)
+                        continue; /* another vendor's device, or not a GPU: nothing to join on */
+                size_t pi = listed_find(j->pods, j->n_pods, d, false, 0);
+                if (pi == j->n_pods)
+                        j->pods[j->n_pods++] = (struct listed){ .d = d };
+                size_t ci = listed_find(j->ctrs, j->n_ctrs, d, true, (unsigned)pi);
+                if (ci == j->n_ctrs)
+                        j->ctrs[j->n_ctrs++] = (struct listed){ .d = d, .pod = (unsigned)pi };
+                struct listed *l[2] = { &j->pods[pi], &j->ctrs[ci] };
+                for (int x = 0; x < 2; x++) {
+                        if (g >= 0)
+                                l[x]->gpus |= 1ULL << g;
+                        else
+                                l[x]->unmapped = true;
+                }
+        }
+        return 0;
+}
+
+static size_t seen_add(struct seen *v, size_t *n, const char *id, unsigned pod)
+{
+        for (size_t i = 0; i < *n; i++)
+                if (v[i].pod == pod && strcmp(v[i].id, id) == 0)
+                        return i;
+        v[*n] = (struct seen){ .id = id, .pod = pod, .match = -1 };
+        return (*n)++;
+}
+
+/* Each seen one (of pod 'pod', or any with pod ~0u) against the listed ones (of listed pod
+ * 'lpod', or any): named where exactly one listed was assigned all its GPUs and no other seen
+ * one came to the same */
+static void match(struct seen *v, size_t n, const struct listed *l, size_t nl, bool ctr, unsigned pod, unsigned lpod)
+{
+        for (size_t i = 0; i < n; i++) {
+                if (ctr && v[i].pod != pod)
+                        continue;
+                if (ctr && !v[i].id[0]) {
+                        v[i].naming = GR_POD_NO_CONTAINER;
+                        continue;
+                }
+                if (!v[i].gpus) {
+                        v[i].naming = GR_POD_NO_GPU;
+                        continue;
+                }
+                unsigned found = 0;
+                bool unmapped = false;
+                for (size_t k = 0; k < nl; k++) {
+                        if (ctr && l[k].pod != lpod)
+                                continue;
+                        unmapped |= l[k].unmapped;
+                        if (l[k].gpus && (v[i].gpus & ~l[k].gpus) == 0) {
+                                found++;
+                                v[i].match = (int)k;
+                        }
+                }
+                if (found != 1)
+                        v[i].match = -1;
+                v[i].naming = found > 1 ? GR_POD_AMBIGUOUS : found == 1 ? GR_POD_NAMED
+                              : unmapped ? GR_POD_UNMAPPED : GR_POD_UNASSIGNED;
+        }
+        /* two that come to the same listed one: which is it, the devices cannot tell */
+        for (size_t i = 0; i < n; i++)
+                for (size_t k = i + 1; k < n && v[i].match >= 0; k++)
+                        if (v[k].match == v[i].match && (!ctr || v[k].pod == v[i].pod))
+                                v[i].clash = v[k].clash = true;
+        for (size_t i = 0; i < n; i++)
+                if (v[i].clash) {
+                        v[i].naming = GR_POD_AMBIGUOUS;
+                        v[i].match = -1;
+                }
+}
+
+static void summary(gr_snapshot *s, const gr_kubelet_answer *a)
+{
+        gr_snapshot_kubelet *k = &s->kubelet;
+        *k = (gr_snapshot_kubelet){ .state = GR_KUBELET_OFF };
+        if (!a)
+                return;
+        k->state = a->state;
+        gr_strlcpy(k->socket, a->socket, sizeof(k->socket));
+        gr_strlcpy(k->error, a->error, sizeof(k->error));
+        gr_text_sanitize(k->socket);
+        gr_text_sanitize(k->error);
+        k->asked_at_ms = a->asked_at_ms;
+        k->elapsed_ms = a->elapsed_ms;
+        k->n_pods = a->n_pods;
+        k->n_devices = (unsigned)a->n_devices;
+}
+
+/* Every process in a pod's cgroup gets its gr_pod, and the UIDs and container IDs their GPUs */
+static int seen_load(struct join *j, gr_snapshot *s)
+{
+        size_t n = s->procs ? s->procs->n : 0;
+        j->uids = calloc(n ? n : 1, sizeof(*j->uids));
+        j->cids = calloc(n ? n : 1, sizeof(*j->cids));
+        if (!j->uids || !j->cids)
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++) {
+                gr_process *p = &s->procs->procs[i];
+                char name[128];
+                free(p->pod);
+                p->pod = NULL;
+                if (!p->has_details || !p->cgroup || gr_cgroup_manager(p->cgroup, name, sizeof(name)) != GR_CG_POD)
+                        continue;
+                gr_pod *pod = calloc(1, sizeof(*pod));
+                if (!pod)
+                        return -ENOMEM;
+                p->pod = pod;
+                /* a pod whose UID component was not recognised is named by its container */
+                if (strchr(name, '-'))
+                        gr_strlcpy(pod->uid, name, sizeof(pod->uid));
+                if (gr_cgroup_container_full_id(p->cgroup, pod->container_id, sizeof(pod->container_id)) < 0)
+                        pod->container_id[0] = '\0';
+                if (!pod->uid[0])
+                        continue; /* joined to nothing: which pod it is, its cgroup does not say */
+                uint64_t g = process_gpus(s->gpu, p);
+                size_t u = seen_add(j->uids, &j->n_uids, pod->uid, ~0u);
+                size_t c = seen_add(j->cids, &j->n_cids, pod->container_id, (unsigned)u);
+                j->uids[u].gpus |= g;
+                j->cids[c].gpus |= g;
+        }
+        return 0;
+}
+
+static void names_fill(const struct join *j, gr_snapshot *s, bool answered)
+{
+        for (size_t i = 0; s->procs && i < s->procs->n; i++) {
+                gr_pod *pod = s->procs->procs[i].pod;
+                if (!pod)
+                        continue;
+                pod->naming = pod->container_naming = answered ? GR_POD_AMBIGUOUS : GR_POD_NOT_ASKED;
+                if (!answered || !pod->uid[0])
+                        continue;
+                size_t u = 0, c = 0;
+                while (u < j->n_uids && strcmp(j->uids[u].id, pod->uid) != 0)
+                        u++;
+                while (c < j->n_cids && (j->cids[c].pod != u || strcmp(j->cids[c].id, pod->container_id) != 0))
+                        c++;
+                if (u == j->n_uids || c == j->n_cids)
+                        continue;
+                pod->naming = j->uids[u].naming;
+                pod->container_naming = pod->naming == GR_POD_NAMED ? j->cids[c].naming : pod->naming;
+                if (pod->naming != GR_POD_NAMED)
+                        continue;
+                const gr_kubelet_device *d = j->pods[j->uids[u].match].d;
+                gr_strlcpy(pod->name, d->pod, sizeof(pod->name));
+                gr_strlcpy(pod->ns, d->ns, sizeof(pod->ns));
+                gr_text_sanitize(pod->name);
+                gr_text_sanitize(pod->ns);
+                if (pod->container_naming == GR_POD_NAMED) {
+                        gr_strlcpy(pod->container, j->ctrs[j->cids[c].match].d->container, sizeof(pod->container));
+                        gr_text_sanitize(pod->container);
+                }
+        }
+}
+
+int gr_snapshot_name_pods(gr_snapshot *s, const gr_kubelet_answer *a)
+{
+        summary(s, a);
+        bool answered = a && a->state == GR_KUBELET_OK;
+        struct join j = { 0 };
+        int r = seen_load(&j, s);
+        if (r == 0 && answered)
+                r = listed_load(&j, s->gpu, a);
+        if (r == 0 && answered) {
+                match(j.uids, j.n_uids, j.pods, j.n_pods, false, 0, 0);
+                for (size_t u = 0; u < j.n_uids; u++)
+                        if (j.uids[u].match >= 0)
+                                match(j.cids, j.n_cids, j.ctrs, j.n_ctrs, true, (unsigned)u, (unsigned)j.uids[u].match);
+        }
+        if (r == 0)
+                names_fill(&j, s, answered);
+        join_release(&j);
+        return r;
+}

@@ -1,0 +1,195 @@
+#!/bin/bash
+# Holders in pods named by the kubelet (docs/architecture.md, "The kubelet"): real processes in
+# real pod cgroups of both drivers' layouts, the fake driver listing their GPUs, the fake kubelet
+# assigning them. Pod A (systemd layout) holds GPU 0, assigned by UUID to ml/train-0's worker;
+# pod B (cgroupfs layout) holds GPU 1, assigned as a time-sliced replica (UUID::2); pod C holds
+# GPU 2, which no listed pod was assigned (a deleted pod's leftover); pods D and E share GPU 3,
+# whose two replicas went to two listed pods (which is which, the devices cannot tell). Named in
+# the table, the JSON and the metrics, one-shot and through serve (both served forms); a
+# missing socket and a hanging kubelet: not named, said why, the command still answers in time.
+. "$TESTLIB"
+[ -n "${KUBELET_MODULE:-}" ] || { echo "1..0 # SKIP built without the kubelet module (nghttp2, protobuf-c)"; exit 77; }
+/usr/bin/python3 -c 'import grpc, google.protobuf' 2>/dev/null || { echo "1..0 # SKIP no python3-grpcio"; exit 77; }
+MNT=$(awk '$9 == "cgroup2" { print $5; exit }' /proc/self/mountinfo)
+OWN=$(sed -n 's/^0:://p' /proc/self/cgroup)
+BASE=$MNT${OWN%/}/gpureap-test-$$
+if [ "$(id -u)" -ne 0 ] || [ -z "$MNT" ] || ! mkdir -p "$BASE" 2>/dev/null; then
+        echo "1..0 # SKIP needs root and a writable cgroup v2 hierarchy"
+        exit 77
+fi
+cleanup_cgroups() {
+        cleanup
+        for _ in $(seq 1 200); do
+                find "$BASE" -depth -type d -exec rmdir {} + 2>/dev/null || true
+                [ -d "$BASE" ] || break
+                sleep 0.01
+        done
+}
+trap cleanup_cgroups EXIT
+export GPUREAP_KUBELET_MODULE=$KUBELET_MODULE
+unset GPUREAP_KUBELET_SOCKET
+scenario "gpu 0" "gpu 1" "gpu 2" "gpu 3"
+uuid() { printf 'GPU-fa4e0000-0000-4000-8000-%012u' "$1"; }
+cg() { mkdir -p "$BASE/$1"; echo "$2" >"$BASE/$1/cgroup.procs"; }
+hex() { printf "$1%.0s" $(seq 64); }
+A=5f0c1e2a-7b3d-4c1e-9a8b-1234567890ab
+B=0d9c8b7a-6f5e-4d3c-2b1a-ba0987654321
+C=11111111-2222-4333-8444-555555555555
+D=dddddddd-0000-4000-8000-000000000001
+E=eeeeeeee-0000-4000-8000-000000000002
+launch pidfile "$PIDS" pa cuda 0 0 256 sleep
+launch pidfile "$PIDS" pb cuda 1 1 128 sleep
+launch pidfile "$PIDS" pc cuda 2 2 64 sleep
+launch pidfile "$PIDS" pd cuda 3 3 32 sleep
+launch pidfile "$PIDS" pe cuda 3 3 32 sleep
+wait_role pa pb pc pd pe
+pa=$(pid_of pa); pb=$(pid_of pb); pc=$(pid_of pc); pd=$(pid_of pd); pe=$(pid_of pe)
+cg "kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod${A//-/_}.slice/cri-containerd-$(hex a).scope" "$pa"
+cg "kubepods/besteffort/pod$B/$(hex b)" "$pb"
+cg "kubepods/besteffort/pod$C/$(hex c)" "$pc"
+cg "kubepods/besteffort/pod$D/$(hex d)" "$pd"
+cg "kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod${E//-/_}.slice/cri-containerd-$(hex e).scope" "$pe"
+
+fixture() { # the kubelet's pods; $1: a pod that holds GPU 2 too (a new one, once listed)
+        cat >"$T/pods.json.tmp" <<JSON
+{"pods": [
+  {"name": "train-0", "namespace": "ml", "containers": [
+     {"name": "worker", "devices": [{"resource": "nvidia.com/gpu", "ids": ["$(uuid 0)"]}]},
+     {"name": "sidecar"}]},
+  {"name": "infer-1", "namespace": "serving", "containers": [
+     {"name": "server", "devices": [{"resource": "nvidia.com/gpu", "ids": ["$(uuid 1)::2"]}]}]},
+  {"name": "share-a", "namespace": "lab", "containers": [
+     {"name": "nb", "devices": [{"resource": "nvidia.com/gpu", "ids": ["$(uuid 3)::0"]}]}]},
+  {"name": "share-b", "namespace": "lab", "containers": [
+     {"name": "nb", "devices": [{"resource": "nvidia.com/gpu", "ids": ["$(uuid 3)::1"]}]}]}$1
+ ]}
+JSON
+        mv "$T/pods.json.tmp" "$T/pods.json"
+}
+fixture ""
+start_kubelet() { # SOCKET ARGS...
+        local sock=$1; shift
+        rm -f "$T/kubelet.ready"
+        /usr/bin/python3 "$FAKE_KUBELET" "$sock" "$T/pods.json" --ready "$T/kubelet.ready" --log "$T/kubelet.log" "$@" 2>"$T/kubelet.err" &
+        LAUNCHED="$LAUNCHED $!"
+        for _ in $(seq 1 300); do [ -s "$T/kubelet.ready" ] && return 0; sleep 0.05; done
+        fail "the fake kubelet did not start: $(cat "$T/kubelet.err")"
+}
+start_kubelet "$T/kubelet.sock"
+K="--kubelet-socket $T/kubelet.sock"
+pod() { echo "(.processes[] | select(.pid == $1) | .kubernetes)"; }
+
+# shellcheck disable=SC2086
+gr status --json --direct $K
+jqok '.kubelet.state == "ok" and .kubelet.pods == 4 and .kubelet.socket == "'"$T/kubelet.sock"'"' "the kubelet answered, its four pods"
+jqok "$(pod "$pa") == {\"pod_uid\": \"$A\", \"container_id\": \"$(hex a)\", \"pod\": \"train-0\", \"namespace\": \"ml\", \"container\": \"worker\", \"naming\": \"named\", \"container_naming\": \"named\"}" \
+        "pod A (systemd layout, the GPU's UUID): pod, namespace, container and UID"
+jqok "$(pod "$pb") | .pod == \"infer-1\" and .namespace == \"serving\" and .container == \"server\" and .pod_uid == \"$B\"" \
+        "pod B (cgroupfs layout, a time-sliced replica UUID::2): named"
+jqok "$(pod "$pc") | .naming == \"unassigned\" and .pod == null and .container == null and .pod_uid == \"$C\"" \
+        "pod C's GPU was assigned to no listed pod: unknown, said why, its UID kept"
+jqok "[$(pod "$pd"), $(pod "$pe")] | all(.naming == \"ambiguous\" and .pod == null)" \
+        "pods D and E on two replicas of one GPU: ambiguous, neither guessed"
+[ "$(grep -c '^List$' "$T/kubelet.log")" = 1 ] || fail "one status asked List $(grep -c '^List$' "$T/kubelet.log") times"
+ok "one status, one List"
+
+# shellcheck disable=SC2086
+gr status --direct --wide $K
+has out "^ *$pa .* pod ml/train-0 container worker$" "the table names pod A's holder"
+has out "^ *$pb .* pod serving/infer-1 container server$" "and pod B's"
+has out "^ *$pc .* pod $C \\(not named: no pod the kubelet lists was assigned the GPUs it holds\\)$" "pod C: its UID, and why it is not named"
+hasnt out "^note: pods are shown" "no note where the kubelet answered"
+
+# shellcheck disable=SC2086
+gr metrics --direct $K
+has out "^gpureap_process_gpu_memory_bytes{gpu=\"0\",.*,pid=\"$pa\",.*,pod=\"train-0\",namespace=\"ml\",container=\"worker\"} 268435456$" \
+        "the process series has dcgm-exporter's pod, namespace and container"
+has out "^gpureap_process_gpu_memory_bytes{gpu=\"2\",.*,pid=\"$pc\",.*,pod=\"\",namespace=\"\",container=\"\"} " "none for the pod not named"
+hasnt out '^gpureap_gpu_state{.*pod=' "the GPU series carry no pod"
+
+GPUREAP_KUBELET_SOCKET=$T/kubelet.sock gr status --json --direct
+jqok "$(pod "$pa") | .pod == \"train-0\"" "GPUREAP_KUBELET_SOCKET names the socket"
+# shellcheck disable=SC2086
+GPUREAP_KUBELET_SOCKET=$T/no-such.sock gr status --json --direct $K
+jqok "$(pod "$pa") | .pod == \"train-0\"" "--kubelet-socket over GPUREAP_KUBELET_SOCKET"
+
+# no socket: everything as before, the pods by UID, and it says why
+gr status --json --direct --kubelet-socket "$T/no-such.sock"
+expect_rc 1 "status still judges"
+jqok '.kubelet.state == "no_socket" and (.kubelet.error | test("no kubelet socket at"))' "not asked: no socket, said"
+jqok "$(pod "$pa") | .naming == \"not_asked\" and .pod == null and .pod_uid == \"$A\"" "the UID from the cgroup, no name"
+jqok '[.gpus[].state] == ["busy", "busy", "busy", "busy"]' "the GPUs' states as ever"
+gr status --direct --wide --kubelet-socket "$T/no-such.sock"
+has out "^ *$pa .* pod $A$" "the table: the pod's UID"
+has out "^note: pods are shown by their UIDs only: the kubelet was not asked \(no kubelet socket at '$T/no-such.sock'\)$" \
+        "a note says why, since processes run in pods' cgroups"
+# negative control: no socket and no process in a pod (a machine without Kubernetes): no note
+mkdir -p "$T/dev0" "$T/ctx0"
+sed "s|^contexts .*|contexts $T/ctx0|" "$T/scenario" >"$T/scenario0"
+GPUREAP_DEV_DIR=$T/dev0 GPUREAP_FAKE_NVML_SCENARIO=$T/scenario0 gr status --direct --wide --kubelet-socket "$T/no-such.sock"
+expect_rc 0 "nothing held"
+hasnt out "kubelet" "no word of the kubelet where nothing runs in a pod and there is no socket"
+
+# a kubelet that accepts and never answers: the deadline holds, the command answers
+start_kubelet "$T/hang.sock" --hang
+t0=$(date +%s%N)
+gr status --json --direct --kubelet-socket "$T/hang.sock"
+t1=$(date +%s%N)
+expect_rc 1 "status answers past a hanging kubelet"
+jqok '.kubelet.state == "timeout" and .kubelet.elapsed_ms >= 900 and .kubelet.elapsed_ms < 3000' "the kubelet's deadline (1 s) held"
+jqok "$(pod "$pa") | .naming == \"not_asked\" and .pod_uid == \"$A\"" "nothing taken from it"
+[ $(( (t1 - t0) / 1000000 )) -lt 10000 ] || fail "status took $(( (t1 - t0) / 1000000 )) ms"
+gr status --direct --wide --kubelet-socket "$T/hang.sock"
+has out "^note: pods are shown by their UIDs only: the kubelet did not answer \(" "the table says the kubelet did not answer"
+gr check --direct --format npd --timeout 1500ms --kubelet-socket "$T/hang.sock"
+expect_rc 0 "check answers inside its own deadline, past the kubelet's"
+has out "^gpureap OK: 4 GPUs, 4 busy" "and judges (busy GPUs are fine)"
+
+# a process of pod C whose lineage cannot tell (its launcher's group is gone, but it ignores
+# SIGHUP: started to outlive its shell?): with the kubelet's List, answered after it started,
+# assigning pod C's GPU to no listed pod, it is a likely leftover, with that evidence; pod C's
+# other process, whose parent is alive, stays live (the kubelet's word never overrules that)
+nohup "$GPUHOLD" pidfile "$PIDS" pflauncher setsid child pidfile "$PIDS" pf cuda 2 2 64 sleep >/dev/null 2>&1 &
+LAUNCHED="$LAUNCHED $!"
+wait_role pflauncher pf
+pf=$(pid_of pf)
+cg "kubepods/besteffort/pod$C/$(hex c)" "$pf"
+kill -KILL "$(pid_of pflauncher)"
+wait_state "$(pid_of pflauncher)" "gone"
+sleep 2.1 # the kubelet's answer must come 2 s after the process started (the boot time is whole seconds)
+verdict() { echo "(.processes[] | select(.pid == $1) | .verdict)"; }
+gr status --json --direct --kubelet-socket "$T/no-such.sock"
+jqok "$(verdict "$pf") | .judgement == \"unsure\" and ([.evidence[].key] | index(\"kubelet\") == null)" "without the kubelet: unsure (control)"
+gr status --json --direct $K
+jqok "$(verdict "$pf") | .judgement == \"leftover\" and .confidence == \"likely\" and (.reason | test(\"its pod $C is not among the pods the kubelet lists\"))" \
+        "with the kubelet's List: a likely leftover, its pod not listed"
+jqok "$(verdict "$pf") | [.evidence[] | select(.key == \"kubelet\" and .lean == \"leftover\")] | length == 1" "the kubelet's evidence, leaning leftover"
+jqok "$(verdict "$pc") | .judgement == \"live\"" "pod C's process with a live parent stays live"
+jqok "$(verdict "$pa") | [.evidence[].key] | index(\"kubelet\") == null" "a named pod's process has no such evidence"
+fixture ', {"name": "c-pod", "namespace": "ml", "containers": [{"name": "w", "devices": [{"resource": "nvidia.com/gpu", "ids": ["'"$(uuid 2)"'"]}]}]}'
+gr status --json --direct $K
+jqok "$(verdict "$pf") | .judgement == \"unsure\"" "its pod listed (with the GPU): unsure again (control)"
+fixture ""
+
+# serve: the kubelet's answer cached (not one List per look), carried to clients in both served
+# forms, and asked again soon when a pod it could not name is seen
+: >"$T/kubelet.log"
+serve_start --interval 100ms --listen none --kubelet-socket "$T/kubelet.sock" --nvml-timeout 2s
+for wire in 1 0; do
+        GPUREAP_SERVE_WIRE=$wire gr_served status --json
+        jqok "$(pod "$pa") | .pod == \"train-0\" and .container == \"worker\"" "served (wire $wire): pod A named"
+        jqok '.kubelet.state == "ok" and .kubelet.pods == 4' "served (wire $wire): the kubelet's state"
+        jqok "$(pod "$pc") | .naming == \"unassigned\"" "served (wire $wire): pod C not named"
+done
+gr status --wide
+has out "^as seen by gpureap serve \\(PID $SERVE\\)" "the table through serve"
+has out "^ *$pa .* pod ml/train-0 container worker$" "served: the table names pod A's holder"
+sleep 2
+looks=$(grep -c '^List$' "$T/kubelet.log")
+[ "$looks" -ge 1 ] && [ "$looks" -le 5 ] || fail "serve asked List $looks times in some 2 s of looks every 100 ms"
+ok "serve asked List $looks times in some 2 s (a look every 100 ms): cached"
+fixture ', {"name": "new-2", "namespace": "ml", "containers": [{"name": "w", "devices": [{"resource": "nvidia.com/gpu", "ids": ["'"$(uuid 2)"'"]}]}]}'
+until_served "$(pod "$pc") | .pod == \"new-2\" and .container == \"w\""
+ok "a pod listed since is named by serve within seconds"
+term_and_wait "$SERVE"
+done_testing
