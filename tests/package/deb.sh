@@ -76,6 +76,9 @@ so=$(ls "$T"/root/usr/lib/*/libgpureap.so.0)
 [ -x "$T/root/usr/libexec/gpureap-nvml-helper" ] && grep -qaF /usr/libexec/gpureap-nvml-helper "$so" ||
         fail "libgpureap0: no helper at /usr/libexec, or the library names another"
 ok "libgpureap0: $(basename "$(readlink "$so")") and its helper in /usr/libexec"
+mod=$(ls "$T"/root/usr/lib/*/gpureap/gpureap-kubelet.so 2>/dev/null) && grep -qaF "$(echo "$mod" | sed "s|^$T/root||")" "$so" ||
+        fail "libgpureap0: no kubelet module where the library loads it from"
+ok "libgpureap0: the kubelet's module ($(echo "$mod" | sed "s|^$T/root||"))"
 man -l "$T"/root/usr/share/man/man8/gpureap-nvml-helper.8* 2>/dev/null | grep -q "^NAME" || fail "no man page of the helper in libgpureap0"
 ok "libgpureap0: the helper's man page (gpureap-nvml-helper(8))"
 pc=$(ls "$T"/root/usr/lib/*/pkgconfig/gpureap.pc)
