@@ -319,7 +319,7 @@ bool *snapshot_wanted_processes(const gr_snapshot *s)
         if (!want)
                 return NULL;
         for (size_t i = 0; i < n; i++)
-                if (s->procs->procs[i].hold)
+                if (s->procs->procs[i].hold || s->procs->procs[i].drm)
                         mark(s, want, s->procs->procs[i].pid, 0);
         for (unsigned i = 0; i < s->gpu->n_gpus; i++)
                 for (unsigned j = 0; j < s->gpu->gpus[i].n_procs; j++)

@@ -167,11 +167,12 @@ int snapshot_to_wire(const gr_snapshot *s, char **ret, size_t *ret_len)
                 }
                 gr_proc_table t = *s->procs;
                 t.procs = NULL;
-                t.n = t.n_holders = 0;
+                t.n = t.n_holders = t.n_drm_holders = 0;
                 for (size_t i = 0; i < s->procs->n; i++)
                         if (want[i]) {
                                 t.n++;
                                 t.n_holders += s->procs->procs[i].hold != NULL;
+                                t.n_drm_holders += s->procs->procs[i].drm != NULL;
                         }
                 t.cap = t.n;
                 put(&w, &t, sizeof(t));
@@ -184,12 +185,14 @@ int snapshot_to_wire(const gr_snapshot *s, char **ret, size_t *ret_len)
                         pc.hold = NULL;
                         pc.net = NULL;
                         pc.seen = NULL;
+                        pc.drm = NULL;
                         put(&w, &pc, sizeof(pc));
                         put_str(&w, p->cmdline);
                         put_str(&w, p->cgroup);
                         put_opt(&w, p->hold, sizeof(*p->hold));
                         put_opt(&w, p->net, sizeof(*p->net));
                         put_opt(&w, p->seen, sizeof(*p->seen));
+                        put_opt(&w, p->drm, sizeof(*p->drm));
                 }
                 free(want);
         }
@@ -282,6 +285,7 @@ static bool process_ok(gr_process *p)
         p->hold = NULL;
         p->net = NULL;
         p->seen = NULL;
+        p->drm = NULL;
         return p->pid > 0 && p->pid <= GR_PROC_PID_MAX && p->n_nspid <= GR_NSPID_MAX && (unsigned)p->exe_state <= GR_EXE_UNREADABLE;
 }
 
@@ -311,8 +315,12 @@ static int read_processes(struct rbuf *r, gr_proc_table *t, size_t n)
                         e = take_opt(r, sizeof(*p->net), (void **)&p->net);
                 if (e == 0)
                         e = take_opt(r, sizeof(*p->seen), (void **)&p->seen);
+                if (e == 0)
+                        e = take_opt(r, sizeof(*p->drm), (void **)&p->drm);
                 if (e < 0)
                         return e;
+                if (p->drm && p->drm->n > GR_DRM_FDS_MAX)
+                        return -EINVAL;
                 if (p->hold && (p->hold->n_gpus > GR_HOLD_GPUS_MAX))
                         return -EINVAL;
                 if (p->net && p->net->n_listen > GR_LISTEN_MAX)
@@ -323,6 +331,7 @@ static int read_processes(struct rbuf *r, gr_proc_table *t, size_t n)
                                 return -EINVAL;
                 }
                 t->n_holders += p->hold != NULL;
+                t->n_drm_holders += p->drm != NULL;
         }
         return 0;
 }
@@ -378,7 +387,7 @@ static int read_body(struct rbuf *r, const struct wire_head *h, gr_snapshot *s)
                 /* counts of the wire's are not the table's until read: a table freed now frees none */
                 size_t n = t->n;
                 t->procs = NULL;
-                t->n = t->n_holders = t->cap = 0;
+                t->n = t->n_holders = t->n_drm_holders = t->cap = 0;
                 TERMINATE(t->scan_fallback);
                 s->procs = t;
                 if ((unsigned)t->scan > GR_SCAN_BPF)
