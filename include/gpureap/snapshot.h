@@ -3,6 +3,7 @@
 #ifndef GPUREAP_SNAPSHOT_H
 #define GPUREAP_SNAPSHOT_H
 
+#include "gpureap/drm.h"
 #include "gpureap/gpu.h"
 #include "gpureap/proc.h"
 
@@ -44,6 +45,8 @@ typedef struct gr_snapshot {
         bool history_events_lost; /* some were lost (a fork storm): exit causes may be missing */
         pid_t served_by;          /* the serve process that answered, 0 taken here */
         uint64_t *gpu_state_since_ms; /* per GPU of the report: its state unchanged since (NULL none) */
+        gr_drm_report *drm;       /* AMD and Intel GPUs, DRM clients, KFD (docs/drm.md); NULL where
+                                     none of them is seen (an NVIDIA machine's snapshot is as it was) */
 } gr_snapshot;
 
 typedef struct gr_snapshot_options {
