@@ -226,7 +226,8 @@ typedef struct gr_kfd_ghost {
 typedef struct gr_drm_gpu_verdict {
         gr_gpu_state state;        /* clean, busy (live or unsure clients), dirty (a leftover
                                       client or a KFD ghost) */
-        uint64_t leftover_bytes;   /* VRAM of its leftover clients and ghosts (known parts) */
+        uint64_t leftover_bytes;   /* VRAM of its leftover clients (known parts), or of its
+                                      ghosts where that is more: the two overlap */
 } gr_drm_gpu_verdict;
 
 typedef struct gr_drm_diagnosis {

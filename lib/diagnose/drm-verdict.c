@@ -204,13 +204,20 @@ int dx_judge_drm(struct dx *x)
                         gv->state = GR_GPU_BUSY;
                 }
         }
+        /* a ghost's VRAM is also in the DRM file its KFD process acquired its VM through (the
+         * render node it inherited: a leftover client above), so the two are not added: the
+         * larger of them is what the GPU would get back */
+        uint64_t ghost_bytes[GR_DRM_GPUS_MAX] = { 0 };
         for (size_t i = 0; i < dd->n_ghosts; i++) {
                 const gr_kfd_ghost *g = &dd->ghosts[i];
                 if (g->gpu < 0)
                         continue;
                 dd->gpus[g->gpu].state = GR_GPU_DIRTY;
-                add_bytes(&dd->gpus[g->gpu].leftover_bytes, g->vram);
+                add_bytes(&ghost_bytes[g->gpu], g->vram);
         }
+        for (unsigned i = 0; i < r->n_gpus; i++)
+                if (ghost_bytes[i] > dd->gpus[i].leftover_bytes)
+                        dd->gpus[i].leftover_bytes = ghost_bytes[i];
         /* a live KFD user of its own (its entry, its PID alive) keeps its GPU busy */
         for (size_t i = 0; i < r->n_kfd; i++) {
                 const gr_kfd_usage *u = &r->kfd[i];
