@@ -187,7 +187,7 @@ static void leftovers(const gr_snapshot *s, const gr_diagnosis *d, const struct 
 static void drm_series(FILE *f, const gr_snapshot *s, const gr_diagnosis *d, const struct gpu_selection *sel)
 {
         const gr_drm_report *r = s->drm;
-        if (!r || !d || !d->drm || sel->list)
+        if (!r || !d || !d->drm || (sel && sel->list))
                 return;
         static const char *const names[] = { "gpureap_drm_gpu_state", "gpureap_drm_gpu_leftover_bytes",
                                              "gpureap_drm_gpu_memory_used_bytes", "gpureap_drm_gpu_clients" };

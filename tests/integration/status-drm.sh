@@ -72,6 +72,27 @@ GPUREAP_DEV_DIR=/dev GPUREAP_PROC_ROOT=$f/proc GPUREAP_SYS_ROOT=$f/sys gr status
 jqok '.driver.status == "ok" and (.gpus | length) == 1 and .gpus[0].vendor == "nvidia" and (.drm.gpus | length) == 2' \
         "NVML's GPU (vendor nvidia) and the AMD GPUs side by side"
 
+# through gpureap serve (its snapshot as structs on the wire): the same view as a direct look
+replay amdgpu status --json --direct
+cp "$T/out" "$T/direct.json"
+GPUREAP_DEV_DIR=/dev GPUREAP_PROC_ROOT=$f/proc GPUREAP_SYS_ROOT=$f/sys GPUREAP_NVML_LIBRARY=$NONVML \
+        GPUREAP_SYSLOG_SOCKET=$T/nolog "$GPUREAP" serve --interval 100ms --listen none >"$T/serve.out" 2>&1 &
+SERVE=$!
+LAUNCHED="$LAUNCHED $SERVE" # ended by PID at exit, whatever fails first
+(
+        export GPUREAP_DEV_DIR=/dev GPUREAP_PROC_ROOT=$f/proc GPUREAP_SYS_ROOT=$f/sys GPUREAP_NVML_LIBRARY=$NONVML
+        gr_served status --json
+        cp "$T/out" "$T/served.json"
+        gr metrics
+        cp "$T/out" "$T/served.prom"
+)
+term_and_wait "$SERVE"
+d=$(diff <(jq -S .drm "$T/direct.json") <(jq -S .drm "$T/served.json")) || fail "the drm view through serve differs: $d"
+ok "through serve the same AMD view, the ghost and the verdicts"
+grep -q '^gpureap_drm_gpu_state{pci_bus_id="0000:03:00.0",vendor="amd",driver="amdgpu",state="dirty"} 1$' "$T/served.prom" ||
+        fail "serve's metrics lack the AMD GPU"
+ok "serve's metrics name the AMD GPU"
+
 # ---- i915 ----
 replay i915 status --json
 expect_rc 1 "i915: a live client keeps its GPU busy"
