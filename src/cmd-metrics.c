@@ -188,6 +188,50 @@ static void leftovers(const gr_snapshot *s, const gr_diagnosis *d, const struct 
         }
 }
 
+/* AMD and Intel GPUs (docs/drm.md): series of their own, labelled by PCI address, vendor and
+ * driver; NVML's series above keep their labels (dcgm-exporter's). Only without a --gpu
+ * selection, which names NVML's GPUs */
+static void drm_series(FILE *f, const gr_snapshot *s, const gr_diagnosis *d, const struct gpu_selection *sel)
+{
+        const gr_drm_report *r = s->drm;
+        if (!r || !d || !d->drm || (sel && sel->list))
+                return;
+        static const char *const names[] = { "gpureap_drm_gpu_state", "gpureap_drm_gpu_leftover_bytes",
+                                             "gpureap_drm_gpu_memory_used_bytes", "gpureap_drm_gpu_clients" };
+        static const char *const helps[] = {
+                "1 for an AMD or Intel GPU's state: clean, busy or dirty",
+                "VRAM its leftover DRM clients and AMD ghosts keep (not reaped on AMD/Intel yet)",
+                "VRAM used as its driver reports it (amdgpu's mem_info_vram_used)",
+                "DRM clients (open files, however many processes share each) by judgement",
+        };
+        for (size_t m = 0; m < GR_ELEMENTSOF(names); m++) {
+                help(f, names[m], helps[m]);
+                for (unsigned i = 0; i < r->n_gpus; i++) {
+                        const gr_drm_gpu *g = &r->gpus[i];
+                        char lb[160];
+                        snprintf(lb, sizeof(lb), "pci_bus_id=\"%s\",vendor=\"%s\",driver=\"%s\"", g->pdev,
+                                 gr_vendor_name(g->vendor), g->driver);
+                        if (m == 0) {
+                                for (int st = GR_GPU_CLEAN; st <= GR_GPU_DIRTY; st++)
+                                        fprintf(f, "%s{%s,state=\"%s\"} %d\n", names[m], lb, gr_gpu_state_name((gr_gpu_state)st),
+                                                d->drm->gpus[i].state == (gr_gpu_state)st);
+                        } else if (m == 1) {
+                                fprintf(f, "%s{%s} %llu\n", names[m], lb, (unsigned long long)d->drm->gpus[i].leftover_bytes);
+                        } else if (m == 2 && g->vram_used != GR_UNKNOWN_U64) {
+                                fprintf(f, "%s{%s} %llu\n", names[m], lb, (unsigned long long)g->vram_used);
+                        } else if (m == 3) {
+                                for (int j = GR_JUDGE_LIVE; j <= GR_JUDGE_LEFTOVER; j++) {
+                                        unsigned n = 0;
+                                        for (size_t c = 0; c < r->n_clients; c++)
+                                                n += r->clients[c].gpu == (int)i && d->drm->clients[c].judgement == (gr_judgement)j;
+                                        fprintf(f, "%s{%s,judgement=\"%s\"} %u\n", names[m], lb,
+                                                gr_judgement_name((gr_judgement)j), n);
+                                }
+                        }
+                }
+        }
+}
+
 static void process_series(FILE *f, const gr_snapshot *s, const gr_diagnosis *d, const struct gpu_selection *sel,
                            unsigned gi)
 {
@@ -290,6 +334,7 @@ void metrics_render(FILE *f, const gr_snapshot *s, const gr_diagnosis *d, const 
                                 fprintf(f, ",role=\"%s\"} %u\n", gr_role_name((gr_role)role), n);
                         }
         }
+        drm_series(f, s, d, sel);
         struct last_reap lr = { 0 };
         if (!s->replayed)
                 read_last_reap(&lr); /* this machine's last reap says nothing about a recording */
@@ -462,14 +507,16 @@ int cmd_metrics(int argc, char **argv)
                 gr_snapshot_free(s);
                 return EXIT_USAGE;
         }
-        if (s->gpu->status == GR_GPU_OK && (r = gr_diagnose(s, getuid(), &d)) < 0) {
+        /* no NVIDIA driver but AMD or Intel GPUs: their series answer (docs/drm.md) */
+        bool drm_only = s->gpu->status == GR_GPU_NO_LIBRARY && s->drm && s->drm->n_gpus > 0;
+        if ((s->gpu->status == GR_GPU_OK || s->drm) && (r = gr_diagnose(s, getuid(), &d)) < 0) {
                 error_msg("cannot diagnose: %s", strerror(-r));
                 gr_snapshot_free(s);
                 return EXIT_DRIVER;
         }
         sel.scope_mask = scope_gpus(s, &scope);
         gr_diagnosis_narrow(d, s, &scope);
-        int code = s->gpu->status == GR_GPU_OK ? EXIT_CLEAN : EXIT_DRIVER;
+        int code = s->gpu->status == GR_GPU_OK || drm_only ? EXIT_CLEAN : EXIT_DRIVER;
         if (textfile) {
                 if ((r = write_atomically(textfile, s, d, &sel)) < 0) {
                         error_msg("cannot write '%s': %s", QUOTED(textfile), strerror(-r));
@@ -478,7 +525,7 @@ int cmd_metrics(int argc, char **argv)
         } else {
                 metrics_render(stdout, s, d, &sel);
         }
-        if (s->gpu->status != GR_GPU_OK)
+        if (s->gpu->status != GR_GPU_OK && !drm_only)
                 error_msg("%s", s->gpu->error); /* the metrics say gpureap_up 0 */
         gr_diagnosis_free(d);
         gr_snapshot_free(s);

@@ -87,7 +87,7 @@ static const char *refusal_key(gr_refusal r)
 {
         static const char *const k[] = { "none", "init", "self", "kernel", "monitor", "other_user", "zombie",
                                          "gone", "live", "unsure", "likely", "no_uid", "out_of_scope",
-                                         "not_on_gpu", "not_holding", "not_only" };
+                                         "not_on_gpu", "not_holding", "not_only", "drm" };
         return (unsigned)r < GR_ELEMENTSOF(k) ? k[r] : "unknown";
 }
 

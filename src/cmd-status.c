@@ -185,7 +185,12 @@ static int status_once(const struct status_args *a, FILE *f)
         fflush(f);
 
         int code = EXIT_CLEAN;
-        if (s->gpu->status != GR_GPU_OK) {
+        /* no NVIDIA driver, but AMD or Intel GPUs: their states answer (docs/drm.md) */
+        bool drm_answers = s->gpu->status == GR_GPU_NO_LIBRARY && s->drm && s->drm->n_gpus > 0;
+        if (drm_answers) {
+                fprintf(stderr, "hint: no NVIDIA driver found; %u AMD or Intel GPU%s read from DRM and KFD\n",
+                        s->drm->n_gpus, s->drm->n_gpus == 1 ? "" : "s");
+        } else if (s->gpu->status != GR_GPU_OK) {
                 error_msg("%s", s->gpu->error);
                 if (s->gpu->status == GR_GPU_NO_LIBRARY)
                         fprintf(stderr, "hint: no NVIDIA driver found; holders of device files were still listed from %s\n",
@@ -201,6 +206,10 @@ static int status_once(const struct status_args *a, FILE *f)
                                 code = EXIT_NOT_CLEAN;
                 }
         }
+        /* AMD and Intel GPUs count where no --gpu selection (NVML's indexes and ids) was asked */
+        for (unsigned i = 0; code == EXIT_CLEAN && d->drm && !sel.list && i < s->drm->n_gpus; i++)
+                if (d->drm->gpus[i].state != GR_GPU_CLEAN)
+                        code = EXIT_NOT_CLEAN;
         gr_diagnosis_free(d);
         if (s->proc_error < 0)
                 error_msg("cannot read '%s': %s", QUOTED(s->proc_root), strerror(-s->proc_error));

@@ -132,6 +132,9 @@ struct table_options {
 /* opt NULL: no colour, no limit */
 int render_status_table(FILE *f, const gr_snapshot *s, const gr_diagnosis *d,
                         const struct gpu_selection *sel, const struct table_options *opt);
+/* the AMD and Intel view (src/render-drm.c): its part of the table, its "drm" object */
+void render_drm_table(const struct term *t, const gr_snapshot *s, const gr_diagnosis *d);
+struct json_object *drm_json(const gr_snapshot *s, const gr_diagnosis *d);
 /* the status object (--json) of a snapshot, for a command's result to embed */
 struct json_object *status_json(const gr_snapshot *s, const gr_diagnosis *d, const struct gpu_selection *sel);
 int render_status_json(FILE *f, const gr_snapshot *s, const gr_diagnosis *d,

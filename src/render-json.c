@@ -265,6 +265,7 @@ static json_object *gpu_json(const gr_snapshot *s, const gr_diagnosis *d, unsign
         const gr_gpu *g = &s->gpu->gpus[gi];
         json_object *o = json_object_new_object();
         add(o, "index", json_object_new_int64(g->index));
+        add(o, "vendor", json_object_new_string("nvidia")); /* NVML's; AMD and Intel: "drm" */
         const gr_gpu_verdict *v = d && gi < d->n_gpus ? &d->gpus[gi] : NULL;
         add(o, "state", v ? json_object_new_string(gr_gpu_state_name(v->state)) : NULL);
         add(o, "unaccounted_memory", v ? j_u64(v->unaccounted) : NULL);
@@ -350,7 +351,7 @@ bool *snapshot_wanted_processes(const gr_snapshot *s)
         if (!want)
                 return NULL;
         for (size_t i = 0; i < n; i++)
-                if (s->procs->procs[i].hold)
+                if (s->procs->procs[i].hold || s->procs->procs[i].drm)
                         mark(s, want, s->procs->procs[i].pid, 0);
         for (unsigned i = 0; i < s->gpu->n_gpus; i++)
                 for (unsigned j = 0; j < s->gpu->gpus[i].n_procs; j++)
@@ -487,6 +488,8 @@ struct json_object *status_json(const gr_snapshot *s, const gr_diagnosis *d, con
                 if (finding_selected(sel, s, &d->findings[i]))
                         json_object_array_add(findings, finding_json(s, d, &d->findings[i], sel));
         add(root, "findings", d ? findings : NULL);
+        if (s->drm)
+                add(root, "drm", drm_json(s, d));
         if (!d)
                 json_object_put(findings);
         return root;

@@ -773,6 +773,9 @@ static void print_title(const struct out *o, const struct table_options *opt)
                 size_t n = (size_t)snprintf(count, sizeof(count), "%u GPU%s", rep->n_gpus, rep->n_gpus == 1 ? "" : "s");
                 if (one_model && n < sizeof(count))
                         snprintf(count + n, sizeof(count) - n, " (%s)", rep->gpus[0].name);
+        } else if (rep->status == GR_GPU_NO_LIBRARY && s->drm && s->drm->n_gpus > 0) {
+                snprintf(driver, sizeof(driver), "no NVIDIA driver");
+                snprintf(count, sizeof(count), "%u AMD/Intel GPU%s", s->drm->n_gpus, s->drm->n_gpus == 1 ? "" : "s");
         } else {
                 snprintf(driver, sizeof(driver), "driver: %s", rep->status == GR_GPU_NO_LIBRARY ? "not found" :
                                                             rep->status == GR_GPU_TIMEOUT ? "did not answer" : "failed");
@@ -848,6 +851,7 @@ int render_status_table(FILE *f, const gr_snapshot *s, const gr_diagnosis *d,
                 out_linef(&o.t, "\nno GPU found by the driver");
         if (d)
                 print_findings(&o);
+        render_drm_table(&o.t, s, d);
         char line[512];
         if (d && d->view[0]) {
                 snprintf(line, sizeof(line), "note: this view is limited (%s): verdicts that depend on what it cannot see are capped%s",

@@ -137,7 +137,7 @@ int snapshot_to_wire(const gr_snapshot *s, char **ret, size_t *ret_len)
         if (!id[0])
                 return -ENOTSUP;
         struct wbuf w = { 0 };
-        struct wire_head h = { .flags = (s->gpu_state_since_ms ? 1u : 0u) | (s->procs ? 2u : 0u) };
+        struct wire_head h = { .flags = (s->gpu_state_since_ms ? 1u : 0u) | (s->procs ? 2u : 0u) | (s->drm ? 4u : 0u) };
         memcpy(h.magic, WIRE_MAGIC, sizeof(h.magic));
         gr_strlcpy(h.build_id, id, sizeof(h.build_id));
         own_sizes(h.sizes);
@@ -146,6 +146,7 @@ int snapshot_to_wire(const gr_snapshot *s, char **ret, size_t *ret_len)
         sc.gpu = NULL;
         sc.procs = NULL;
         sc.gpu_state_since_ms = NULL;
+        sc.drm = NULL;
         put(&w, &sc, sizeof(sc));
         gr_gpu_report rc = *s->gpu;
         rc.gpus = NULL;
@@ -167,11 +168,12 @@ int snapshot_to_wire(const gr_snapshot *s, char **ret, size_t *ret_len)
                 }
                 gr_proc_table t = *s->procs;
                 t.procs = NULL;
-                t.n = t.n_holders = 0;
+                t.n = t.n_holders = t.n_drm_holders = 0;
                 for (size_t i = 0; i < s->procs->n; i++)
                         if (want[i]) {
                                 t.n++;
                                 t.n_holders += s->procs->procs[i].hold != NULL;
+                                t.n_drm_holders += s->procs->procs[i].drm != NULL;
                         }
                 t.cap = t.n;
                 put(&w, &t, sizeof(t));
@@ -185,6 +187,7 @@ int snapshot_to_wire(const gr_snapshot *s, char **ret, size_t *ret_len)
                         pc.net = NULL;
                         pc.seen = NULL;
                         pc.pod = NULL;
+                        pc.drm = NULL;
                         put(&w, &pc, sizeof(pc));
                         put_str(&w, p->cmdline);
                         put_str(&w, p->cgroup);
@@ -192,8 +195,19 @@ int snapshot_to_wire(const gr_snapshot *s, char **ret, size_t *ret_len)
                         put_opt(&w, p->net, sizeof(*p->net));
                         put_opt(&w, p->seen, sizeof(*p->seen));
                         put_opt(&w, p->pod, sizeof(*p->pod));
+                        put_opt(&w, p->drm, sizeof(*p->drm));
                 }
                 free(want);
+        }
+        if (s->drm) {
+                gr_drm_report dc = *s->drm;
+                dc.clients = NULL;
+                dc.kfd = NULL;
+                put(&w, &dc, sizeof(dc));
+                if (s->drm->n_clients)
+                        put(&w, s->drm->clients, s->drm->n_clients * sizeof(gr_drm_client));
+                if (s->drm->n_kfd)
+                        put(&w, s->drm->kfd, s->drm->n_kfd * sizeof(gr_kfd_usage));
         }
         if (w.failed) {
                 free(w.p);
@@ -285,6 +299,7 @@ static bool process_ok(gr_process *p)
         p->net = NULL;
         p->seen = NULL;
         p->pod = NULL;
+        p->drm = NULL;
         return p->pid > 0 && p->pid <= GR_PROC_PID_MAX && p->n_nspid <= GR_NSPID_MAX && (unsigned)p->exe_state <= GR_EXE_UNREADABLE;
 }
 
@@ -296,6 +311,56 @@ static bool pod_ok(gr_pod *pod)
         TERMINATE(pod->ns);
         TERMINATE(pod->container);
         return (unsigned)pod->naming <= GR_POD_NO_CONTAINER && (unsigned)pod->container_naming <= GR_POD_NO_CONTAINER;
+}
+
+/* The AMD and Intel view: its counts and indexes checked, its strings ended */
+static int read_drm(struct rbuf *r, gr_snapshot *s)
+{
+        gr_drm_report *d = calloc(1, sizeof(*d));
+        if (!d)
+                return -ENOMEM;
+        if (!take(r, d, sizeof(*d))) {
+                free(d);
+                return -EINVAL;
+        }
+        size_t nc = d->n_clients, nk = d->n_kfd;
+        d->clients = NULL;
+        d->kfd = NULL;
+        d->n_clients = d->n_kfd = 0;
+        s->drm = d;
+        if (d->n_gpus > GR_DRM_GPUS_MAX || nc > REPLAY_PROCESSES_MAX || nk > REPLAY_PROCESSES_MAX)
+                return -EINVAL;
+        for (unsigned i = 0; i < d->n_gpus; i++) {
+                TERMINATE(d->gpus[i].pdev);
+                TERMINATE(d->gpus[i].driver);
+        }
+        if (nc) {
+                if (!(d->clients = calloc(nc, sizeof(gr_drm_client))))
+                        return -ENOMEM;
+                if (!take(r, d->clients, nc * sizeof(gr_drm_client)))
+                        return -EINVAL;
+                d->n_clients = nc;
+        }
+        for (size_t i = 0; i < nc; i++) {
+                gr_drm_client *c = &d->clients[i];
+                TERMINATE(c->pdev);
+                TERMINATE(c->driver);
+                if (c->gpu >= (int)d->n_gpus || c->gpu < -1 || c->n_regions > GR_DRM_REGIONS_MAX)
+                        return -EINVAL;
+                for (unsigned k = 0; k < c->n_regions; k++)
+                        TERMINATE(c->regions[k].name);
+        }
+        if (nk) {
+                if (!(d->kfd = calloc(nk, sizeof(gr_kfd_usage))))
+                        return -ENOMEM;
+                if (!take(r, d->kfd, nk * sizeof(gr_kfd_usage)))
+                        return -EINVAL;
+                d->n_kfd = nk;
+        }
+        for (size_t i = 0; i < nk; i++)
+                if (d->kfd[i].gpu >= (int)d->n_gpus || d->kfd[i].gpu < -1)
+                        return -EINVAL;
+        return 0;
 }
 
 static int read_processes(struct rbuf *r, gr_proc_table *t, size_t n)
@@ -326,8 +391,12 @@ static int read_processes(struct rbuf *r, gr_proc_table *t, size_t n)
                         e = take_opt(r, sizeof(*p->seen), (void **)&p->seen);
                 if (e == 0)
                         e = take_opt(r, sizeof(*p->pod), (void **)&p->pod);
+                if (e == 0)
+                        e = take_opt(r, sizeof(*p->drm), (void **)&p->drm);
                 if (e < 0)
                         return e;
+                if (p->drm && p->drm->n > GR_DRM_FDS_MAX)
+                        return -EINVAL;
                 if (p->hold && (p->hold->n_gpus > GR_HOLD_GPUS_MAX))
                         return -EINVAL;
                 if (p->net && p->net->n_listen > GR_LISTEN_MAX)
@@ -340,6 +409,7 @@ static int read_processes(struct rbuf *r, gr_proc_table *t, size_t n)
                 if (p->pod && !pod_ok(p->pod))
                         return -EINVAL;
                 t->n_holders += p->hold != NULL;
+                t->n_drm_holders += p->drm != NULL;
         }
         return 0;
 }
@@ -395,12 +465,17 @@ static int read_body(struct rbuf *r, const struct wire_head *h, gr_snapshot *s)
                 /* counts of the wire's are not the table's until read: a table freed now frees none */
                 size_t n = t->n;
                 t->procs = NULL;
-                t->n = t->n_holders = t->cap = 0;
+                t->n = t->n_holders = t->n_drm_holders = t->cap = 0;
                 TERMINATE(t->scan_fallback);
                 s->procs = t;
                 if ((unsigned)t->scan > GR_SCAN_BPF)
                         return -EINVAL;
                 int e = read_processes(r, t, n);
+                if (e < 0)
+                        return e;
+        }
+        if (h->flags & 4u) {
+                int e = read_drm(r, s);
                 if (e < 0)
                         return e;
         }
@@ -417,7 +492,7 @@ int snapshot_from_wire(const char *buf, size_t len, gr_snapshot **ret)
         if (!take(&r, &h, sizeof(h)) || memcmp(h.magic, WIRE_MAGIC, sizeof(h.magic)) != 0 || !id[0] ||
             strncmp(h.build_id, id, sizeof(h.build_id)) != 0 || memcmp(h.sizes, sizes, sizeof(sizes)) != 0)
                 return -EPROTO;
-        if (h.flags & ~3u)
+        if (h.flags & ~7u)
                 return -EINVAL;
         gr_snapshot *s = calloc(1, sizeof(*s));
         gr_gpu_report *rep = calloc(1, sizeof(*rep));
@@ -432,6 +507,7 @@ int snapshot_from_wire(const char *buf, size_t len, gr_snapshot **ret)
         s->gpu = rep;
         s->procs = NULL;
         s->gpu_state_since_ms = NULL;
+        s->drm = NULL;
         if (got && take(&r, rep, sizeof(*rep))) {
                 rep->gpus = NULL;
                 TERMINATE(s->hostname);

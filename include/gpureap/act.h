@@ -35,6 +35,8 @@ typedef enum gr_refusal {
         GR_REFUSE_NOT_HOLDING, /* listed by the driver, alive, but holds no device file: maybe
                                  another process with the PID of one that is gone */
         GR_REFUSE_NOT_ONLY,   /* not among the processes given with --only (PID and start time) */
+        GR_REFUSE_DRM,        /* holds an AMD or Intel GPU's DRM or KFD file: not reaped until
+                                 tested on real hardware (docs/drm.md) */
 } gr_refusal;
 
 /* A process as a caller saw it: its PID and its start time (clock ticks after boot, as

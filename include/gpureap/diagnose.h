@@ -201,6 +201,46 @@ typedef struct gr_gpu_verdict {
                                      what the diagnosis found of its PID (NULL: none listed) */
 } gr_gpu_verdict;
 
+/* AMD and Intel (lib/diagnose/drm-verdict.c, docs/drm.md): every DRM and KFD holder judged by
+ * the same lineage as NVIDIA's, then each client as a whole: killing some of the processes that
+ * share one open file frees nothing, so a client is a leftover only when all its holders are */
+typedef struct gr_drm_client_verdict {
+        gr_judgement judgement;
+        gr_confidence confidence;  /* of a leftover: its least sure holder's */
+        unsigned n_leftover, n_live, n_unsure; /* its holders by their judgement */
+} gr_drm_client_verdict;
+
+/* The AMD ghost: KFD keeps the entry (and the VRAM) of a PID that is gone or a zombie, because
+ * a process that inherited its files still holds them; that one is its hidden holder */
+#define GR_KFD_GHOST_HOLDERS_MAX 16
+typedef struct gr_kfd_ghost {
+        pid_t pid;
+        bool zombie;
+        uint32_t gpu_id;
+        int gpu;                   /* index in the snapshot's gr_drm_report.gpus, -1 none */
+        uint64_t vram;
+        pid_t holders[GR_KFD_GHOST_HOLDERS_MAX]; /* live /dev/kfd holders without an entry of
+                                                    their own, tied to it */
+        unsigned n_holders;
+        gr_confidence confidence;  /* sure: in its process group or session, or its child */
+} gr_kfd_ghost;
+
+typedef struct gr_drm_gpu_verdict {
+        gr_gpu_state state;        /* clean, busy (live or unsure clients), dirty (a leftover
+                                      client or a KFD ghost) */
+        uint64_t leftover_bytes;   /* VRAM of its leftover clients (known parts), or of its
+                                      ghosts where that is more: the two overlap */
+} gr_drm_gpu_verdict;
+
+typedef struct gr_drm_diagnosis {
+        gr_holder_verdict *holders; /* every DRM or KFD holder, by PID */
+        size_t n_holders;
+        gr_drm_client_verdict *clients; /* one per client of the report, same order */
+        gr_kfd_ghost *ghosts;
+        size_t n_ghosts;
+        gr_drm_gpu_verdict gpus[GR_DRM_GPUS_MAX]; /* per GPU of the report */
+} gr_drm_diagnosis;
+
 typedef struct gr_diagnosis {
         gr_gpu_verdict *gpus;     /* one per GPU of the report, same order */
         unsigned n_gpus;
@@ -213,6 +253,7 @@ typedef struct gr_diagnosis {
         bool partial_view;        /* some processes could not be inspected (not root) */
         bool hidden;              /* processes may be hidden from this view (hidepid, a container) */
         bool foreign_pids;        /* a container's PID namespace: the driver's PIDs are not ours */
+        gr_drm_diagnosis *drm;    /* the snapshot's AMD and Intel view judged; NULL without one */
 } gr_diagnosis;
 
 /* The state of context i of GPU gi as the diagnosis found it (GR_OWNER_NOT_FOUND past the list) */
@@ -239,6 +280,8 @@ gr_finding_scope gr_finding_in_scope(const gr_snapshot *s, const gr_scope *sc, c
 const char *gr_finding_scope_name(gr_finding_scope fs); /* "out", "in", "gpu" */
 
 const gr_holder_verdict *gr_diagnosis_holder(const gr_diagnosis *d, pid_t pid);
+/* The verdict of a DRM or KFD holder (NULL: not one) */
+const gr_holder_verdict *gr_diagnosis_drm_holder(const gr_diagnosis *d, pid_t pid);
 const char *gr_gpu_state_name(gr_gpu_state s);
 const char *gr_role_name(gr_role r);
 const char *gr_finding_kind_name(gr_finding_kind k);

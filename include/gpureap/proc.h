@@ -163,6 +163,33 @@ typedef struct gr_holding {
         bool gpus_truncated;
 } gr_holding;
 
+/* The DRM and KFD files a process holds (AMD, Intel: docs/drm.md): each fd by number, so that
+ * its /proc/PID/fdinfo/FD can be read (lib/gpu/drm.c). Found by the device's number (a stat of
+ * /proc/PID/fd/N, which opens nothing: character major 226, or the kfd major of /proc/devices),
+ * by name alone (DEVDIR/dri/renderD*, card*, kfd) only in a recorded tree or a test's device
+ * directory. /dev/kfd is never opened: that would create a KFD process entry for gpureap. */
+#ifndef GR_DRM_MAJOR
+#define GR_DRM_MAJOR 226               /* /dev/dri/card*, /dev/dri/renderD* (fixed: devices.txt) */
+#endif
+#define GR_DRM_FDS_MAX 64
+typedef enum gr_drm_node {
+        GR_DRM_NODE_CARD,        /* /dev/dri/card<minor> (primary) */
+        GR_DRM_NODE_RENDER,      /* /dev/dri/renderD<minor> (minor 128 and up) */
+        GR_DRM_NODE_KFD,         /* /dev/kfd (ROCm compute; one for every AMD GPU) */
+} gr_drm_node;
+const char *gr_drm_node_name(gr_drm_node n); /* "card", "render", "kfd" */
+typedef struct gr_drm_holding {
+        unsigned n_fds;          /* every DRM and KFD fd, also those past the table */
+        unsigned n_kfd;
+        struct {
+                int fd;
+                uint8_t node;    /* gr_drm_node */
+                unsigned minor;  /* card and render: the DRM minor; kfd: 0 */
+        } fds[GR_DRM_FDS_MAX];   /* in fd order */
+        unsigned n;
+        bool truncated;
+} gr_drm_holding;
+
 /* Its TCP sockets, as its network namespace's tables show them */
 #define GR_LISTEN_MAX 8
 typedef struct gr_net {
@@ -245,6 +272,7 @@ typedef struct gr_process {
         bool env_read;           /* its environment could be read (own process, or root) */
         gr_env_marks env;
         gr_holding *hold;        /* NULL unless it holds an NVIDIA device file */
+        gr_drm_holding *drm;     /* NULL unless it holds a DRM or KFD file (docs/drm.md) */
         gr_net *net;             /* read for holders and the roots of their lineage; NULL unread */
         gr_seen *seen;           /* serve's memory of it (owned), NULL none */
         gr_pod *pod;             /* its pod, when its cgroup is a pod's (owned), NULL otherwise */
@@ -270,6 +298,7 @@ typedef struct gr_proc_table {
         long clock_ticks;        /* sysconf(_SC_CLK_TCK) */
         gr_scan_kind scan;
         char scan_fallback[160]; /* why the /proc scan was used, "" when it was not or by choice */
+        size_t n_drm_holders;    /* processes with a DRM or KFD file (drm != NULL) */
 } gr_proc_table;
 
 typedef struct gr_proc_options {

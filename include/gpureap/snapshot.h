@@ -3,6 +3,7 @@
 #ifndef GPUREAP_SNAPSHOT_H
 #define GPUREAP_SNAPSHOT_H
 
+#include "gpureap/drm.h"
 #include "gpureap/gpu.h"
 #include "gpureap/kubelet.h"
 #include "gpureap/proc.h"
@@ -58,6 +59,8 @@ typedef struct gr_snapshot {
         pid_t served_by;          /* the serve process that answered, 0 taken here */
         uint64_t *gpu_state_since_ms; /* per GPU of the report: its state unchanged since (NULL none) */
         gr_snapshot_kubelet kubelet;
+        gr_drm_report *drm;       /* AMD and Intel GPUs, DRM clients, KFD (docs/drm.md); NULL where
+                                     none of them is seen (an NVIDIA machine's snapshot is as it was) */
 } gr_snapshot;
 
 typedef struct gr_snapshot_options {

@@ -25,6 +25,9 @@ const char *gr_refusal_text(gr_refusal r)
         case GR_REFUSE_NOT_ON_GPU: return "it holds none of the GPUs given with --gpu (a PID reused since?)";
         case GR_REFUSE_NOT_HOLDING: return "the driver lists its PID but it holds no GPU file: perhaps another process with a dead one's PID";
         case GR_REFUSE_NOT_ONLY: return "not among the processes given with --only";
+        case GR_REFUSE_DRM: return "not reaped on AMD/Intel yet: it holds a DRM or KFD file, and ending such holders is "
+                                   "not yet tested on real hardware (docs/drm.md); check it with 'gpureap status --json' "
+                                   "and end it by hand";
         }
         return "?";
 }
@@ -83,6 +86,10 @@ static gr_refusal refuse_with(const gr_snapshot *s, const gr_diagnosis *d, const
                 return GR_REFUSE_KERNEL;
         if (p->state == 'Z' || p->state == 'X')
                 return GR_REFUSE_ZOMBIE;
+        /* an AMD or Intel holder, also one that holds an NVIDIA GPU besides: until the ladder and
+         * the verification are tested on those GPUs, nothing of theirs is signalled */
+        if (p->drm)
+                return GR_REFUSE_DRM;
         const gr_holder_verdict *v = d ? gr_diagnosis_holder(d, p->pid) : NULL;
         if (v && v->role == GR_ROLE_MONITOR && !o->monitors_ok)
                 return GR_REFUSE_MONITOR;
@@ -170,6 +177,8 @@ static int add(struct builder *b, pid_t pid, gr_plan_why why, gr_refusal judged)
         if (t->refused == GR_REFUSE_ZOMBIE)
                 t->related = proc->ppid;
         const gr_holder_verdict *v = gr_diagnosis_holder(b->d, pid);
+        if (!v)
+                v = gr_diagnosis_drm_holder(b->d, pid);
         if (v) {
                 t->judged = true;
                 t->judgement = v->judgement;
@@ -280,6 +289,14 @@ int gr_plan_make(const gr_snapshot *s, const gr_diagnosis *d, const gr_plan_opti
                                 r = add(&b, v->pid, GR_WHY_LEFTOVER, judged_refusal(v, true));
                         else
                                 r = add(&b, v->pid, GR_WHY_LEFTOVER, judged_refusal(v, o->likely));
+                }
+                /* AMD and Intel leftovers, where no --gpu (NVML's) narrows the plan: named, and
+                 * refused (GR_REFUSE_DRM), so that reap says why it leaves them */
+                for (size_t i = 0; r == 0 && !o->gpus && d->drm && i < d->drm->n_holders; i++) {
+                        const gr_holder_verdict *v = &d->drm->holders[i];
+                        if (v->process && v->judgement == GR_JUDGE_LEFTOVER &&
+                            gr_scope_contains(o->scope, v->process) != GR_SCOPE_OUT)
+                                r = add(&b, v->pid, GR_WHY_LEFTOVER, GR_REFUSE_NONE);
                 }
         }
         if (r == 0 && o->tree) {

@@ -866,6 +866,8 @@ int gr_diagnose(const gr_snapshot *s, uid_t uid, gr_diagnosis **ret)
                 attribute_ghosts(&x, i);
         if (r == 0)
                 r = dx_judge_lineage(&x);
+        if (r == 0)
+                r = dx_judge_drm(&x);
         for (unsigned i = 0; r == 0 && i < d->n_gpus; i++) {
                 if (!gpus_ok)
                         d->gpus[i].state = GR_GPU_UNKNOWN;
@@ -897,6 +899,7 @@ void gr_diagnosis_free(gr_diagnosis *d)
                 return;
         for (unsigned i = 0; d->gpus && i < d->n_gpus; i++)
                 free(d->gpus[i].owners);
+        dx_drm_free(d->drm);
         free(d->gpus);
         free(d->holders);
         free(d->findings);

@@ -53,6 +53,11 @@ void dx_plan_actions(struct dx *x);
 
 /* lineage.c: the judgement of every holder (docs/verdicts.md); ghosts must be attributed first */
 int dx_judge_lineage(struct dx *x);
+/* One holder judged by its lineage (its role and ghost set first) */
+void dx_judge_holder(const struct dx *x, gr_holder_verdict *v);
+/* drm-verdict.c: the AMD and Intel view judged (after the lineage index is built) */
+int dx_judge_drm(struct dx *x);
+void dx_drm_free(gr_drm_diagnosis *dd);
 int dx_index_listens(struct dx *x);
 
 #endif

@@ -576,8 +576,13 @@ static void judge_holder(const struct dx *x, gr_holder_verdict *v)
                 const gr_gpu_proc *o = NULL;
                 for (unsigned i = 0; !o && i < x->s->gpu->n_gpus; i++)
                         o = dx_listed(x, i, v->ghost);
+                uint64_t used = o ? o->used_bytes : GR_UNKNOWN_U64;
+                /* an AMD ghost: the VRAM KFD still counts for the dead PID */
+                for (size_t i = 0; !o && x->s->drm && i < x->s->drm->n_kfd; i++)
+                        if (x->s->drm->kfd[i].pid == v->ghost)
+                                used = (used == GR_UNKNOWN_U64 ? 0 : used) + x->s->drm->kfd[i].vram;
                 char mem[32];
-                gr_format_bytes(o ? o->used_bytes : GR_UNKNOWN_U64, mem, sizeof(mem));
+                gr_format_bytes(used, mem, sizeof(mem));
                 ev_add(ev, GR_EV_GHOST, GR_LEAN_LEFTOVER, "keeps the memory of PID %d (%s), %s", (int)v->ghost,
                        dx_find(x, v->ghost) ? "a zombie" : "gone", mem);
                 judge(&j, GR_JUDGE_LEFTOVER, v->ghost_confidence,
@@ -684,6 +689,11 @@ int dx_index_listens(struct dx *x)
         if (x->n_listens > 0)
                 qsort(x->listens, x->n_listens, sizeof(*x->listens), cmp_listen);
         return 0;
+}
+
+void dx_judge_holder(const struct dx *x, gr_holder_verdict *v)
+{
+        judge_holder(x, v);
 }
 
 int dx_judge_lineage(struct dx *x)

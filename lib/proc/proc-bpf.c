@@ -22,7 +22,7 @@
 #include <bpf/libbpf.h>
 #include "holders.skel.h"
 
-#define MAJORS_MAX 8    /* GR_BPF_MAJORS_MAX of the program */
+#define MAJORS_MAX 16   /* GR_BPF_MAJORS_MAX of the program: the nvidia ones, drm, kfd */
 #define INODES_MAX 1024 /* the program's map */
 #define DEV_DEPTH_MAX 4
 
@@ -64,7 +64,10 @@ static void collect_inodes(int dirfd, bool all, unsigned depth, struct inode_set
         closedir(d);
 }
 
-/* The character majors /proc/devices names nvidia, nvidia-uvm, nvidia-caps, nvidia-nvswitch... */
+/* The character majors /proc/devices names nvidia, nvidia-uvm, nvidia-caps, nvidia-nvswitch...,
+ * and drm (226: AMD's and Intel's card and render nodes) and kfd (AMD's ROCm compute, assigned at
+ * load): the same files the /proc scan tells by their numbers (proc-scan.c, drm_by_number), so
+ * the two scans name the same DRM and KFD holders */
 static unsigned read_majors(uint32_t *majors, unsigned max)
 {
         FILE *f = fopen("/proc/devices", "re");
@@ -82,7 +85,8 @@ static unsigned read_majors(uint32_t *majors, unsigned max)
                         break;
                 unsigned major;
                 char name[128];
-                if (!chr || sscanf(line, "%u %127s", &major, name) != 2 || strncmp(name, "nvidia", 6) != 0)
+                if (!chr || sscanf(line, "%u %127s", &major, name) != 2 ||
+                    (strncmp(name, "nvidia", 6) != 0 && strcmp(name, "drm") != 0 && strcmp(name, "kfd") != 0))
                         continue;
                 bool dup = false;
                 for (unsigned i = 0; i < n; i++)

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 #include <linux/capability.h>
@@ -200,8 +201,121 @@ static void note_socket(struct sock_list *socks, const char *target)
 /* Walk /proc/PID/fd; returns 1 and a new holding when any NVIDIA device file is open, 0 when
  * none, -errno when the directory could not be read. Socket inodes go to socks. With
  * sockets_only, device files are not classified (a lineage root's sockets). */
+/* How DRM and KFD files are told (proc.h): by the device's number where the scan reads the
+ * running system, by name in a recorded tree or a test's device directory */
+struct drm_class {
+        bool by_name;
+        unsigned kfd_major;      /* the "kfd" character major of /proc/devices, 0 none */
+};
+
+GR_NAME_TABLE(gr_drm_node_name, gr_drm_node, GR_DRM_NODE_KFD, "unknown",
+              [GR_DRM_NODE_CARD] = "card", [GR_DRM_NODE_RENDER] = "render", [GR_DRM_NODE_KFD] = "kfd")
+
+/* The character major /proc/devices gives a name (kfd's is assigned at load), 0 when none */
+static unsigned char_major(const char *name)
+{
+        char buf[8192];
+        size_t len;
+        int r = gr_read_file_at(AT_FDCWD, "/proc/devices", buf, sizeof(buf), &len);
+        if (r < 0 && r != -EFBIG)
+                return 0;
+        buf[len < sizeof(buf) ? len : sizeof(buf) - 1] = '\0';
+        size_t nlen = strlen(name);
+        for (const char *l = buf; l && *l; l = strchr(l, '\n'), l = l ? l + 1 : NULL) {
+                if (strncmp(l, "Block devices:", 14) == 0)
+                        break;
+                const char *c = l;
+                while (*c == ' ')
+                        c++;
+                unsigned v = 0;
+                const char *d = c;
+                for (; *d >= '0' && *d <= '9' && v < 1u << 12; d++)
+                        v = v * 10 + (unsigned)(*d - '0');
+                if (d > c && *d == ' ' && strncmp(d + 1, name, nlen) == 0 && (d[1 + nlen] == '\n' || !d[1 + nlen]))
+                        return v;
+        }
+        return 0;
+}
+
+/* DEVDIR/dri/renderD<N>, DEVDIR/dri/card<N>, DEVDIR/kfd: a recorded tree's names */
+static bool drm_by_name(const char *devdir, size_t devdir_len, const char *target, uint8_t *ret_node,
+                        unsigned *ret_minor)
+{
+        if (strncmp(target, devdir, devdir_len) != 0 || target[devdir_len] != '/')
+                return false;
+        const char *rest = target + devdir_len + 1;
+        uint64_t v;
+        if (strcmp(rest, "kfd") == 0) {
+                *ret_node = GR_DRM_NODE_KFD;
+                *ret_minor = 0;
+                return true;
+        }
+        if (strncmp(rest, "dri/", 4) != 0)
+                return false;
+        rest += 4;
+        if (strncmp(rest, "renderD", 7) == 0 && gr_parse_u64(rest + 7, &v) == 0 && v < 1u << 20)
+                *ret_node = GR_DRM_NODE_RENDER;
+        else if (strncmp(rest, "card", 4) == 0 && gr_parse_u64(rest + 4, &v) == 0 && v < 1u << 20)
+                *ret_node = GR_DRM_NODE_CARD;
+        else
+                return false;
+        *ret_minor = (unsigned)v;
+        return true;
+}
+
+/* The running system: the fd's inode by a stat through its link (nothing is opened, so no KFD
+ * process entry is made), for the links that can name a device file at all (/dev/..., the
+ * terminals and /dev/null spared the call) */
+static bool drm_by_number(int fdd, const char *name, const char *target, const struct drm_class *c,
+                          uint8_t *ret_node, unsigned *ret_minor)
+{
+        if (strncmp(target, "/dev/", 5) != 0 || strncmp(target, "/dev/pts/", 9) == 0 ||
+            strcmp(target, "/dev/null") == 0 || strncmp(target, "/dev/tty", 8) == 0)
+                return false;
+        struct stat st;
+        if (fstatat(fdd, name, &st, 0) < 0 || !S_ISCHR(st.st_mode))
+                return false;
+        unsigned maj = major(st.st_rdev), min = minor(st.st_rdev);
+        if (maj == GR_DRM_MAJOR) {
+                *ret_node = min >= 128 ? GR_DRM_NODE_RENDER : GR_DRM_NODE_CARD;
+                *ret_minor = min;
+                return true;
+        }
+        if (c->kfd_major && maj == c->kfd_major) {
+                *ret_node = GR_DRM_NODE_KFD;
+                *ret_minor = 0;
+                return true;
+        }
+        return false;
+}
+
+static int drm_add(gr_drm_holding **dh, int fd, uint8_t node, unsigned minor)
+{
+        if (!*dh && !(*dh = calloc(1, sizeof(**dh))))
+                return -ENOMEM;
+        gr_drm_holding *h = *dh;
+        h->n_fds++;
+        h->n_kfd += node == GR_DRM_NODE_KFD;
+        if (h->n == GR_DRM_FDS_MAX) {
+                h->truncated = true;
+                return 0;
+        }
+        h->fds[h->n].fd = fd;
+        h->fds[h->n].node = node;
+        h->fds[h->n].minor = minor;
+        h->n++;
+        return 0;
+}
+
+static int cmp_drm_fd(const void *a, const void *b)
+{
+        const int x = *(const int *)a, y = *(const int *)b; /* fd is the first member */
+        return (x > y) - (x < y);
+}
+
 static int scan_fds(int piddir, const char *devdir, size_t devdir_len, gr_holding **ret,
-                    struct sock_list *socks, unsigned *ret_entries)
+                    struct sock_list *socks, unsigned *ret_entries, const struct drm_class *drm_c,
+                    gr_drm_holding **ret_drm)
 {
         int fdd = openat(piddir, "fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
         if (fdd < 0)
@@ -213,6 +327,7 @@ static int scan_fds(int piddir, const char *devdir, size_t devdir_len, gr_holdin
                 return r;
         }
         gr_holding *h = NULL;
+        gr_drm_holding *dh = NULL;
         struct dirent *de;
         char target[512];
         unsigned entries = 0;
@@ -232,11 +347,23 @@ static int scan_fds(int piddir, const char *devdir, size_t devdir_len, gr_holdin
                         continue;
                 unsigned minor = 0;
                 gr_dev_kind k = gr_classify_device_path(devdir, devdir_len, target, &minor);
-                if (k == GR_DEV_NONE)
+                if (k == GR_DEV_NONE) {
+                        uint8_t node;
+                        uint64_t fd;
+                        if (drm_c && ret_drm && gr_parse_u64(de->d_name, &fd) == 0 && fd <= INT32_MAX &&
+                            (drm_c->by_name ? drm_by_name(devdir, devdir_len, target, &node, &minor)
+                                            : drm_by_number(fdd, de->d_name, target, drm_c, &node, &minor)) &&
+                            drm_add(&dh, (int)fd, node, minor) < 0) {
+                                free(h);
+                                closedir(d);
+                                return -ENOMEM;
+                        }
                         continue;
+                }
                 if (!h) {
                         h = calloc(1, sizeof(*h));
                         if (!h) {
+                                free(dh);
                                 closedir(d);
                                 return -ENOMEM;
                         }
@@ -258,11 +385,15 @@ static int scan_fds(int piddir, const char *devdir, size_t devdir_len, gr_holdin
                         h->gpus[j] = h->gpus[j - 1];
                         h->gpus[j - 1] = tmp;
                 }
+        if (dh && dh->n > 1)
+                qsort(dh->fds, dh->n, sizeof(dh->fds[0]), cmp_drm_fd);
         if (ret)
                 *ret = h;
+        if (ret_drm)
+                *ret_drm = dh;
         if (ret_entries)
                 *ret_entries = entries;
-        return h ? 1 : 0;
+        return h || dh ? 1 : 0;
 }
 
 struct maps_count {
@@ -382,7 +513,7 @@ int gr_proc_load_net(const gr_proc_options *opts, gr_process *p)
                 close(fd);
                 return -ENOMEM;
         }
-        int r = scan_fds(fd, "", 0, NULL, socks, NULL);
+        int r = scan_fds(fd, "", 0, NULL, socks, NULL, NULL, NULL);
         if (r >= 0) {
                 p->net = read_net(fd, socks, NULL);
                 r = p->net ? 0 : -ENOMEM;
@@ -427,6 +558,7 @@ struct scan {
         size_t *cand_slots;      /* PHASE_CANDIDATES: the slots whose fds are read */
         size_t n_cand_slots;
         bool read_threads;       /* a live leader's table without a device file: its threads' own */
+        struct drm_class drm;
 };
 
 #define SCAN_CHUNK 8 /* small: the holders, which cost most, spread over the threads */
@@ -450,26 +582,29 @@ static void fill_stat(gr_process *p, const gr_stat *st)
 static int scan_holding(struct scan *sc, int piddir, gr_process *p, unsigned *unreadable)
 {
         gr_holding *h = NULL;
+        gr_drm_holding *dh = NULL;
         struct sock_list socks;
         socks.n = 0;
         socks.truncated = false;
-        int q = scan_fds(piddir, sc->devdir, sc->devdir_len, &h, &socks, NULL);
+        int q = scan_fds(piddir, sc->devdir, sc->devdir_len, &h, &socks, NULL, &sc->drm, &dh);
         if (q == -EACCES || q == -EPERM)
                 (*unreadable)++;
         else if (q == -ENOMEM)
                 return q;
-        if (!h)
+        if (!h && !dh)
                 return 0;
         unsigned gpu_fds = 0;
-        for (unsigned i = 0; i < h->n_gpus; i++)
+        for (unsigned i = 0; h && i < h->n_gpus; i++)
                 gpu_fds += h->gpus[i].n_fds;
         /* the maps only where the fds leave the footprint in doubt (GR_CUDA_GPU_FDS_MIN) */
         struct maps_count mc = { sc->devdir, sc->devdir_len, 0 };
-        if (gpu_fds < 10 && gr_read_lines_at(piddir, "maps", maps_line, &mc) == 0) {
+        if (h && gpu_fds < 10 && gr_read_lines_at(piddir, "maps", maps_line, &mc) == 0) {
                 h->n_maps = mc.n;
                 h->maps_read = true;
         }
         p->hold = h;
+        free(p->drm);
+        p->drm = dh;
         p->net = read_net(piddir, &socks, sc->netns);
         q = p->net ? load_details_at(piddir, p) : -ENOMEM;
         return q == -ENOMEM ? q : 0;
@@ -957,6 +1092,14 @@ static int scan_with_bpf(struct scan *sc, gr_bpf_scan *bpf, unsigned n_threads, 
         return 0;
 }
 
+/* Names alone in a recorded tree or a test's device directory, whose fds are links to paths
+ * that need not exist; else the running system's device numbers */
+static struct drm_class drm_class_of(const char *root, const char *devdir)
+{
+        bool by_name = strcmp(root, "/proc") != 0 || strcmp(devdir, "/dev") != 0;
+        return (struct drm_class){ .by_name = by_name, .kfd_major = by_name ? 0 : char_major("kfd") };
+}
+
 int gr_proc_scan(const gr_proc_options *opts, gr_proc_table **ret)
 {
         const char *root = opt_proc_root(opts);
@@ -991,6 +1134,7 @@ int gr_proc_scan(const gr_proc_options *opts, gr_proc_table **ret)
         struct scan sc = {
                 .rootfd = rootfd, .devdir = devdir, .devdir_len = devdir_len,
                 .pids = pids, .n_pids = n_pids, .slots = slots, .netns = netns,
+                .drm = drm_class_of(root, devdir),
         };
         unsigned n_threads = scan_threads(opts, n_pids);
         t->scan = GR_SCAN_PROC;
@@ -1029,8 +1173,10 @@ int gr_proc_scan(const gr_proc_options *opts, gr_proc_table **ret)
         t->cap = n_pids;
         t->n_vanished = sc.vanished;
         t->n_unreadable = sc.unreadable;
-        for (size_t i = 0; i < n; i++)
+        for (size_t i = 0; i < n; i++) {
                 t->n_holders += slots[i].hold != NULL;
+                t->n_drm_holders += slots[i].drm != NULL;
+        }
         if (sc.error < 0) {
                 gr_proc_table_free(t);
                 return sc.error;
@@ -1064,6 +1210,7 @@ void gr_proc_table_free(gr_proc_table *t)
                 free(t->procs[i].cmdline);
                 free(t->procs[i].cgroup);
                 free(t->procs[i].hold);
+                free(t->procs[i].drm);
                 free(t->procs[i].net);
                 free(t->procs[i].seen);
                 free(t->procs[i].pod);
@@ -1084,7 +1231,7 @@ static int thread_fds(int tdir, const gr_stat *tst, void *userdata)
 {
         struct thread_fds *tf = userdata;
         tf->socks->n = 0;
-        return scan_fds(tdir, tf->devdir, tf->devdir_len, tf->h, tf->socks, NULL);
+        return scan_fds(tdir, tf->devdir, tf->devdir_len, tf->h, tf->socks, NULL, NULL, NULL);
 }
 
 int gr_proc_read_thread_files(const gr_proc_options *opts, gr_proc_table *t, gr_process *p)
@@ -1129,7 +1276,7 @@ int gr_proc_holding(const char *proc_root, const char *dev_dir, pid_t pid, gr_ho
                 return -ENOMEM;
         }
         unsigned entries = 0;
-        int r = scan_fds(fd, devdir, devdir_len, &h, socks, &entries);
+        int r = scan_fds(fd, devdir, devdir_len, &h, socks, &entries, NULL, NULL);
         gr_stat st;
         char buf[1024];
         size_t len;

@@ -83,7 +83,7 @@ static void load_lineage(const gr_proc_options *po, gr_proc_table *t)
 {
         for (size_t i = 0; i < t->n; i++) {
                 gr_process *p = &t->procs[i];
-                if (!p->hold)
+                if (!p->hold && !p->drm)
                         continue;
                 gr_process *q = p;
                 for (int depth = 0; q && q->pid > 1 && depth < 32; depth++) {
@@ -117,6 +117,61 @@ static int kubelet_ask(const gr_snapshot_options *opts, gr_kubelet_answer **ret)
         }
         ko.timeout_ms = timeout ? timeout : 1;
         return gr_kubelet_ask(&ko, ret);
+}
+
+/* Does fd ref name a file of the view: a KFD file, or a DRM fd that is one of its clients' (or
+ * whose fdinfo could not be read: kept, it may be)? */
+static bool drm_fd_counts(const gr_drm_report *r, const gr_drm_fd_ref *ref)
+{
+        if (ref->node == GR_DRM_NODE_KFD)
+                return true;
+        for (size_t i = 0; r && i < r->n_clients; i++)
+                for (unsigned k = 0; k < r->clients[i].n_holders && k < GR_DRM_CLIENT_HOLDERS_MAX; k++)
+                        if (r->clients[i].holders[k].pid == ref->pid && r->clients[i].holders[k].fd == ref->fd)
+                                return true;
+        return r && r->n_unreadable > 0;
+}
+
+/* The AMD and Intel view (drm.h): the fdinfo of every DRM fd the scan found, sysfs's GPUs and
+ * KFD; then each process keeps only the files of the view, so that a compositor on nvidia-drm
+ * or a BMC's display is no holder and an NVIDIA machine's snapshot is as it was */
+static int take_drm(const gr_proc_options *po, gr_snapshot *s)
+{
+        size_t n = 0;
+        for (size_t i = 0; s->procs && i < s->procs->n; i++)
+                n += s->procs->procs[i].drm ? s->procs->procs[i].drm->n : 0;
+        gr_drm_fd_ref *refs = calloc(n ? n : 1, sizeof(*refs));
+        if (!refs)
+                return -ENOMEM;
+        n = 0;
+        for (size_t i = 0; s->procs && i < s->procs->n; i++) {
+                const gr_process *p = &s->procs->procs[i];
+                for (unsigned k = 0; p->drm && k < p->drm->n; k++)
+                        refs[n++] = (gr_drm_fd_ref){ p->pid, p->drm->fds[k].fd, p->drm->fds[k].node, p->drm->fds[k].minor };
+        }
+        gr_drm_input in = { .proc_root = po->proc_root, .fds = refs, .n_fds = n };
+        int r = gr_drm_report_read(&in, &s->drm);
+        for (size_t i = 0; r == 0 && s->procs && i < s->procs->n; i++) {
+                gr_process *p = &s->procs->procs[i];
+                if (!p->drm)
+                        continue;
+                unsigned kept = 0;
+                for (unsigned k = 0; k < p->drm->n; k++) {
+                        gr_drm_fd_ref ref = { p->pid, p->drm->fds[k].fd, p->drm->fds[k].node, p->drm->fds[k].minor };
+                        if (drm_fd_counts(s->drm, &ref))
+                                p->drm->fds[kept++] = p->drm->fds[k];
+                }
+                if (kept == 0 && !p->drm->truncated) {
+                        free(p->drm);
+                        p->drm = NULL;
+                        s->procs->n_drm_holders--;
+                } else {
+                        p->drm->n_fds -= p->drm->n - kept;
+                        p->drm->n = kept;
+                }
+        }
+        free(refs);
+        return r;
 }
 
 int gr_snapshot_take(const gr_snapshot_options *opts, gr_snapshot **ret)
@@ -180,6 +235,11 @@ int gr_snapshot_take(const gr_snapshot_options *opts, gr_snapshot **ret)
                 gr_snapshot_free(s);
                 return r;
         }
+        r = take_drm(&po, s);
+        if (r < 0) {
+                gr_snapshot_free(s);
+                return r;
+        }
         s->pidns = detect_pidns(po.proc_root);
         s->hidepid = detect_hidepid(po.proc_root);
         if (s->procs)
@@ -215,6 +275,7 @@ void gr_snapshot_free(gr_snapshot *s)
                 return;
         gr_gpu_report_free(s->gpu);
         gr_proc_table_free(s->procs);
+        gr_drm_report_free(s->drm);
         free(s->gpu_state_since_ms);
         free(s);
 }

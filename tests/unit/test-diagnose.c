@@ -1061,6 +1061,145 @@ static void default_plan_kills_only_sure_leftovers(void **state)
         gr_snapshot_free(s);
 }
 
+/* AMD and Intel (docs/drm.md): a DRM or KFD file of the process at fd, on client id of 0000:03:00.0 */
+static void hold_drm(gr_snapshot *s, gr_process *p, int fd, uint64_t client_id, uint64_t bytes)
+{
+        if (!p->drm)
+                p->drm = calloc(1, sizeof(gr_drm_holding));
+        p->drm->fds[p->drm->n].fd = fd;
+        p->drm->fds[p->drm->n].node = client_id ? GR_DRM_NODE_RENDER : GR_DRM_NODE_KFD;
+        p->drm->fds[p->drm->n++].minor = client_id ? 128 : 0;
+        p->drm->n_fds++;
+        p->drm->n_kfd += client_id == 0;
+        if (!s->drm) {
+                s->drm = calloc(1, sizeof(gr_drm_report));
+                s->drm->n_gpus = 1;
+                snprintf(s->drm->gpus[0].pdev, sizeof(s->drm->gpus[0].pdev), "0000:03:00.0");
+                s->drm->gpus[0].vendor = GR_VENDOR_AMD;
+                s->drm->gpus[0].kfd_gpu_id = 1234;
+                s->drm->clients = calloc(8, sizeof(gr_drm_client));
+                s->drm->kfd = calloc(8, sizeof(gr_kfd_usage));
+                s->drm->kfd_present = true;
+        }
+        if (!client_id)
+                return;
+        gr_drm_client *c = NULL;
+        for (size_t i = 0; i < s->drm->n_clients; i++)
+                if (s->drm->clients[i].client_id == client_id)
+                        c = &s->drm->clients[i];
+        if (!c) {
+                c = &s->drm->clients[s->drm->n_clients++];
+                snprintf(c->pdev, sizeof(c->pdev), "0000:03:00.0");
+                c->client_id = client_id;
+                c->device_bytes = bytes;
+        }
+        c->holders[c->n_holders++] = (gr_drm_holder){ p->pid, fd };
+}
+
+static gr_diagnosis *diagnose_drm(gr_snapshot *s)
+{
+        gr_diagnosis *d = diagnose(s);
+        gr_diagnosis_free(d);
+        /* the PIDs sorted now: the DRM holder count as the scan keeps it */
+        s->procs->n_drm_holders = 0;
+        for (size_t i = 0; i < s->procs->n; i++)
+                s->procs->n_drm_holders += s->procs->procs[i].drm != NULL;
+        assert_int_equal(gr_diagnose(s, 0, &d), 0);
+        return d;
+}
+
+static void drm_client_is_a_leftover_only_when_all_its_holders_are(void **state)
+{
+        gr_snapshot *s = snap_new(1);
+        base_tree(s);
+        /* 301 and its child 302: workers of a dead agent (leftovers) sharing client 53; 302
+         * shares client 54 with the live 601 (its parent 600 alive) */
+        gr_process *w = proc(s, 301, 1, 301, 301, 'S', "python3");
+        torchelastic(w, "r1", 0);
+        hold_drm(s, w, 5, 53, GIB);
+        gr_process *c = proc(s, 302, 301, 301, 301, 'S', "python3");
+        torchelastic(c, "r1", 0);
+        hold_drm(s, c, 5, 53, GIB);
+        hold_drm(s, c, 6, 54, GIB);
+        proc(s, 600, 10, 600, 10, 'S', "bash");
+        hold_drm(s, proc(s, 601, 600, 600, 10, 'S', "python3"), 9, 54, GIB);
+        gr_diagnosis *d = diagnose_drm(s);
+        assert_non_null(d->drm);
+        assert_int_equal(gr_diagnosis_drm_holder(d, 301)->judgement, GR_JUDGE_LEFTOVER);
+        assert_int_equal(gr_diagnosis_drm_holder(d, 601)->judgement, GR_JUDGE_LIVE);
+        assert_int_equal(d->drm->clients[0].judgement, GR_JUDGE_LEFTOVER); /* 53: both leftovers */
+        assert_int_equal(d->drm->clients[0].n_leftover, 2);
+        assert_int_equal(d->drm->clients[1].judgement, GR_JUDGE_LIVE);     /* 54: one live holder */
+        assert_int_equal(d->drm->gpus[0].state, GR_GPU_DIRTY);
+        assert_int_equal(d->drm->gpus[0].leftover_bytes, GIB);
+        assert_null(gr_diagnosis_holder(d, 301)); /* NVIDIA's holders are NVIDIA's */
+        gr_diagnosis_free(d);
+        gr_snapshot_free(s);
+}
+
+static void amd_ghost_names_its_hidden_holder(void **state)
+{
+        gr_snapshot *s = snap_new(1);
+        base_tree(s);
+        /* 700 is gone; KFD keeps its entry; 710 (in 700's group, reparented) holds /dev/kfd */
+        gr_process *h = proc(s, 710, 1, 700, 700, 'S', "python3");
+        hold_drm(s, h, 5, 0, 0);
+        hold_drm(s, h, 6, 41, 8 * GIB);
+        s->drm->kfd[s->drm->n_kfd++] = (gr_kfd_usage){ 700, 1234, 0, 8 * GIB };
+        /* a live KFD user with its own entry is nobody's hidden holder */
+        hold_drm(s, proc(s, 800, 10, 800, 10, 'S', "python3"), 4, 0, 0);
+        s->drm->kfd[s->drm->n_kfd++] = (gr_kfd_usage){ 800, 1234, 0, GIB };
+        gr_diagnosis *d = diagnose_drm(s);
+        assert_int_equal(d->drm->n_ghosts, 1);
+        assert_int_equal(d->drm->ghosts[0].pid, 700);
+        assert_int_equal(d->drm->ghosts[0].n_holders, 1);
+        assert_int_equal(d->drm->ghosts[0].holders[0], 710);
+        assert_int_equal(d->drm->ghosts[0].confidence, GR_SURE);
+        const gr_holder_verdict *v = gr_diagnosis_drm_holder(d, 710);
+        assert_int_equal(v->ghost, 700);
+        assert_int_equal(v->judgement, GR_JUDGE_LEFTOVER);
+        assert_non_null(strstr(v->reason, "PID 700"));
+        assert_int_equal(gr_diagnosis_drm_holder(d, 800)->ghost, 0);
+        assert_int_equal(d->drm->gpus[0].leftover_bytes, 8 * GIB); /* one memory, not two */
+        gr_diagnosis_free(d);
+        gr_snapshot_free(s);
+}
+
+static void plan_refuses_drm_and_kfd_holders(void **state)
+{
+        /* sure leftovers all: a CUDA worker of a dead agent (the negative control, killed), the
+         * same with a render node besides, one with /dev/kfd alone */
+        gr_snapshot *s = snap_new(1);
+        base_tree(s);
+        gr_process *w[3];
+        for (pid_t pid = 301; pid <= 303; pid++) {
+                w[pid - 301] = proc(s, pid, 1, pid, pid, 'S', "python3");
+                torchelastic(w[pid - 301], "r1", pid - 301);
+                if (pid < 303) {
+                        hold_cuda(w[pid - 301], 0);
+                        owner(s, 0, pid, GIB);
+                }
+        }
+        hold_drm(s, w[1], 40, 41, GIB);
+        hold_drm(s, w[2], 5, 0, 0);
+        gr_diagnosis *d = diagnose_drm(s);
+        gr_plan *p = plan(s, d, false);
+        assert_int_equal(target(p, 301)->refused, GR_REFUSE_NONE);
+        assert_int_equal(target(p, 302)->refused, GR_REFUSE_DRM);
+        assert_int_equal(target(p, 303)->refused, GR_REFUSE_DRM); /* named as spared, with why */
+        assert_int_equal(gr_plan_count(p), 1);
+        assert_non_null(strstr(gr_refusal_text(GR_REFUSE_DRM), "not reaped on AMD/Intel yet: "));
+        gr_plan_free(p);
+        /* named by PID: refused all the same */
+        gr_plan_options o = { .my_uid = 0, .self = 99999, .pids = (pid_t[]){ 303 }, .n_pids = 1 };
+        assert_int_equal(gr_plan_make(s, d, &o, &p), 0);
+        assert_int_equal(gr_plan_count(p), 0);
+        assert_int_equal(target(p, 303)->refused, GR_REFUSE_DRM);
+        gr_plan_free(p);
+        gr_diagnosis_free(d);
+        gr_snapshot_free(s);
+}
+
 static char fixtures[1024];
 
 static const char *recording = "h200-2026-12-02";
@@ -1329,6 +1468,9 @@ int main(void)
                 cmocka_unit_test(a_job_across_gpus_is_one_finding),
                 cmocka_unit_test(a_ghost_on_two_gpus_is_one_finding),
                 cmocka_unit_test(gpu_lists_in_words),
+                cmocka_unit_test(drm_client_is_a_leftover_only_when_all_its_holders_are),
+                cmocka_unit_test(amd_ghost_names_its_hidden_holder),
+                cmocka_unit_test(plan_refuses_drm_and_kfd_holders),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -282,6 +282,37 @@ static void defaults_are_the_programs(void **state)
         gr_proc_table_free(t);
 }
 
+/* A recorded AMD node (tests/fixtures/drm-amdgpu): DRM and KFD fds by name under the device
+ * directory, kept apart from NVIDIA's holdings, in fd order; another directory names none */
+static void fixture_drm_fds_by_name(void **state)
+{
+        char root[1100];
+        snprintf(root, sizeof(root), "%.*s/drm-amdgpu/proc", (int)(strrchr(fixture, '/') - fixture), fixture);
+        gr_proc_options o = { .proc_root = root, .dev_dir = "/dev" };
+        gr_proc_table *t = NULL;
+        assert_int_equal(gr_proc_scan(&o, &t), 0);
+        assert_int_equal(t->n_holders, 0);
+        assert_int_equal(t->n_drm_holders, 4); /* 710, 800, 810, 811 */
+        gr_process *p = gr_proc_table_find(t, 710);
+        assert_non_null(p);
+        assert_null(p->hold);
+        assert_non_null(p->drm);
+        assert_int_equal(p->drm->n, 2);
+        assert_int_equal(p->drm->n_kfd, 1);
+        assert_int_equal(p->drm->fds[0].fd, 5);
+        assert_int_equal(p->drm->fds[0].node, GR_DRM_NODE_KFD);
+        assert_int_equal(p->drm->fds[1].fd, 6);
+        assert_int_equal(p->drm->fds[1].node, GR_DRM_NODE_RENDER);
+        assert_int_equal(p->drm->fds[1].minor, 128);
+        assert_true(p->has_details); /* a holder: its details are read */
+        assert_null(gr_proc_table_find(t, 790)->drm); /* its terminal is no DRM file */
+        gr_proc_table_free(t);
+        o.dev_dir = "/elsewhere";
+        assert_int_equal(gr_proc_scan(&o, &t), 0);
+        assert_int_equal(t->n_drm_holders, 0);
+        gr_proc_table_free(t);
+}
+
 int main(void)
 {
         const char *f = getenv("FIXTURES");
@@ -289,6 +320,7 @@ int main(void)
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(fixture_ghost_tree),
                 cmocka_unit_test(fixture_other_dev_dir_finds_nothing),
+                cmocka_unit_test(fixture_drm_fds_by_name),
                 cmocka_unit_test(live_scan_finds_this_process),
                 cmocka_unit_test(threaded_scan_matches_single),
                 cmocka_unit_test(live_bpf_scan_matches_proc),

@@ -12,7 +12,7 @@
 
 char LICENSE[] SEC("license") = "Dual MIT/GPL";
 
-#define GR_BPF_MAJORS_MAX 8
+#define GR_BPF_MAJORS_MAX 16
 #define S_IFMT 00170000
 #define S_IFCHR 0020000
 #define MINORBITS 20 /* the kernel's dev_t: major << 20 | minor */
