@@ -136,6 +136,15 @@ static json_object *kubelet_json(const gr_snapshot_kubelet *k)
         add(o, "elapsed_ms", k->asked_at_ms ? json_object_new_int64((int64_t)k->elapsed_ms) : NULL);
         add(o, "pods", k->state == GR_KUBELET_OK ? json_object_new_int64(k->n_pods) : NULL);
         add(o, "devices", k->state == GR_KUBELET_OK ? json_object_new_int64(k->n_devices) : NULL);
+        json_object *assigned = NULL;
+        if (k->state == GR_KUBELET_OK) {
+                assigned = json_object_new_array();
+                for (int i = 0; i < 64; i++)
+                        if (k->gpus_assigned >> i & 1)
+                                json_object_array_add(assigned, json_object_new_int(i));
+        }
+        add(o, "gpus_assigned", assigned);
+        add(o, "devices_unmapped", k->state == GR_KUBELET_OK ? json_object_new_boolean(k->devices_unmapped) : NULL);
         return o;
 }
 

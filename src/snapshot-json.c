@@ -219,6 +219,18 @@ static void load_kubelet(json_object *root, gr_snapshot_kubelet *k)
         k->elapsed_ms = el > 0 ? (uint64_t)el : 0;
         k->n_pods = pods > 0 && pods <= UINT32_MAX ? (unsigned)pods : 0;
         k->n_devices = devs > 0 && devs <= UINT32_MAX ? (unsigned)devs : 0;
+        json_object *assigned = get(o, "gpus_assigned");
+        size_t n = assigned && json_object_get_type(assigned) == json_type_array ? json_object_array_length(assigned) : 0;
+        for (size_t i = 0; i < n && i < 64; i++) {
+                json_object *e = json_object_array_get_idx(assigned, i);
+                int64_t g = e && json_object_get_type(e) == json_type_int ? json_object_get_int64(e) : -1;
+                if (g >= 0 && g < 64)
+                        k->gpus_assigned |= 1ULL << g;
+        }
+        json_object *unmapped = get(o, "devices_unmapped");
+        k->devices_unmapped = unmapped && json_object_get_type(unmapped) == json_type_boolean && json_object_get_boolean(unmapped);
+        if (!assigned)
+                k->devices_unmapped = true; /* a recording without them: which GPUs are assigned is not known */
 }
 
 static int load_process(json_object *jp, gr_process *p, struct too_long *tl)

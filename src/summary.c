@@ -87,6 +87,7 @@ void summary_gpu(struct summary *m, const gr_snapshot *s, const gr_diagnosis *d,
 {
         const gr_gpu *g = &s->gpu->gpus[i];
         unsigned leftovers = 0, suspects = 0;
+        bool no_pod = false;
         uint64_t bytes = 0;
         char mem[32];
         for (size_t k = 0; k < d->n_findings; k++) {
@@ -100,6 +101,7 @@ void summary_gpu(struct summary *m, const gr_snapshot *s, const gr_diagnosis *d,
                                 bytes += gr_finding_memory_on(f, i);
                 }
                 suspects += f->kind == GR_FIND_SUSPECT ? gr_finding_pids_on(d, f, g) : 0;
+                no_pod |= f->kind == GR_FIND_NO_POD;
         }
         switch (d->gpus[i].state) {
         case GR_GPU_CLEAN:
@@ -107,6 +109,8 @@ void summary_gpu(struct summary *m, const gr_snapshot *s, const gr_diagnosis *d,
                 if (suspects)
                         summary_say(m, SUMMARY_WARNING, "GPU %u: %u holder%s gpureap cannot judge", g->index, suspects,
                                     suspects == 1 ? "" : "s");
+                if (no_pod) /* the scheduler takes it for free */
+                        summary_say(m, SUMMARY_WARNING, "GPU %u: in use, assigned to no pod by the kubelet", g->index);
                 break;
         case GR_GPU_DIRTY:
                 say_leftovers(m, s, d, g->index, leftovers, bytes);

@@ -246,6 +246,20 @@ static void describe_stale(const struct wctx *x, const gr_finding *f, const stru
         }
 }
 
+/* On a Kubernetes node: a GPU in use that the kubelet assigned to no listed pod */
+static void describe_no_pod(const struct wctx *x, const gr_finding *f, const struct words *w, struct finding_words *o)
+{
+        (void)x;
+        snprintf(o->explanation, sizeof(o->explanation),
+                 "%s: in use (%s%s%s) but assigned to no pod the kubelet lists: the scheduler takes %s for free",
+                 w->gpus, w->mem, f->n_pids ? ", by " : ", no process", f->n_pids ? w->who : "",
+                 f->n_gpus > 1 ? "them" : "it");
+        snprintf(o->reason, sizeof(o->reason), "the kubelet's List answered: %u pods, none assigned %s",
+                 x->s->kubelet.n_pods, f->n_gpus > 1 ? "these GPUs" : "this GPU");
+        snprintf(o->advice, sizeof(o->advice),
+                 "a process outside Kubernetes, or a pod's leftover after the pod was deleted: see its holders above; cordon the node until the GPU is free");
+}
+
 /* A process of another PID namespace or another user: where it runs and whose it is */
 static void describe_foreign(const struct wctx *x, const gr_finding *f, const struct words *w, struct finding_words *o)
 {
@@ -322,6 +336,7 @@ void finding_words(const gr_snapshot *s, const gr_diagnosis *d, const gr_finding
                 [GR_FIND_FOREIGN] = describe_foreign,
                 [GR_FIND_SUSPECT] = describe_suspect,
                 [GR_FIND_UNMAPPED] = describe_unmapped,
+                [GR_FIND_NO_POD] = describe_no_pod,
         };
         memset(o, 0, sizeof(*o));
         struct wctx x = { s, d };

@@ -113,6 +113,8 @@ typedef enum gr_finding_kind {
         GR_FIND_FOREIGN,         /* holders in another container or of another user: information */
         GR_FIND_SUSPECT,         /* holders judged unsure: the evidence conflicts */
         GR_FIND_UNMAPPED,        /* the driver lists PIDs this PID namespace cannot see */
+        GR_FIND_NO_POD,          /* on a Kubernetes node, a GPU in use that the kubelet assigned to
+                                    no listed pod: the scheduler takes it for free */
         GR_FIND_KIND_COUNT,
 } gr_finding_kind;
 

@@ -30,6 +30,9 @@ typedef struct gr_snapshot_kubelet {
         uint64_t elapsed_ms;
         unsigned n_pods;          /* pods List gave */
         unsigned n_devices;       /* devices assigned to them */
+        uint64_t gpus_assigned;   /* bit i: the report's GPU i is assigned to a listed pod */
+        bool devices_unmapped;    /* a GPU device whose GPU the report does not name (MIG):
+                                     which GPUs are assigned is then not known */
 } gr_snapshot_kubelet;
 
 typedef struct gr_snapshot {

@@ -34,8 +34,8 @@ GR_NAME_TABLE(gr_gpu_state_name, gr_gpu_state, GR_GPU_UNKNOWN, "unknown",
 GR_NAME_TABLE(gr_role_name, gr_role, GR_ROLE_HOLDER, "holder",
               [GR_ROLE_OWNER] = "owner", [GR_ROLE_HIDDEN_HOLDER] = "hidden_holder", [GR_ROLE_MONITOR] = "monitor", [GR_ROLE_HOLDER] = "holder")
 
-GR_NAME_TABLE(gr_finding_kind_name, gr_finding_kind, GR_FIND_UNMAPPED, "unknown",
-              [GR_FIND_GHOST] = "ghost", [GR_FIND_TEARDOWN] = "teardown", [GR_FIND_ORPHAN] = "orphan", [GR_FIND_ZOMBIE] = "zombie", [GR_FIND_STOPPED] = "stopped", [GR_FIND_UNINTERRUPTIBLE] = "uninterruptible", [GR_FIND_STALE] = "stale", [GR_FIND_BUSY] = "busy", [GR_FIND_MONITOR] = "monitor", [GR_FIND_FOREIGN] = "foreign", [GR_FIND_SUSPECT] = "suspect", [GR_FIND_UNMAPPED] = "unmapped")
+GR_NAME_TABLE(gr_finding_kind_name, gr_finding_kind, GR_FIND_NO_POD, "unknown",
+              [GR_FIND_GHOST] = "ghost", [GR_FIND_TEARDOWN] = "teardown", [GR_FIND_ORPHAN] = "orphan", [GR_FIND_ZOMBIE] = "zombie", [GR_FIND_STOPPED] = "stopped", [GR_FIND_UNINTERRUPTIBLE] = "uninterruptible", [GR_FIND_STALE] = "stale", [GR_FIND_BUSY] = "busy", [GR_FIND_MONITOR] = "monitor", [GR_FIND_FOREIGN] = "foreign", [GR_FIND_SUSPECT] = "suspect", [GR_FIND_UNMAPPED] = "unmapped", [GR_FIND_NO_POD] = "no_pod")
 
 GR_NAME_TABLE(gr_confidence_name, gr_confidence, GR_UNSURE, "unsure",
               [GR_SURE] = "sure", [GR_LIKELY] = "likely", [GR_UNSURE] = "unsure")
@@ -716,6 +716,30 @@ static int stale_finding(struct dx *x, const struct gpu_view *gv, bool *stale)
         return 0;
 }
 
+/* A GPU in use (memory, holders) on a node whose kubelet answered, that no listed pod was
+ * assigned: the device plugin reports it free, the scheduler places a pod on it. Not where a
+ * device (MIG) does not name its GPU: then which GPUs are assigned is not known */
+static int no_pod_finding(struct dx *x, unsigned gi)
+{
+        const gr_snapshot_kubelet *k = &x->s->kubelet;
+        const gr_gpu *g = &x->s->gpu->gpus[gi];
+        gr_gpu_state st = x->d->gpus[gi].state;
+        if (k->state != GR_KUBELET_OK || k->devices_unmapped || gi >= 64 || (k->gpus_assigned >> gi & 1) ||
+            st == GR_GPU_CLEAN || st == GR_GPU_UNKNOWN)
+                return 0;
+        gr_finding *f = add_finding(x, GR_FIND_NO_POD, (int)gi, false);
+        if (!f)
+                return -ENOMEM;
+        for (size_t i = 0; i < x->d->n_holders; i++) {
+                const gr_holder_verdict *v = &x->d->holders[i];
+                if (holds_minor(v, g->minor) && v->role != GR_ROLE_MONITOR)
+                        add_pid(f, v->pid);
+        }
+        f->memory = g->mem_used;
+        f->confidence = GR_SURE;
+        return 0;
+}
+
 static int judge_gpu(struct dx *x, unsigned gi)
 {
         const gr_gpu *g = &x->s->gpu->gpus[gi];
@@ -765,7 +789,7 @@ static int judge_gpu(struct dx *x, unsigned gi)
             (r = stale_finding(x, &view, &stale)) < 0)
                 return r;
         gv->state = dirty ? GR_GPU_DIRTY : stale ? GR_GPU_STALE : busy ? GR_GPU_BUSY : GR_GPU_CLEAN;
-        return 0;
+        return no_pod_finding(x, gi);
 }
 
 static int judge_foreign(struct dx *x)

@@ -261,6 +261,10 @@ int gr_snapshot_name_pods(gr_snapshot *s, const gr_kubelet_answer *a)
         int r = seen_load(&j, s);
         if (r == 0 && answered)
                 r = listed_load(&j, s->gpu, a);
+        for (size_t i = 0; r == 0 && answered && i < j.n_pods; i++) {
+                s->kubelet.gpus_assigned |= j.pods[i].gpus;
+                s->kubelet.devices_unmapped |= j.pods[i].unmapped;
+        }
         if (r == 0 && answered) {
                 match(j.uids, j.n_uids, j.pods, j.n_pods, false, 0, 0);
                 for (size_t u = 0; u < j.n_uids; u++)

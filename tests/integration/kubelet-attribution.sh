@@ -92,6 +92,16 @@ jqok "[$(pod "$pd"), $(pod "$pe")] | all(.naming == \"ambiguous\" and .pod == nu
         "pods D and E on two replicas of one GPU: ambiguous, neither guessed"
 [ "$(grep -c '^List$' "$T/kubelet.log")" = 1 ] || fail "one status asked List $(grep -c '^List$' "$T/kubelet.log") times"
 ok "one status, one List"
+# GPU 2 is in use and no listed pod was assigned it (the scheduler takes it for free): one
+# finding, with its holder; GPUs 0, 1 and 3 are assigned (3 to two replicas): none
+jqok "[.findings[] | select(.kind == \"no_pod\") | {gpus, pids, leftover, action}] == [{\"gpus\": [2], \"pids\": [$pc], \"leftover\": false, \"action\": \"none\"}]" \
+        "GPU 2, in use and assigned to no listed pod: a no_pod finding with its holder, no action"
+jqok '.kubelet.gpus_assigned == [0, 1, 3] and .kubelet.devices_unmapped == false' "the GPUs the kubelet assigned"
+# shellcheck disable=SC2086
+gr check --direct $K
+expect_rc 1 "check warns of a GPU in use that no pod was assigned"
+has out "GPU 2: in use, assigned to no pod by the kubelet" "check names the GPU"
+hasnt out "GPU [013]: in use, assigned" "and only that GPU"
 
 # shellcheck disable=SC2086
 gr status --direct --wide $K
@@ -119,6 +129,7 @@ expect_rc 1 "status still judges"
 jqok '.kubelet.state == "no_socket" and (.kubelet.error | test("no kubelet socket at"))' "not asked: no socket, said"
 jqok "$(pod "$pa") | .naming == \"not_asked\" and .pod == null and .pod_uid == \"$A\"" "the UID from the cgroup, no name"
 jqok '[.gpus[].state] == ["busy", "busy", "busy", "busy"]' "the GPUs' states as ever"
+jqok '[.findings[] | select(.kind == "no_pod")] == []' "no no_pod finding where the kubelet was not asked (control)"
 gr status --direct --wide --kubelet-socket "$T/no-such.sock"
 has out "^ *$pa .* pod $A$" "the table: the pod's UID"
 has out "^note: pods are shown by their UIDs only: the kubelet was not asked \(no kubelet socket at '$T/no-such.sock'\)$" \
@@ -142,7 +153,7 @@ jqok "$(pod "$pa") | .naming == \"not_asked\" and .pod_uid == \"$A\"" "nothing t
 gr status --direct --wide --kubelet-socket "$T/hang.sock"
 has out "^note: pods are shown by their UIDs only: the kubelet did not answer \(" "the table says the kubelet did not answer"
 gr check --direct --format npd --timeout 1500ms --kubelet-socket "$T/hang.sock"
-expect_rc 0 "check answers inside its own deadline, past the kubelet's"
+expect_rc 0 "check answers inside its own deadline, past the kubelet's (no pod warning: it did not answer)"
 has out "^gpureap OK: 4 GPUs, 4 busy" "and judges (busy GPUs are fine)"
 
 # a process of pod C whose lineage cannot tell (its launcher's group is gone, but it ignores
@@ -169,6 +180,12 @@ jqok "$(verdict "$pa") | [.evidence[].key] | index(\"kubelet\") == null" "a name
 fixture ', {"name": "c-pod", "namespace": "ml", "containers": [{"name": "w", "devices": [{"resource": "nvidia.com/gpu", "ids": ["'"$(uuid 2)"'"]}]}]}'
 gr status --json --direct $K
 jqok "$(verdict "$pf") | .judgement == \"unsure\"" "its pod listed (with the GPU): unsure again (control)"
+jqok '[.findings[] | select(.kind == "no_pod")] == []' "GPU 2 assigned to a listed pod: no no_pod finding (control)"
+# a MIG device names no GPU the report has: which GPUs are assigned is not known, nothing said
+fixture ', {"name": "mig-0", "namespace": "ml", "containers": [{"name": "w", "devices": [{"resource": "nvidia.com/mig-1g.10gb", "ids": ["MIG-5a1c0000-0000-4000-8000-000000000001"]}]}]}'
+gr status --json --direct $K
+jqok '.kubelet.devices_unmapped == true and [.findings[] | select(.kind == "no_pod")] == []' \
+        "with a MIG device assigned (its GPU unknown): no no_pod finding"
 fixture ""
 
 # serve: the kubelet's answer cached (not one List per look), carried to clients in both served
