@@ -136,6 +136,10 @@ struct run {
         int cgroup_lock;                /* the leaf's directory, flocked while the run lives */
         bool cgroup_partial;            /* not every member was moved into it (cut short) */
         int cgroup_kill_fd;             /* its cgroup.kill, for a crash of gpureap's */
+        int group_fd;                   /* a pidfd of the command, which leads a process group of
+                                           its own session's (none as a terminal's job) */
+        bool group_termed;              /* that group had its SIGTERM and SIGCONT at the end */
+        pid_t last_pid_at_term;         /* the PID last handed out just before */
         bool out_broken, err_broken; /* our stdout or stderr cannot be written any more */
         bool signal_group;              /* --signal-group: passed on to the command's group */
         int rewrite[_NSIG];             /* --rewrite-signal: what a signal is taken for; 0: itself,
@@ -762,13 +766,36 @@ struct tree_ladder {
         bool *child_done;
         uint64_t next_us;         /* the next look at the tree: at most a third of the time looking */
         int post_sample;          /* after the first rung: the GPU look of this mode (0: none) */
+        bool group;               /* the group's SIGTERM came first: its members have had theirs */
+        bool listed;              /* the first listing was taken */
+        unsigned group_ended;     /* members of the group already ended at the first listing */
 };
 
-static void ladder_add_listed(gr_ladder *l, const gr_tree_proc *t, size_t n)
+/* Had it the group's SIGTERM: in the command's group, born before it (a false "born since"
+ * costs a second TERM, never a missing one) */
+static bool had_group_term(const struct run *r, const gr_tree_proc *p, pid_t last_pid_now)
 {
-        for (size_t i = 0; i < n; i++)
-                if (t[i].state != 'Z' && gr_ladder_add(l, t[i].pid, t[i].start_time, NULL) > 0)
+        return p->pgid == r->cmd_pid && !gr_pid_new_since(p->pid, r->last_pid_at_term, last_pid_now);
+}
+
+static void ladder_add_listed(gr_ladder *l, const gr_tree_proc *t, size_t n, struct tree_ladder *tl)
+{
+        pid_t now = 0; /* read after the listing: every member listed was born by then */
+        bool group = tl && tl->group && gr_last_pid(&now) == 0;
+        for (size_t i = 0; i < n; i++) {
+                bool had = group && had_group_term(tl->r, &t[i], now);
+                if (t[i].state == 'Z') {
+                        if (had && !tl->listed)
+                                tl->group_ended++;
+                        continue;
+                }
+                int q = had ? gr_ladder_add_signalled(l, t[i].pid, t[i].start_time, NULL)
+                            : gr_ladder_add(l, t[i].pid, t[i].start_time, NULL);
+                if (q > 0)
                         gr_strlcpy(l->m[l->n - 1].comm, t[i].comm, sizeof(l->m[l->n - 1].comm));
+        }
+        if (tl)
+                tl->listed = true;
 }
 
 static void tree_refresh(gr_ladder *l, void *userdata)
@@ -784,7 +811,7 @@ static void tree_refresh(gr_ladder *l, void *userdata)
         tl->next_us = gr_now_us() + (2 * cost > 5000 ? 2 * cost : 5000);
         if (q < 0)
                 return;
-        ladder_add_listed(l, t, n);
+        ladder_add_listed(l, t, n, tl);
         free(t);
 }
 
@@ -837,13 +864,13 @@ static void tree_before_kill(void *userdata)
 static void ladder_round(struct run *r, int *child_status, bool *child_done, uint64_t grace, struct listing *ls,
                          int post_sample)
 {
-        struct tree_ladder tl = { r, child_status, child_done, 0, post_sample };
+        struct tree_ladder tl = { r, child_status, child_done, 0, post_sample, r->group_termed && grace > 0, false, 0 };
         gr_ladder l;
         gr_ladder_options lo = { .grace_ms = grace, .deadline_ms = grace + 10000, .refresh = tree_refresh,
                                  .tick = tree_tick, .before_kill = tree_before_kill, .userdata = &tl };
         gr_ladder_init(&l, &lo);
         if (ls && ls->valid) {
-                ladder_add_listed(&l, ls->t, ls->n);
+                ladder_add_listed(&l, ls->t, ls->n, NULL);
                 tl.next_us = gr_now_us() + 5000;
         } else {
                 tree_refresh(&l, &tl);
@@ -863,6 +890,7 @@ static void ladder_round(struct run *r, int *child_status, bool *child_done, uin
                                   r->cmd[0], (int)l.m[i].ref.pid, (unsigned long long)l.m[i].ref.start_time,
                                   l.m[i].comm, gr_kill_result_name(l.m[i].result));
         }
+        r->killed_term += tl.group_ended;
         gr_ladder_done(&l);
 }
 
@@ -905,6 +933,31 @@ static uint64_t pass_on_and_wait(struct run *r, int sig, uint64_t grace)
         return spent < grace ? spent : grace;
 }
 
+/* The end's SIGTERM and SIGCONT to the command's process group at once, as 'tini -g' and
+ * 'kill -- -PGID' send them, before anything is listed: its members start exiting while the
+ * tree is listed and pinned, where one signal each after that kept them all waiting for it
+ * (the listing and pinning of 100 took 3-6 ms on the CI machine). Only that group: it is in the
+ * command's own session (or the pty shim's), which holds the command's descendants alone, and
+ * the pidfd names that group whatever process gets its number later (before Linux 6.9, a kill
+ * of the group while the command, our child, is not reaped: its PID is the group's). Not at a
+ * terminal's job: its group is in the caller's session. The ladder then passes by who had it
+ * (in the group, born before: tree_ladder.group); the rest of the tree gets its TERM there. */
+static void group_term(struct run *r)
+{
+        if (r->group_fd < 0 || gr_last_pid(&r->last_pid_at_term) < 0)
+                return;
+        int q = gr_pidfd_signal_group(r->group_fd, SIGTERM);
+        if (q == -EINVAL && crash_pgid > 0)
+                q = kill(-r->cmd_pid, SIGTERM) < 0 ? -errno : 0;
+        if (q < 0)
+                return; /* nobody left in the group, or no way to reach it safely */
+        if (gr_pidfd_signal_group(r->group_fd, SIGCONT) == -EINVAL && crash_pgid > 0)
+                kill(-r->cmd_pid, SIGCONT);
+        r->group_termed = true;
+        audit_log(LOG_NOTICE, "'%s' (supervised): SIGTERM and SIGCONT to its process group %d", r->cmd[0],
+                  (int)r->cmd_pid);
+}
+
 static void end_tree(struct run *r, int ending, int *child_status, bool *child_done)
 {
         if (tree_gone(r, child_status, child_done))
@@ -927,12 +980,15 @@ static void end_tree(struct run *r, int ending, int *child_status, bool *child_d
          * once, it ended the command before that look could see its GPU. The time it takes is
          * the command's own: the rest of the tree then has the whole grace after its SIGTERM
          * (taken from the grace, it got TERM and KILL back to back, and its handlers never ran).
-         * Then one ladder over the tree: each member gets SIGTERM and SIGCONT once (a group's
-         * TERM first and the ladder's after it told a handler twice, and to many servers a
-         * second TERM means "quit now"), the never looked at get their look after it. */
+         * Then the command's group its SIGTERM at once (group_term), and one ladder over the
+         * tree: each member gets SIGTERM and SIGCONT once (the ladder passes by who had the
+         * group's: a second TERM told a handler twice, and to many servers a second TERM means
+         * "quit now"), the never looked at get their look after it. */
         if (!*child_done && ending && ending != SIGTERM)
                 pass_on_and_wait(r, ending, r->grace);
-        verbose(r, "ending the tree: SIGTERM and SIGCONT to each process, SIGKILL after %.1fs",
+        group_term(r);
+        verbose(r, "ending the tree: SIGTERM and SIGCONT to %s, SIGKILL after %.1fs",
+                r->group_termed ? "its process group, then to each other process" : "each process",
                 (double)r->grace / 1000);
         ladder_round(r, child_status, child_done, r->grace, NULL,
                      host_pids ? SAMPLE_END_POST : SAMPLE_ALL);
@@ -967,7 +1023,9 @@ reaped:
                 close(r->cgroup_kill_fd);
         if (r->cgroup_lock >= 0)
                 close(r->cgroup_lock);
-        r->cgroup_kill_fd = r->cgroup_lock = -1;
+        if (r->group_fd >= 0)
+                close(r->group_fd);
+        r->cgroup_kill_fd = r->cgroup_lock = r->group_fd = -1;
 }
 
 /* The tree's PIDs for the drain, once it is gone: the members when it was ended, the last that
@@ -1533,8 +1591,13 @@ static int start_command(struct run *r, bool pipe_out, bool pipe_err, const sigs
                         *fork_errno = m.value;
         }
         close(execp[0]);
-        if (!*exec_errno && !*fork_errno)
+        if (!*exec_errno && !*fork_errno) {
                 crash_pgid = r->cmd_pid;
+                if (r->tty.kind != RUN_TTY_JOB) { /* taken before anyone could reap it */
+                        int fd = gr_pidfd_open(r->cmd_pid);
+                        r->group_fd = fd >= 0 ? fd : -1;
+                }
+        }
         return 0;
 }
 
@@ -1804,7 +1867,7 @@ static void run_exit_code(const struct run *r, struct run_end *e)
 int cmd_run(int argc, char **argv)
 {
         struct run r = { .grace = 5000, .drain_timeout = 30000, .out_fd = -1, .err_fd = -1, .sigfd = -1,
-                         .cgroup_lock = -1, .cgroup_kill_fd = -1 };
+                         .cgroup_lock = -1, .cgroup_kill_fd = -1, .group_fd = -1 };
         const char *ready_log = NULL;
         int pdeathsig = 0;
         pid_t parent = getppid();

@@ -113,6 +113,7 @@ static int emit(struct link *l, size_t n, pid_t root, const pid_t *skip, size_t 
                 out[k].cpu_ticks = l[i].cpu;
                 out[k].state = l[i].state;
                 out[k].kthread = l[i].kthread;
+                out[k].pgid = l[i].pgrp;
                 memcpy(out[k].comm, l[i].comm, sizeof(out[k].comm));
                 k++;
         }
@@ -351,7 +352,7 @@ static int tree_by_children(const char *proc_root, pid_t root, const char *cgrou
                 if (st.state == 'Z' && gr_proc_zombie_leader_alive(proc_root, ps.p[i]))
                         st.state = 'S'; /* its main thread is gone, not the process */
                 out[k] = (gr_tree_proc){ .pid = st.pid, .start_time = st.start_time, .cpu_ticks = st.cpu_ticks,
-                                         .state = st.state, .kthread = st.kthread };
+                                         .state = st.state, .kthread = st.kthread, .pgid = st.pgrp };
                 gr_strlcpy(out[k].comm, st.comm, sizeof(out[k].comm));
                 k++;
         }
@@ -408,6 +409,33 @@ int gr_tree_list_by_walk(const char *proc_root, pid_t root, const char *cgroup, 
                          size_t n_skip, gr_tree_proc **ret, size_t *ret_n)
 {
         return tree_by_walk(proc_root ? proc_root : "/proc", root, cgroup, skip, n_skip, ret, ret_n);
+}
+
+int gr_last_pid(pid_t *ret)
+{
+        char buf[32];
+        int fd = open("/proc/sys/kernel/ns_last_pid", O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        ssize_t n = read(fd, buf, sizeof(buf) - 1);
+        int e = errno;
+        close(fd);
+        if (n <= 0)
+                return n < 0 ? -e : -EIO;
+        buf[n] = '\0';
+        buf[strcspn(buf, "\n")] = '\0';
+        uint64_t v;
+        if (gr_parse_u64(buf, &v) < 0 || v > GR_PROC_PID_MAX)
+                return -EINVAL;
+        *ret = (pid_t)v;
+        return 0;
+}
+
+bool gr_pid_new_since(pid_t pid, pid_t before, pid_t now)
+{
+        if (now >= before)
+                return pid > before && pid <= now;
+        return pid > before || pid <= now; /* the numbers wrapped at pid_max meanwhile */
 }
 
 int gr_cgroup2_mount(char *ret, size_t size)

@@ -76,6 +76,7 @@ static void same_tree_both_ways(void **state)
         for (size_t i = 0; i < na; i++) {
                 assert_int_equal(a[i].pid, b[i].pid);
                 assert_int_equal(a[i].start_time, b[i].start_time);
+                assert_int_equal(a[i].pgid, b[i].pgid);
         }
         /* negative control: another root's tree is not ours */
         gr_tree_proc *c1 = NULL;
@@ -91,6 +92,28 @@ static void same_tree_both_ways(void **state)
         free(c1);
         close(pfd[0]);
         close(pfd[1]);
+}
+
+/* A process born since the last PID was read has a PID in (before, now], also across the wrap
+ * at pid_max; a real fork shows it */
+static void pid_born_since(void **state)
+{
+        (void)state;
+        assert_true(gr_pid_new_since(101, 100, 105));
+        assert_false(gr_pid_new_since(100, 100, 105));
+        assert_false(gr_pid_new_since(106, 100, 105));
+        assert_false(gr_pid_new_since(50, 100, 100));
+        assert_true(gr_pid_new_since(32000, 31990, 20));  /* wrapped meanwhile */
+        assert_true(gr_pid_new_since(7, 31990, 20));
+        assert_false(gr_pid_new_since(500, 31990, 20));
+        pid_t before = 0, now = 0;
+        assert_int_equal(gr_last_pid(&before), 0);
+        pid_t p = spawn_sleeper();
+        assert_int_equal(gr_last_pid(&now), 0);
+        assert_true(gr_pid_new_since(p, before, now));
+        assert_false(gr_pid_new_since(getpid(), before, now)); /* born long before */
+        kill(p, SIGKILL);
+        waitpid(p, NULL, 0);
 }
 
 /* whatever failed, no process of ours outlives the test (it would hold the runner's pipes) */
@@ -112,6 +135,7 @@ int main(void)
 {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_teardown(same_tree_both_ways, end_our_tree),
+                cmocka_unit_test_teardown(pid_born_since, end_our_tree),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
