@@ -419,8 +419,11 @@ static void look_at(struct run *r, struct sampled *sm)
 }
 
 /* The record for the tree as listed now (zombies left out), each member's earlier record kept
- * where it is the same process; who left since the last look is noted for the drain */
-static struct sampled *records(struct run *r, const gr_tree_proc *t, size_t n, size_t *ret_n)
+ * where it is the same process; who left since the last look is noted for the drain. At the
+ * end, one that left before its fds were ever read may have held a GPU: the driver is asked
+ * (the group's SIGTERM comes before the look after the signal, and ends most of a young tree
+ * before it) */
+static struct sampled *records(struct run *r, const gr_tree_proc *t, size_t n, bool at_end, size_t *ret_n)
 {
         struct sampled *now_set = calloc(n ? n : 1, sizeof(*now_set));
         if (!now_set)
@@ -443,7 +446,7 @@ static struct sampled *records(struct run *r, const gr_tree_proc *t, size_t n, s
                 if (j < k && now_set[j].pid == r->sampled[i].pid && now_set[j].start_time == r->sampled[i].start_time)
                         continue;
                 note_gone(r, r->sampled[i].pid);
-                if (r->sampled[i].looked && !r->sampled[i].holds && !r->sampled[i].end_looked)
+                if ((r->sampled[i].looked || at_end) && !r->sampled[i].holds && !r->sampled[i].end_looked)
                         r->maybe_opened = true;
         }
         *ret_n = k;
@@ -471,7 +474,7 @@ static void sample_gpus(struct run *r, enum sample_mode mode, struct listing *ke
         size_t n = 0, k = 0;
         if (gr_tree_list(NULL, getpid(), listing_cgroup(r), NULL, 0, &t, &n) < 0)
                 return;
-        struct sampled *now_set = records(r, t, n, &k);
+        struct sampled *now_set = records(r, t, n, mode == SAMPLE_END_POST || mode == SAMPLE_ALL, &k);
         if (keep)
                 *keep = (struct listing){ t, n, true };
         else
