@@ -774,6 +774,29 @@ struct tree_ladder {
         unsigned group_ended;     /* members of the group already ended at the first listing */
 };
 
+/* Reap one that has ended by its PID: the kernel finds one child in constant time, while a
+ * wait for any child walks all of them, and a tree of a thousand orphans made that quadratic.
+ * True once it is reaped, or not ours to reap (its own parent waits for it) */
+static bool reap_member(struct tree_ladder *tl, pid_t pid)
+{
+        int st;
+        pid_t w = waitpid(pid, &st, WNOHANG);
+        if (w < 0)
+                return errno == ECHILD;
+        if (w != pid)
+                return false;
+        note_gone(tl->r, w);
+        if (w == tl->r->cmd_pid)
+                crash_pgid = 0;
+        if (w == tl->r->child) {
+                *tl->child_status = st;
+                *tl->child_done = true;
+        } else if (w != tl->r->cmd_pid) {
+                tl->r->reaped_orphans++;
+        }
+        return true;
+}
+
 /* Had it the group's SIGTERM: in the command's group, born before it (a false "born since"
  * costs a second TERM, never a missing one) */
 static bool had_group_term(const struct run *r, const gr_tree_proc *p, pid_t last_pid_now)
@@ -781,15 +804,18 @@ static bool had_group_term(const struct run *r, const gr_tree_proc *p, pid_t las
         return p->pgid == r->cmd_pid && !gr_pid_new_since(p->pid, r->last_pid_at_term, last_pid_now);
 }
 
+/* The members listed join the ladder; the zombies among them are reaped by PID (those not
+ * reaped here go to the wait for any child at the end, which walks all of them) */
 static void ladder_add_listed(gr_ladder *l, const gr_tree_proc *t, size_t n, struct tree_ladder *tl)
 {
         pid_t now = 0; /* read after the listing: every member listed was born by then */
-        bool group = tl && tl->group && gr_last_pid(&now) == 0;
+        bool group = tl->group && gr_last_pid(&now) == 0;
         for (size_t i = 0; i < n; i++) {
                 bool had = group && had_group_term(tl->r, &t[i], now);
                 if (t[i].state == 'Z') {
                         if (had && !tl->listed)
                                 tl->group_ended++;
+                        reap_member(tl, t[i].pid);
                         continue;
                 }
                 int q = had ? gr_ladder_add_signalled(l, t[i].pid, t[i].start_time, NULL)
@@ -797,8 +823,7 @@ static void ladder_add_listed(gr_ladder *l, const gr_tree_proc *t, size_t n, str
                 if (q > 0)
                         gr_strlcpy(l->m[l->n - 1].comm, t[i].comm, sizeof(l->m[l->n - 1].comm));
         }
-        if (tl)
-                tl->listed = true;
+        tl->listed = true;
 }
 
 static void tree_refresh(gr_ladder *l, void *userdata)
@@ -818,8 +843,7 @@ static void tree_refresh(gr_ladder *l, void *userdata)
         free(t);
 }
 
-/* Reap what has ended, each by its PID: the kernel finds one child in constant time, while a
- * wait for any child walks all of them, and a tree of a thousand orphans made that quadratic */
+/* Reap what has ended, each by its PID */
 static void tree_tick(gr_ladder *l, void *userdata)
 {
         struct tree_ladder *tl = userdata;
@@ -830,24 +854,8 @@ static void tree_tick(gr_ladder *l, void *userdata)
         }
         for (size_t i = 0; i < l->n; i++) {
                 gr_ladder_member *m = &l->m[i];
-                int st;
-                if (!m->done || m->reaped)
-                        continue;
-                pid_t w = waitpid(m->ref.pid, &st, WNOHANG);
-                if (w == m->ref.pid) {
-                        m->reaped = true;
-                        note_gone(tl->r, w);
-                        if (w == tl->r->cmd_pid)
-                                crash_pgid = 0;
-                        if (w == tl->r->child) {
-                                *tl->child_status = st;
-                                *tl->child_done = true;
-                        } else if (w != tl->r->cmd_pid) {
-                                tl->r->reaped_orphans++;
-                        }
-                } else if (w < 0 && errno == ECHILD) {
-                        m->reaped = true; /* not ours: its own parent waits for it */
-                }
+                if (m->done && !m->reaped)
+                        m->reaped = reap_member(tl, m->ref.pid);
         }
         struct signalfd_siginfo si;
         while (read(tl->r->sigfd, &si, sizeof(si)) == sizeof(si))
@@ -873,7 +881,7 @@ static void ladder_round(struct run *r, int *child_status, bool *child_done, uin
                                  .tick = tree_tick, .before_kill = tree_before_kill, .userdata = &tl };
         gr_ladder_init(&l, &lo);
         if (ls && ls->valid) {
-                ladder_add_listed(&l, ls->t, ls->n, NULL);
+                ladder_add_listed(&l, ls->t, ls->n, &tl);
                 tl.next_us = gr_now_us() + 5000;
         } else {
                 tree_refresh(&l, &tl);

@@ -116,6 +116,44 @@ static void pid_born_since(void **state)
         waitpid(p, NULL, 0);
 }
 
+/* A zombie is not asked for its children (it has none: the kernel handed them to us, the
+ * subreaper, before it became one), and they are still listed, as ours */
+static void zombie_children_listed(void **state)
+{
+        (void)state;
+        prctl(PR_SET_CHILD_SUBREAPER, 1);
+        int pfd[2];
+        assert_int_equal(pipe(pfd), 0);
+        pid_t a = fork();
+        if (a == 0) {
+                pid_t b = spawn_sleeper();
+                if (write(pfd[1], &b, sizeof(b)) != sizeof(b))
+                        _exit(1);
+                _exit(0); /* a zombie of ours until reaped; b comes to us */
+        }
+        pid_t b = 0;
+        assert_int_equal(read(pfd[0], &b, sizeof(b)), (ssize_t)sizeof(b));
+        siginfo_t si = { 0 };
+        assert_int_equal(waitid(P_PID, (id_t)a, &si, WEXITED | WNOWAIT), 0); /* a zombie now, not reaped */
+        gr_tree_proc *t = NULL;
+        size_t n = 0;
+        bool saw_a = false, saw_b = false;
+        assert_int_equal(gr_tree_list(NULL, getpid(), NULL, NULL, 0, &t, &n), 0);
+        for (size_t i = 0; i < n; i++) {
+                if (t[i].pid == a)
+                        saw_a = t[i].state == 'Z';
+                saw_b = saw_b || t[i].pid == b;
+        }
+        assert_true(saw_a);
+        assert_true(saw_b);
+        free(t);
+        kill(b, SIGKILL);
+        while (waitpid(-1, NULL, 0) > 0)
+                ;
+        close(pfd[0]);
+        close(pfd[1]);
+}
+
 /* whatever failed, no process of ours outlives the test (it would hold the runner's pipes) */
 static int end_our_tree(void **state)
 {
@@ -136,6 +174,7 @@ int main(void)
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_teardown(same_tree_both_ways, end_our_tree),
                 cmocka_unit_test_teardown(pid_born_since, end_our_tree),
+                cmocka_unit_test_teardown(zombie_children_listed, end_our_tree),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
