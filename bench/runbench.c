@@ -1,6 +1,7 @@
 /* runbench: time commands over many runs, interleaved so that every command sees the same
  * machine, and report the median wall time and the peak RSS (of the command and the children
- * it waited for, from wait4). Output goes to /dev/null so terminals and pipes are not measured.
+ * it waited for, from wait4), and the median CPU time (user + system, the command's and the
+ * children it waited for, from wait4). Output goes to /dev/null so terminals and pipes are not measured.
  *
  *   runbench [-n RUNS] [-w WARMUP] NAME -- CMD ARGS... [::: NAME -- CMD ARGS...]...   */
 #include <errno.h>
@@ -19,6 +20,7 @@ struct cmd {
         const char *name;
         char **argv;
         double *ms;
+        double *cpu_ms;
         long max_rss_kib;
         int last_status;
 };
@@ -36,7 +38,7 @@ static int cmp_double(const void *a, const void *b)
         return (x > y) - (x < y);
 }
 
-static double run_once(struct cmd *c)
+static double run_once(struct cmd *c, double *ret_cpu_ms)
 {
         double t0 = now_ms();
         pid_t pid = fork();
@@ -56,6 +58,9 @@ static double run_once(struct cmd *c)
         while (wait4(pid, &st, 0, &ru) < 0 && errno == EINTR)
                 ;
         double t = now_ms() - t0;
+        if (ret_cpu_ms)
+                *ret_cpu_ms = (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e3 +
+                              (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e3;
         if (ru.ru_maxrss > c->max_rss_kib)
                 c->max_rss_kib = ru.ru_maxrss;
         c->last_status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
@@ -89,26 +94,28 @@ int main(int argc, char **argv)
                 if (i < argc)
                         argv[i++] = NULL;
                 c->ms = calloc((size_t)runs, sizeof(double));
+                c->cpu_ms = calloc((size_t)runs, sizeof(double));
                 n++;
         }
         if (n == 0 || runs < 1)
                 return 2;
         for (int w = 0; w < warmup; w++)
                 for (int k = 0; k < n; k++)
-                        run_once(&cmds[k]);
+                        run_once(&cmds[k], NULL);
         for (int r = 0; r < runs; r++)
                 for (int k = 0; k < n; k++) {
                         int j = (k + r) % n; /* rotate who goes first each round */
-                        cmds[j].ms[r] = run_once(&cmds[j]);
+                        cmds[j].ms[r] = run_once(&cmds[j], &cmds[j].cpu_ms[r]);
                 }
-        printf("%-28s %5s %10s %10s %10s %10s %6s\n", "command", "runs", "median_ms", "p10_ms", "p90_ms",
-               "peak_rss", "exit");
+        printf("%-28s %5s %10s %10s %10s %10s %6s %10s\n", "command", "runs", "median_ms", "p10_ms", "p90_ms",
+               "peak_rss", "exit", "cpu_ms");
         for (int k = 0; k < n; k++) {
                 struct cmd *c = &cmds[k];
                 qsort(c->ms, (size_t)runs, sizeof(double), cmp_double);
-                printf("%-28s %5d %10.3f %10.3f %10.3f %7.1fMiB %6d\n", c->name, runs, c->ms[runs / 2],
+                qsort(c->cpu_ms, (size_t)runs, sizeof(double), cmp_double);
+                printf("%-28s %5d %10.3f %10.3f %10.3f %7.1fMiB %6d %10.3f\n", c->name, runs, c->ms[runs / 2],
                        c->ms[runs / 10], c->ms[(runs * 9) / 10], (double)c->max_rss_kib / 1024.0,
-                       c->last_status);
+                       c->last_status, c->cpu_ms[runs / 2]);
         }
         return 0;
 }

@@ -1,19 +1,23 @@
-/* teardown: how long a supervisor takes to end a tree when it gets SIGTERM, side by side and
- * interleaved: 'gpureap run' against 'tini -s -g' (which passes the TERM to the command's process
- * group). The command forks SLEEPERS children in its process group and waits; once they are all
- * there, the supervisor gets SIGTERM; the time until the supervisor has exited is measured, and
- * every sleeper is checked afterwards (left ones are counted, then killed by PID).
+/* teardown: how long a supervisor takes to end a tree, side by side and interleaved: 'gpureap
+ * run' (one or more builds) against 'tini -s -g' (which passes the TERM to the command's process
+ * group) and a bare subreaper that does no more than it must (the floor). The command forks
+ * SLEEPERS children in its process group and waits; once they are all there, the supervisor gets
+ * SIGTERM; the time until the supervisor has exited is measured, and every sleeper is checked
+ * afterwards (left ones are counted, then killed by PID).
  *
- * A third contender is the floor of the job: a bare subreaper that sends SIGTERM to the group and
- * reaps until it has no child left, verifying nothing (teardown --floor CMD...).
+ * With --exit the command itself exits (on SIGUSR1 from the bench) and leaves its sleepers: the
+ * time from that signal until the supervisor has exited, against dumb-init (which sends SIGTERM
+ * to the command's group when the command exits, and exits itself) and a floor that does the
+ * same and then reaps until no child is left.
  *
- *   teardown [-n RUNS] SLEEPERS GPUREAP    (run from the build dir; tini from PATH)
- *   teardown --sleepers N                  (the command itself: fork N sleepers, report, wait)
- *   teardown --floor CMD...                (the bare supervisor)
+ *   teardown [-n RUNS] [--exit] SLEEPERS GPUREAP [GPUREAP...]   (tini and dumb-init from PATH)
+ *   teardown --sleepers N FD [exit]        (the command itself: fork N sleepers, report, wait)
+ *   teardown --floor CMD...                (the bare supervisor; --floor-exit: for --exit)
  *   teardown --cpu [-n RUNS] GPUREAP       the CPU time of 'gpureap run -- sleep 1' against
  *                                          'tini -s -g -- sleep 1' (the supervisor's and what it
  *                                          reaped, from wait4; sleep's own CPU is in both) */
 #include <errno.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
@@ -32,8 +36,19 @@ static double now_ms(void)
         return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
-static int sleepers(int n, int report_fd)
+static void exit_now(int sig)
 {
+        (void)sig;
+        _exit(0);
+}
+
+static int sleepers(int n, int report_fd, bool exit_mode)
+{
+        if (exit_mode) { /* the command's own PID first: the bench tells it to exit */
+                pid_t self = getpid();
+                if (write(report_fd, &self, sizeof(self)) != sizeof(self))
+                        return 1;
+        }
         for (int i = 0; i < n; i++) {
                 pid_t p = fork();
                 if (p == 0) {
@@ -45,13 +60,15 @@ static int sleepers(int n, int report_fd)
                 if (write(report_fd, &p, sizeof(p)) != sizeof(p))
                         return 1;
         }
+        if (exit_mode)
+                signal(SIGUSR1, exit_now); /* after the forks: the sleepers keep the default */
         close(report_fd);
         for (;;)
                 pause();
 }
 
 /* The floor: what any supervisor that ends the whole tree and waits for it must do */
-static int floor_sup(char **cmd)
+static int floor_sup(char **cmd, bool exit_mode)
 {
         sigset_t set;
         sigemptyset(&set);
@@ -66,8 +83,12 @@ static int floor_sup(char **cmd)
                 _exit(127);
         }
         setpgid(c, c);
-        int sig;
-        sigwait(&set, &sig);
+        if (exit_mode) {
+                waitpid(c, NULL, 0); /* the command exits: end what it left */
+        } else {
+                int sig;
+                sigwait(&set, &sig);
+        }
         kill(-c, SIGTERM);
         kill(-c, SIGCONT);
         while (waitpid(-1, NULL, 0) > 0 || errno == EINTR)
@@ -93,7 +114,7 @@ static int cmp_double(const void *a, const void *b)
 }
 
 /* one run: supervisor argv with the command appended; returns the ms from SIGTERM to its exit */
-static double one(char **sup, int n, const char *self, unsigned *left)
+static double one(char **sup, int n, const char *self, bool exit_mode, unsigned *left)
 {
         int p[2];
         if (pipe(p) < 0)
@@ -109,6 +130,8 @@ static double one(char **sup, int n, const char *self, unsigned *left)
         argv[k++] = (char *)"--sleepers";
         argv[k++] = narg;
         argv[k++] = fdarg;
+        if (exit_mode)
+                argv[k++] = (char *)"exit";
         argv[k] = NULL;
         pid_t s = fork();
         if (s == 0) {
@@ -120,13 +143,17 @@ static double one(char **sup, int n, const char *self, unsigned *left)
                 _exit(127);
         }
         close(p[1]);
+        pid_t cmd = 0;
+        if (exit_mode && read(p[0], &cmd, sizeof(cmd)) != sizeof(cmd))
+                exit(1);
         pid_t *pids = calloc((size_t)n, sizeof(*pids));
         int got = 0;
         while (got < n && read(p[0], &pids[got], sizeof(pid_t)) == sizeof(pid_t))
                 got++;
         close(p[0]);
         double t0 = now_ms();
-        kill(s, SIGTERM);
+        kill(exit_mode ? cmd : s, exit_mode ? SIGUSR1 : SIGTERM); /* ours: its PID is held by
+                                                                     its unreaped zombie */
         waitpid(s, NULL, 0);
         double t = now_ms() - t0;
         *left = 0;
@@ -193,23 +220,55 @@ static int cpu_main(int runs, char *gpureap)
         return 0;
 }
 
+struct contender {
+        char name[64];
+        char *argv[8];
+        double *t;
+        unsigned left;
+};
+
+static int report(struct contender *c, size_t nc, int n, int runs, bool exit_mode)
+{
+        printf("%d sleepers, %s, %d runs each, interleaved:", n, exit_mode ? "the command exits" : "SIGTERM to the supervisor",
+               runs);
+        for (size_t i = 0; i < nc; i++) {
+                qsort(c[i].t, (size_t)runs, sizeof(double), cmp_double);
+                printf("%s %s %.1f ms (p10 %.1f, p90 %.1f, left %u)", i ? ";" : "", c[i].name, c[i].t[runs / 2],
+                       c[i].t[runs / 10], c[i].t[runs - 1 - runs / 10], c[i].left);
+        }
+        printf("\n");
+        for (size_t i = 0; i + 2 < nc; i++)
+                printf("  %s: %.2f x %s, %.2f x the floor\n", c[i].name, c[i].t[runs / 2] / c[nc - 2].t[runs / 2],
+                       c[nc - 2].name, c[i].t[runs / 2] / c[nc - 1].t[runs / 2]);
+        for (size_t i = 0; i < nc; i++)
+                free(c[i].t);
+        return 0;
+}
+
 int main(int argc, char **argv)
 {
-        if (argc == 4 && strcmp(argv[1], "--sleepers") == 0)
-                return sleepers(num(argv[2]), num(argv[3]));
+        if ((argc == 4 || argc == 5) && strcmp(argv[1], "--sleepers") == 0)
+                return sleepers(num(argv[2]), num(argv[3]), argc == 5);
         if (argc > 2 && strcmp(argv[1], "--floor") == 0)
-                return floor_sup(argv + 2);
+                return floor_sup(argv + 2, false);
+        if (argc > 2 && strcmp(argv[1], "--floor-exit") == 0)
+                return floor_sup(argv + 2, true);
         if (argc == 3 && strcmp(argv[1], "--cpu") == 0)
                 return cpu_main(5, argv[2]);
         if (argc == 5 && strcmp(argv[1], "--cpu") == 0 && strcmp(argv[2], "-n") == 0)
                 return cpu_main(num(argv[3]) ? num(argv[3]) : 1, argv[4]);
         int runs = 20, a = 1;
-        if (argc > 2 && strcmp(argv[1], "-n") == 0) {
-                runs = num(argv[2]);
-                a = 3;
+        bool exit_mode = false;
+        if (argc > 2 && strcmp(argv[a], "-n") == 0) {
+                runs = num(argv[a + 1]);
+                a += 2;
         }
-        if (argc - a != 2) {
-                fprintf(stderr, "usage: teardown [-n RUNS] SLEEPERS GPUREAP\n");
+        if (a < argc && strcmp(argv[a], "--exit") == 0) {
+                exit_mode = true;
+                a++;
+        }
+        if (argc - a < 2 || argc - a > 9 || runs < 1) {
+                fprintf(stderr, "usage: teardown [-n RUNS] [--exit] SLEEPERS GPUREAP [GPUREAP...]\n");
                 return 2;
         }
         int n = num(argv[a]);
@@ -218,30 +277,25 @@ int main(int argc, char **argv)
         if (sl <= 0)
                 return 1;
         self[sl] = '\0';
-        char *gr[] = { argv[a + 1], (char *)"run", (char *)"--quiet", (char *)"--", NULL };
-        char *tini[] = { (char *)"tini", (char *)"-s", (char *)"-g", (char *)"--", NULL };
-        char *fl[] = { self, (char *)"--floor", NULL };
-        double *tg = calloc((size_t)runs, sizeof(double)), *tt = calloc((size_t)runs, sizeof(double)),
-               *tf = calloc((size_t)runs, sizeof(double));
-        unsigned left_g = 0, left_t = 0, left_f = 0;
-        for (int i = 0; i < runs; i++) {
-                unsigned l;
-                tg[i] = one(gr, n, self, &l);
-                left_g += l;
-                tt[i] = one(tini, n, self, &l);
-                left_t += l;
-                tf[i] = one(fl, n, self, &l);
-                left_f += l;
+        struct contender c[10];
+        size_t nc = 0;
+        for (int i = a + 1; i < argc; i++, nc++) {
+                c[nc] = (struct contender){ .argv = { argv[i], (char *)"run", (char *)"--quiet", (char *)"--" } };
+                snprintf(c[nc].name, sizeof(c[nc].name), argc - a > 2 ? "gpureap run (%s)" : "gpureap run", argv[i]);
         }
-        qsort(tg, (size_t)runs, sizeof(double), cmp_double);
-        qsort(tt, (size_t)runs, sizeof(double), cmp_double);
-        qsort(tf, (size_t)runs, sizeof(double), cmp_double);
-        printf("%d sleepers, %d runs each, interleaved: gpureap run %.1f ms (left %u), tini -s -g %.1f ms (left %u), "
-               "floor %.1f ms (left %u); ratio to tini %.2f, to the floor %.2f\n",
-               n, runs, tg[runs / 2], left_g, tt[runs / 2], left_t, tf[runs / 2], left_f, tg[runs / 2] / tt[runs / 2],
-               tg[runs / 2] / tf[runs / 2]);
-        free(tg);
-        free(tt);
-        free(tf);
-        return 0;
+        if (exit_mode)
+                c[nc++] = (struct contender){ .name = "dumb-init", .argv = { (char *)"dumb-init", (char *)"--" } };
+        else
+                c[nc++] = (struct contender){ .name = "tini -s -g", .argv = { (char *)"tini", (char *)"-s", (char *)"-g", (char *)"--" } };
+        c[nc++] = (struct contender){ .name = "floor", .argv = { self, (char *)(exit_mode ? "--floor-exit" : "--floor") } };
+        for (size_t i = 0; i < nc; i++)
+                if (!(c[i].t = calloc((size_t)runs, sizeof(double))))
+                        return 1;
+        for (int r = 0; r < runs; r++)
+                for (size_t i = 0; i < nc; i++) {
+                        unsigned l;
+                        c[i].t[r] = one(c[i].argv, n, self, exit_mode, &l);
+                        c[i].left += l;
+                }
+        return report(c, nc, n, runs, exit_mode);
 }

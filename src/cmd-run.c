@@ -136,6 +136,10 @@ struct run {
         int cgroup_lock;                /* the leaf's directory, flocked while the run lives */
         bool cgroup_partial;            /* not every member was moved into it (cut short) */
         int cgroup_kill_fd;             /* its cgroup.kill, for a crash of gpureap's */
+        int group_fd;                   /* a pidfd of the command, which leads a process group of
+                                           its own session's (none as a terminal's job) */
+        bool group_termed;              /* that group had its SIGTERM and SIGCONT at the end */
+        pid_t last_pid_at_term;         /* the PID last handed out just before */
         bool out_broken, err_broken; /* our stdout or stderr cannot be written any more */
         bool signal_group;              /* --signal-group: passed on to the command's group */
         int rewrite[_NSIG];             /* --rewrite-signal: what a signal is taken for; 0: itself,
@@ -415,8 +419,11 @@ static void look_at(struct run *r, struct sampled *sm)
 }
 
 /* The record for the tree as listed now (zombies left out), each member's earlier record kept
- * where it is the same process; who left since the last look is noted for the drain */
-static struct sampled *records(struct run *r, const gr_tree_proc *t, size_t n, size_t *ret_n)
+ * where it is the same process; who left since the last look is noted for the drain. At the
+ * end, one that left before its fds were ever read may have held a GPU: the driver is asked
+ * (the group's SIGTERM comes before the look after the signal, and ends most of a young tree
+ * before it) */
+static struct sampled *records(struct run *r, const gr_tree_proc *t, size_t n, bool at_end, size_t *ret_n)
 {
         struct sampled *now_set = calloc(n ? n : 1, sizeof(*now_set));
         if (!now_set)
@@ -439,7 +446,7 @@ static struct sampled *records(struct run *r, const gr_tree_proc *t, size_t n, s
                 if (j < k && now_set[j].pid == r->sampled[i].pid && now_set[j].start_time == r->sampled[i].start_time)
                         continue;
                 note_gone(r, r->sampled[i].pid);
-                if (r->sampled[i].looked && !r->sampled[i].holds && !r->sampled[i].end_looked)
+                if ((r->sampled[i].looked || at_end) && !r->sampled[i].holds && !r->sampled[i].end_looked)
                         r->maybe_opened = true;
         }
         *ret_n = k;
@@ -467,7 +474,7 @@ static void sample_gpus(struct run *r, enum sample_mode mode, struct listing *ke
         size_t n = 0, k = 0;
         if (gr_tree_list(NULL, getpid(), listing_cgroup(r), NULL, 0, &t, &n) < 0)
                 return;
-        struct sampled *now_set = records(r, t, n, &k);
+        struct sampled *now_set = records(r, t, n, mode == SAMPLE_END_POST || mode == SAMPLE_ALL, &k);
         if (keep)
                 *keep = (struct listing){ t, n, true };
         else
@@ -762,13 +769,61 @@ struct tree_ladder {
         bool *child_done;
         uint64_t next_us;         /* the next look at the tree: at most a third of the time looking */
         int post_sample;          /* after the first rung: the GPU look of this mode (0: none) */
+        bool group;               /* the group's SIGTERM came first: its members have had theirs */
+        bool listed;              /* the first listing was taken */
+        unsigned group_ended;     /* members of the group already ended at the first listing */
 };
 
-static void ladder_add_listed(gr_ladder *l, const gr_tree_proc *t, size_t n)
+/* Reap one that has ended by its PID: the kernel finds one child in constant time, while a
+ * wait for any child walks all of them, and a tree of a thousand orphans made that quadratic.
+ * True once it is reaped, or not ours to reap (its own parent waits for it) */
+static bool reap_member(struct tree_ladder *tl, pid_t pid)
 {
-        for (size_t i = 0; i < n; i++)
-                if (t[i].state != 'Z' && gr_ladder_add(l, t[i].pid, t[i].start_time, NULL) > 0)
+        int st;
+        pid_t w = waitpid(pid, &st, WNOHANG);
+        if (w < 0)
+                return errno == ECHILD;
+        if (w != pid)
+                return false;
+        note_gone(tl->r, w);
+        if (w == tl->r->cmd_pid)
+                crash_pgid = 0;
+        if (w == tl->r->child) {
+                *tl->child_status = st;
+                *tl->child_done = true;
+        } else if (w != tl->r->cmd_pid) {
+                tl->r->reaped_orphans++;
+        }
+        return true;
+}
+
+/* Had it the group's SIGTERM: in the command's group, born before it (a false "born since"
+ * costs a second TERM, never a missing one) */
+static bool had_group_term(const struct run *r, const gr_tree_proc *p, pid_t last_pid_now)
+{
+        return p->pgid == r->cmd_pid && !gr_pid_new_since(p->pid, r->last_pid_at_term, last_pid_now);
+}
+
+/* The members listed join the ladder; the zombies among them are reaped by PID (those not
+ * reaped here go to the wait for any child at the end, which walks all of them) */
+static void ladder_add_listed(gr_ladder *l, const gr_tree_proc *t, size_t n, struct tree_ladder *tl)
+{
+        pid_t now = 0; /* read after the listing: every member listed was born by then */
+        bool group = tl->group && gr_last_pid(&now) == 0;
+        for (size_t i = 0; i < n; i++) {
+                bool had = group && had_group_term(tl->r, &t[i], now);
+                if (t[i].state == 'Z') {
+                        if (had && !tl->listed)
+                                tl->group_ended++;
+                        reap_member(tl, t[i].pid);
+                        continue;
+                }
+                int q = had ? gr_ladder_add_signalled(l, t[i].pid, t[i].start_time, NULL)
+                            : gr_ladder_add(l, t[i].pid, t[i].start_time, NULL);
+                if (q > 0)
                         gr_strlcpy(l->m[l->n - 1].comm, t[i].comm, sizeof(l->m[l->n - 1].comm));
+        }
+        tl->listed = true;
 }
 
 static void tree_refresh(gr_ladder *l, void *userdata)
@@ -784,12 +839,11 @@ static void tree_refresh(gr_ladder *l, void *userdata)
         tl->next_us = gr_now_us() + (2 * cost > 5000 ? 2 * cost : 5000);
         if (q < 0)
                 return;
-        ladder_add_listed(l, t, n);
+        ladder_add_listed(l, t, n, tl);
         free(t);
 }
 
-/* Reap what has ended, each by its PID: the kernel finds one child in constant time, while a
- * wait for any child walks all of them, and a tree of a thousand orphans made that quadratic */
+/* Reap what has ended, each by its PID */
 static void tree_tick(gr_ladder *l, void *userdata)
 {
         struct tree_ladder *tl = userdata;
@@ -800,24 +854,8 @@ static void tree_tick(gr_ladder *l, void *userdata)
         }
         for (size_t i = 0; i < l->n; i++) {
                 gr_ladder_member *m = &l->m[i];
-                int st;
-                if (!m->done || m->reaped)
-                        continue;
-                pid_t w = waitpid(m->ref.pid, &st, WNOHANG);
-                if (w == m->ref.pid) {
-                        m->reaped = true;
-                        note_gone(tl->r, w);
-                        if (w == tl->r->cmd_pid)
-                                crash_pgid = 0;
-                        if (w == tl->r->child) {
-                                *tl->child_status = st;
-                                *tl->child_done = true;
-                        } else if (w != tl->r->cmd_pid) {
-                                tl->r->reaped_orphans++;
-                        }
-                } else if (w < 0 && errno == ECHILD) {
-                        m->reaped = true; /* not ours: its own parent waits for it */
-                }
+                if (m->done && !m->reaped)
+                        m->reaped = reap_member(tl, m->ref.pid);
         }
         struct signalfd_siginfo si;
         while (read(tl->r->sigfd, &si, sizeof(si)) == sizeof(si))
@@ -837,13 +875,13 @@ static void tree_before_kill(void *userdata)
 static void ladder_round(struct run *r, int *child_status, bool *child_done, uint64_t grace, struct listing *ls,
                          int post_sample)
 {
-        struct tree_ladder tl = { r, child_status, child_done, 0, post_sample };
+        struct tree_ladder tl = { r, child_status, child_done, 0, post_sample, r->group_termed && grace > 0, false, 0 };
         gr_ladder l;
         gr_ladder_options lo = { .grace_ms = grace, .deadline_ms = grace + 10000, .refresh = tree_refresh,
                                  .tick = tree_tick, .before_kill = tree_before_kill, .userdata = &tl };
         gr_ladder_init(&l, &lo);
         if (ls && ls->valid) {
-                ladder_add_listed(&l, ls->t, ls->n);
+                ladder_add_listed(&l, ls->t, ls->n, &tl);
                 tl.next_us = gr_now_us() + 5000;
         } else {
                 tree_refresh(&l, &tl);
@@ -863,6 +901,7 @@ static void ladder_round(struct run *r, int *child_status, bool *child_done, uin
                                   r->cmd[0], (int)l.m[i].ref.pid, (unsigned long long)l.m[i].ref.start_time,
                                   l.m[i].comm, gr_kill_result_name(l.m[i].result));
         }
+        r->killed_term += tl.group_ended;
         gr_ladder_done(&l);
 }
 
@@ -905,6 +944,31 @@ static uint64_t pass_on_and_wait(struct run *r, int sig, uint64_t grace)
         return spent < grace ? spent : grace;
 }
 
+/* The end's SIGTERM and SIGCONT to the command's process group at once, as 'tini -g' and
+ * 'kill -- -PGID' send them, before anything is listed: its members start exiting while the
+ * tree is listed and pinned, where one signal each after that kept them all waiting for it
+ * (the listing and pinning of 100 took 3-6 ms on the CI machine). Only that group: it is in the
+ * command's own session (or the pty shim's), which holds the command's descendants alone, and
+ * the pidfd names that group whatever process gets its number later (before Linux 6.9, a kill
+ * of the group while the command, our child, is not reaped: its PID is the group's). Not at a
+ * terminal's job: its group is in the caller's session. The ladder then passes by who had it
+ * (in the group, born before: tree_ladder.group); the rest of the tree gets its TERM there. */
+static void group_term(struct run *r)
+{
+        if (r->group_fd < 0 || gr_last_pid(&r->last_pid_at_term) < 0)
+                return;
+        int q = gr_pidfd_signal_group(r->group_fd, SIGTERM);
+        if (q == -EINVAL && crash_pgid > 0)
+                q = kill(-r->cmd_pid, SIGTERM) < 0 ? -errno : 0;
+        if (q < 0)
+                return; /* nobody left in the group, or no way to reach it safely */
+        if (gr_pidfd_signal_group(r->group_fd, SIGCONT) == -EINVAL && crash_pgid > 0)
+                kill(-r->cmd_pid, SIGCONT);
+        r->group_termed = true;
+        audit_log(LOG_NOTICE, "'%s' (supervised): SIGTERM and SIGCONT to its process group %d", r->cmd[0],
+                  (int)r->cmd_pid);
+}
+
 static void end_tree(struct run *r, int ending, int *child_status, bool *child_done)
 {
         if (tree_gone(r, child_status, child_done))
@@ -927,12 +991,15 @@ static void end_tree(struct run *r, int ending, int *child_status, bool *child_d
          * once, it ended the command before that look could see its GPU. The time it takes is
          * the command's own: the rest of the tree then has the whole grace after its SIGTERM
          * (taken from the grace, it got TERM and KILL back to back, and its handlers never ran).
-         * Then one ladder over the tree: each member gets SIGTERM and SIGCONT once (a group's
-         * TERM first and the ladder's after it told a handler twice, and to many servers a
-         * second TERM means "quit now"), the never looked at get their look after it. */
+         * Then the command's group its SIGTERM at once (group_term), and one ladder over the
+         * tree: each member gets SIGTERM and SIGCONT once (the ladder passes by who had the
+         * group's: a second TERM told a handler twice, and to many servers a second TERM means
+         * "quit now"), the never looked at get their look after it. */
         if (!*child_done && ending && ending != SIGTERM)
                 pass_on_and_wait(r, ending, r->grace);
-        verbose(r, "ending the tree: SIGTERM and SIGCONT to each process, SIGKILL after %.1fs",
+        group_term(r);
+        verbose(r, "ending the tree: SIGTERM and SIGCONT to %s, SIGKILL after %.1fs",
+                r->group_termed ? "its process group, then to each other process" : "each process",
                 (double)r->grace / 1000);
         ladder_round(r, child_status, child_done, r->grace, NULL,
                      host_pids ? SAMPLE_END_POST : SAMPLE_ALL);
@@ -967,7 +1034,9 @@ reaped:
                 close(r->cgroup_kill_fd);
         if (r->cgroup_lock >= 0)
                 close(r->cgroup_lock);
-        r->cgroup_kill_fd = r->cgroup_lock = -1;
+        if (r->group_fd >= 0)
+                close(r->group_fd);
+        r->cgroup_kill_fd = r->cgroup_lock = r->group_fd = -1;
 }
 
 /* The tree's PIDs for the drain, once it is gone: the members when it was ended, the last that
@@ -1392,6 +1461,13 @@ static void read_signals(struct run *r, struct run_end *e)
         }
 }
 
+/* gpureap's child has ended, not reaped yet: a look that leaves it a zombie */
+static bool child_ended(const struct run *r)
+{
+        siginfo_t si = { 0 };
+        return waitid(P_PID, (id_t)r->child, &si, WEXITED | WNOHANG | WNOWAIT) == 0 && si.si_pid == r->child;
+}
+
 /* Until the command is done, a watchdog fires or gpureap is signalled: its output relayed,
  * the signals passed on, the tree sampled */
 static void supervise(struct run *r, bool want_ready, struct run_end *e)
@@ -1437,8 +1513,11 @@ static void supervise(struct run *r, bool want_ready, struct run_end *e)
                 }
                 if (now >= next_sample) {
                         /* the cgroup only for commands that live past the first sample: creating
-                         * and removing one costs 0.28 ms, a third of a short command's run */
-                        if (!r->no_cgroup && !r->cgroup_tried)
+                         * and removing one costs 0.28 ms, a third of a short command's run. Not
+                         * for one that has ended already, its SIGCHLD not read yet (gpureap was
+                         * slow to get here: a loaded machine, valgrind); what it left is found by
+                         * the subreaper */
+                        if (!r->no_cgroup && !r->cgroup_tried && !child_ended(r))
                                 contain(r);
                         sample_gpus(r, SAMPLE_DUE, NULL);
                         next_sample = now + 250;
@@ -1533,8 +1612,13 @@ static int start_command(struct run *r, bool pipe_out, bool pipe_err, const sigs
                         *fork_errno = m.value;
         }
         close(execp[0]);
-        if (!*exec_errno && !*fork_errno)
+        if (!*exec_errno && !*fork_errno) {
                 crash_pgid = r->cmd_pid;
+                if (r->tty.kind != RUN_TTY_JOB) { /* taken before anyone could reap it */
+                        int fd = gr_pidfd_open(r->cmd_pid);
+                        r->group_fd = fd >= 0 ? fd : -1;
+                }
+        }
         return 0;
 }
 
@@ -1803,8 +1887,13 @@ static void run_exit_code(const struct run *r, struct run_end *e)
 
 int cmd_run(int argc, char **argv)
 {
-        struct run r = { .grace = 5000, .drain_timeout = 30000, .out_fd = -1, .err_fd = -1, .sigfd = -1,
-                         .cgroup_lock = -1, .cgroup_kill_fd = -1 };
+        /* zero in the BSS, touched only where written: the 22 KB of it zeroed on the stack were
+         * a tenth of the instructions of 'run -- true' (callgrind). One run per process */
+        static struct run r;
+        r.grace = 5000;
+        r.drain_timeout = 30000;
+        r.out_fd = r.err_fd = r.sigfd = -1;
+        r.cgroup_lock = r.cgroup_kill_fd = r.group_fd = -1;
         const char *ready_log = NULL;
         int pdeathsig = 0;
         pid_t parent = getppid();

@@ -164,6 +164,10 @@ int gr_ladder_init(gr_ladder *l, const gr_ladder_options *o);
  * current rung. 1 added, 0 already there, -ENOMEM. A process that cannot be pinned is added
  * with its outcome (gone, changed, error). */
 int gr_ladder_add(gr_ladder *l, pid_t pid, uint64_t start_time, const uid_t *uid);
+/* The same for a process that has had its SIGTERM and SIGCONT another way (its process
+ * group's): the SIGTERM rung passes it by (one TERM each), SIGKILL does not; gone already, it
+ * counts as ended */
+int gr_ladder_add_signalled(gr_ladder *l, pid_t pid, uint64_t start_time, const uid_t *uid);
 /* Until every member ended, or the deadline */
 int gr_ladder_run(gr_ladder *l);
 void gr_ladder_done(gr_ladder *l);

@@ -92,6 +92,9 @@ int gr_open_trusted(const char *path, int flags, uid_t uid, char *why, size_t wh
 /* pidfds (lib/basic/pidfd.c): fd or -errno (-ENOSYS before Linux 5.3) */
 int gr_pidfd_open(pid_t pid);
 int gr_pidfd_send_signal(int fd, int sig);
+/* sig to the process group that fd's process leads (led: also once it is reaped, while members
+ * are left); -EINVAL before Linux 6.9, -ESRCH when the group has no member */
+int gr_pidfd_signal_group(int fd, int sig);
 /* Has the process exited (a zombie counts)? Waits up to timeout_ms (0: look now) */
 bool gr_pidfd_exited(int fd, int timeout_ms);
 /* Raise the soft limit of open files to the hard one (0 or -errno) */

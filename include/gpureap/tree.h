@@ -18,6 +18,7 @@ typedef struct gr_tree_proc {
         char state;
         bool kthread;
         char comm[64];
+        pid_t pgid;
 } gr_tree_proc;
 
 /* The descendants of root (root itself left out) and, with cgroup set, the members of that
@@ -36,6 +37,14 @@ int gr_tree_list_by_walk(const char *proc_root, pid_t root, const char *cgroup, 
 /* The members of these process groups, sorted by PID */
 int gr_tree_group_members(const char *proc_root, const pid_t *pgids, size_t n_pgids, gr_tree_proc **ret,
                           size_t *ret_n);
+
+/* The PID last handed out in this PID namespace (/proc/sys/kernel/ns_last_pid) */
+int gr_last_pid(pid_t *ret);
+/* Was pid handed out after 'before' was the last one, 'now' the last one since? The kernel hands
+ * PIDs out in increasing order, wrapping at pid_max and skipping those in use: so a process born
+ * since has a PID in (before, now], and one older only when the numbers wrapped and passed over
+ * it (a false "new", never a false "old") */
+bool gr_pid_new_since(pid_t pid, pid_t before, pid_t now);
 
 /* The cgroup v2 mount point from /proc/self/mountinfo (/sys/fs/cgroup or .../unified) */
 int gr_cgroup2_mount(char *ret, size_t size);

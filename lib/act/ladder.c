@@ -43,6 +43,8 @@ static void hit(gr_ladder *l, gr_ladder_member *m)
         if (m->done)
                 return;
         int sig = l->rung >= 2 ? SIGKILL : SIGTERM;
+        if (sig == SIGTERM && m->signalled)
+                return; /* it had its SIGTERM and SIGCONT already (a group's): one each */
         int r = gr_pidref_kill(&m->ref, l->o.proc_root, sig);
         if (r == -ESRCH) {
                 settle(m, m->signalled ? (m->result == GR_KILL_KILLED ? GR_KILL_KILLED : GR_KILL_ENDED) : GR_KILL_GONE, 0);
@@ -62,7 +64,7 @@ static void hit(gr_ladder *l, gr_ladder_member *m)
         m->result = sig == SIGKILL ? GR_KILL_KILLED : GR_KILL_ENDED;
 }
 
-int gr_ladder_add(gr_ladder *l, pid_t pid, uint64_t start_time, const uid_t *uid)
+static int add(gr_ladder *l, pid_t pid, uint64_t start_time, const uid_t *uid, bool had_term)
 {
         for (size_t i = 0; i < l->n; i++)
                 if (l->m[i].ref.pid == pid && l->m[i].ref.start_time == start_time)
@@ -94,9 +96,24 @@ int gr_ladder_add(gr_ladder *l, pid_t pid, uint64_t start_time, const uid_t *uid
                 settle(m, GR_KILL_ERROR, r);
         else if (m->ref.fd >= 0)
                 l->fds_left--;
+        if (had_term) { /* gone since: it ended after its SIGTERM */
+                m->signalled = true;
+                if (m->result == GR_KILL_GONE)
+                        m->result = GR_KILL_ENDED;
+        }
         if (!m->done && l->rung > 0)
                 hit(l, m);
         return 1;
+}
+
+int gr_ladder_add(gr_ladder *l, pid_t pid, uint64_t start_time, const uid_t *uid)
+{
+        return add(l, pid, start_time, uid, false);
+}
+
+int gr_ladder_add_signalled(gr_ladder *l, pid_t pid, uint64_t start_time, const uid_t *uid)
+{
+        return add(l, pid, start_time, uid, true);
 }
 
 /* Mark the members that have ended; true when none is left. The pidfds are polled in batches:

@@ -113,6 +113,7 @@ static int emit(struct link *l, size_t n, pid_t root, const pid_t *skip, size_t 
                 out[k].cpu_ticks = l[i].cpu;
                 out[k].state = l[i].state;
                 out[k].kthread = l[i].kthread;
+                out[k].pgid = l[i].pgrp;
                 memcpy(out[k].comm, l[i].comm, sizeof(out[k].comm));
                 k++;
         }
@@ -328,32 +329,47 @@ static int tree_by_children(const char *proc_root, pid_t root, const char *cgrou
          * system calls more. The others breadth first, until no new one appears. */
         size_t in_cgroup = ps.n;
         r = r < 0 ? r : add_children(proc_root, root, &ps);
-        for (size_t i = in_cgroup; r >= 0 && i < ps.n; i++)
-                r = add_children(proc_root, ps.p[i], &ps);
-        free(ps.slots);
-        if (r < 0) {
-                free(ps.p);
-                return r;
-        }
-        gr_tree_proc *out = calloc(ps.n ? ps.n : 1, sizeof(*out));
-        if (!out) {
-                free(ps.p);
-                return -ENOMEM;
-        }
-        size_t k = 0;
-        for (size_t i = 0; i < ps.n; i++) {
-                bool skipped = ps.p[i] == root;
+        /* each one's stat first: a zombie (its leader dead, no thread left) has no children of
+         * its own any more (the kernel hands them to the subreaper before it becomes one), so
+         * the nine system calls that ask are saved: after a group's SIGTERM most of a tree is */
+        gr_tree_proc *out = NULL;
+        size_t k = 0, cap = 0;
+        for (size_t i = 0; r >= 0 && i < ps.n; i++) {
+                bool skipped = ps.p[i] == root, dead = false;
                 for (size_t j = 0; j < n_skip && !skipped; j++)
                         skipped = skip[j] == ps.p[i];
                 gr_stat st;
-                if (skipped || gr_proc_read_stat(proc_root, ps.p[i], &st) < 0)
-                        continue; /* gone meanwhile */
-                if (st.state == 'Z' && gr_proc_zombie_leader_alive(proc_root, ps.p[i]))
-                        st.state = 'S'; /* its main thread is gone, not the process */
-                out[k] = (gr_tree_proc){ .pid = st.pid, .start_time = st.start_time, .cpu_ticks = st.cpu_ticks,
-                                         .state = st.state, .kthread = st.kthread };
-                gr_strlcpy(out[k].comm, st.comm, sizeof(out[k].comm));
-                k++;
+                if (!skipped && gr_proc_read_stat(proc_root, ps.p[i], &st) == 0) {
+                        if (st.state == 'Z' && gr_proc_zombie_leader_alive(proc_root, ps.p[i]))
+                                st.state = 'S'; /* its main thread is gone, not the process */
+                        dead = st.state == 'Z' || st.state == 'X';
+                        if (k == cap) {
+                                size_t nc = cap ? cap * 2 : 64;
+                                gr_tree_proc *no = realloc(out, nc * sizeof(*no));
+                                if (!no) {
+                                        r = -ENOMEM;
+                                        break;
+                                }
+                                out = no;
+                                cap = nc;
+                        }
+                        out[k] = (gr_tree_proc){ .pid = st.pid, .start_time = st.start_time, .cpu_ticks = st.cpu_ticks,
+                                                 .state = st.state, .kthread = st.kthread, .pgid = st.pgrp };
+                        gr_strlcpy(out[k].comm, st.comm, sizeof(out[k].comm));
+                        k++;
+                } /* else gone meanwhile (or skipped): its children, if any, are still asked for */
+                if (i >= in_cgroup && !dead)
+                        r = add_children(proc_root, ps.p[i], &ps);
+        }
+        free(ps.slots);
+        if (r < 0) {
+                free(ps.p);
+                free(out);
+                return r;
+        }
+        if (!out && !(out = calloc(1, sizeof(*out)))) {
+                free(ps.p);
+                return -ENOMEM;
         }
         free(ps.p);
         if (k > 0)
@@ -408,6 +424,33 @@ int gr_tree_list_by_walk(const char *proc_root, pid_t root, const char *cgroup, 
                          size_t n_skip, gr_tree_proc **ret, size_t *ret_n)
 {
         return tree_by_walk(proc_root ? proc_root : "/proc", root, cgroup, skip, n_skip, ret, ret_n);
+}
+
+int gr_last_pid(pid_t *ret)
+{
+        char buf[32];
+        int fd = open("/proc/sys/kernel/ns_last_pid", O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        ssize_t n = read(fd, buf, sizeof(buf) - 1);
+        int e = errno;
+        close(fd);
+        if (n <= 0)
+                return n < 0 ? -e : -EIO;
+        buf[n] = '\0';
+        buf[strcspn(buf, "\n")] = '\0';
+        uint64_t v;
+        if (gr_parse_u64(buf, &v) < 0 || v > GR_PROC_PID_MAX)
+                return -EINVAL;
+        *ret = (pid_t)v;
+        return 0;
+}
+
+bool gr_pid_new_since(pid_t pid, pid_t before, pid_t now)
+{
+        if (now >= before)
+                return pid > before && pid <= now;
+        return pid > before || pid <= now; /* the numbers wrapped at pid_max meanwhile */
 }
 
 int gr_cgroup2_mount(char *ret, size_t size)

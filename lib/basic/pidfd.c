@@ -29,6 +29,18 @@ int gr_pidfd_send_signal(int fd, int sig)
         return syscall(SYS_pidfd_send_signal, fd, sig, NULL, 0) < 0 ? -errno : 0;
 }
 
+/* PIDFD_SIGNAL_PROCESS_GROUP (Linux 6.9): the kernel takes the pidfd's pid for the group's ID
+ * (kill_pgrp_info on the pidfd's struct pid), so the group reached is the one the process led,
+ * even once it is reaped: the struct pid the pidfd holds is never another group's, whatever
+ * process gets its number later. A pidfd of a process that leads no group reaches nobody
+ * (-ESRCH). */
+#define GR_PIDFD_SIGNAL_PROCESS_GROUP (1U << 2)
+
+int gr_pidfd_signal_group(int fd, int sig)
+{
+        return syscall(SYS_pidfd_send_signal, fd, sig, NULL, GR_PIDFD_SIGNAL_PROCESS_GROUP) < 0 ? -errno : 0;
+}
+
 bool gr_pidfd_exited(int fd, int timeout_ms)
 {
         struct pollfd p = { .fd = fd, .events = POLLIN };

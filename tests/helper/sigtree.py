@@ -14,6 +14,8 @@ KINDs, as the escapees tini and dumb-init leave:
   dbl      a grandchild whose parent exited (double fork: reparented to the subreaper)
   ign      a child that does not end on SIGTERM (its handler records it and goes on)
   child    a plain child, in the command's group
+  spawn    a child in the command's group whose SIGTERM handler forks a child ("spawned"), born
+           after the TERM: that one records its own signals
 Each process appends the name of every signal it gets to DIR/ROLE.sig (one a line) and writes
 "ROLE PID" to PIDS once its handlers are in place; "cmd" writes DIR/ready once every process has.
 On SIGTERM (not "ign") a process stays a little (a second SIGTERM would be recorded), writes
@@ -51,12 +53,34 @@ def handlers(role, ignore_term):
         note(role, name(sig))
         if sig == signal.SIGTERM and not ignore_term and term_at is None:
             term_at = time.monotonic()
+            if role == "spawn":
+                spawn_child()
     for s in RECORDED:
         signal.signal(s, on)
     # the handlers are in place: only now may the test signal it
     fd = os.open(PIDS, os.O_WRONLY | os.O_APPEND)
     os.write(fd, ("%s %d\n" % (role, os.getpid())).encode())
     os.close(fd)
+
+
+def spawn_child():
+    # its signals blocked until its own handlers are in place: none is taken for its parent's
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, RECORDED)
+    if os.fork() == 0:
+        global term_at
+        term_at = None
+        handlers("spawned", False)
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+        live_loop("spawned")
+    signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+
+def live_loop(role):
+    while True:
+        if term_at is not None and time.monotonic() - term_at > 0.3:
+            note(role, "exit")
+            os._exit(0)
+        time.sleep(0.02)
 
 
 def live(role, ignore_term=False):

@@ -76,6 +76,7 @@ static void same_tree_both_ways(void **state)
         for (size_t i = 0; i < na; i++) {
                 assert_int_equal(a[i].pid, b[i].pid);
                 assert_int_equal(a[i].start_time, b[i].start_time);
+                assert_int_equal(a[i].pgid, b[i].pgid);
         }
         /* negative control: another root's tree is not ours */
         gr_tree_proc *c1 = NULL;
@@ -89,6 +90,66 @@ static void same_tree_both_ways(void **state)
         free(a);
         free(b);
         free(c1);
+        close(pfd[0]);
+        close(pfd[1]);
+}
+
+/* A process born since the last PID was read has a PID in (before, now], also across the wrap
+ * at pid_max; a real fork shows it */
+static void pid_born_since(void **state)
+{
+        (void)state;
+        assert_true(gr_pid_new_since(101, 100, 105));
+        assert_false(gr_pid_new_since(100, 100, 105));
+        assert_false(gr_pid_new_since(106, 100, 105));
+        assert_false(gr_pid_new_since(50, 100, 100));
+        assert_true(gr_pid_new_since(32000, 31990, 20));  /* wrapped meanwhile */
+        assert_true(gr_pid_new_since(7, 31990, 20));
+        assert_false(gr_pid_new_since(500, 31990, 20));
+        pid_t before = 0, now = 0;
+        assert_int_equal(gr_last_pid(&before), 0);
+        pid_t p = spawn_sleeper();
+        assert_int_equal(gr_last_pid(&now), 0);
+        assert_true(gr_pid_new_since(p, before, now));
+        assert_false(gr_pid_new_since(getpid(), before, now)); /* born long before */
+        kill(p, SIGKILL);
+        waitpid(p, NULL, 0);
+}
+
+/* A zombie is not asked for its children (it has none: the kernel handed them to us, the
+ * subreaper, before it became one), and they are still listed, as ours */
+static void zombie_children_listed(void **state)
+{
+        (void)state;
+        prctl(PR_SET_CHILD_SUBREAPER, 1);
+        int pfd[2];
+        assert_int_equal(pipe(pfd), 0);
+        pid_t a = fork();
+        if (a == 0) {
+                pid_t b = spawn_sleeper();
+                if (write(pfd[1], &b, sizeof(b)) != sizeof(b))
+                        _exit(1);
+                _exit(0); /* a zombie of ours until reaped; b comes to us */
+        }
+        pid_t b = 0;
+        assert_int_equal(read(pfd[0], &b, sizeof(b)), (ssize_t)sizeof(b));
+        siginfo_t si = { 0 };
+        assert_int_equal(waitid(P_PID, (id_t)a, &si, WEXITED | WNOWAIT), 0); /* a zombie now, not reaped */
+        gr_tree_proc *t = NULL;
+        size_t n = 0;
+        bool saw_a = false, saw_b = false;
+        assert_int_equal(gr_tree_list(NULL, getpid(), NULL, NULL, 0, &t, &n), 0);
+        for (size_t i = 0; i < n; i++) {
+                if (t[i].pid == a)
+                        saw_a = t[i].state == 'Z';
+                saw_b = saw_b || t[i].pid == b;
+        }
+        assert_true(saw_a);
+        assert_true(saw_b);
+        free(t);
+        kill(b, SIGKILL);
+        while (waitpid(-1, NULL, 0) > 0)
+                ;
         close(pfd[0]);
         close(pfd[1]);
 }
@@ -112,6 +173,8 @@ int main(void)
 {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_teardown(same_tree_both_ways, end_our_tree),
+                cmocka_unit_test_teardown(pid_born_since, end_our_tree),
+                cmocka_unit_test_teardown(zombie_children_listed, end_our_tree),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
