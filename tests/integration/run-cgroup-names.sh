@@ -10,11 +10,21 @@ own=$(sed -n 's/^0:://p' /proc/self/cgroup)
 dir=$mnt${own%/}
 [ -n "$mnt" ] && [ -w "$dir" ] || { echo "1..0 # SKIP no writable cgroup v2 here"; exit 77; }
 command -v python3 >/dev/null || { echo "1..0 # SKIP no python3"; exit 77; }
+# a cgroup of this test's own, which it moves into: the runs of other tests (beside it under
+# meson) make and remove their leaves in their own cgroup, so they never take this test's
+# leaves for stale ones in the moment between their mkdir and their lock or member
+top=$dir
+dir=$top/gpureap-test-names-$$
+mkdir "$dir" || { echo "1..0 # SKIP cannot make a cgroup under $top"; exit 77; }
+echo $$ >"$dir/cgroup.procs" || { rmdir "$dir"; echo "1..0 # SKIP cannot move into a cgroup of its own"; exit 77; }
 MADE=""
 cg_cleanup() {
         local d
         cleanup_pids
         for d in $MADE; do rmdir "$d" 2>/dev/null || true; done
+        echo $$ >"$top/cgroup.procs" 2>/dev/null || true
+        for d in "$dir"/gpureap-run-*; do [ -d "$d" ] && rmdir "$d" 2>/dev/null; done
+        rmdir "$dir" 2>/dev/null || true
 }
 cleanup_pids() {
         local p
