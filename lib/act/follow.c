@@ -276,6 +276,10 @@ void gr_follow_refresh(gr_ladder *l, void *userdata)
                         /* the plan's selection too: --user, the job, cgroup, container or pod */
                         bool selected = (!tw->po->user_set || (p.has_uid && p.uid == tw->po->user)) &&
                                         (!tw->po->scope || gr_scope_contains(tw->po->scope, &p) != GR_SCOPE_OUT);
+                        /* a newcomer that holds an AMD or Intel GPU's file is refused as the
+                         * plan refuses such holders (GR_REFUSE_DRM); unreadable: refused too */
+                        if (selected && gr_proc_holds_drm(tw->s->proc_root, tw->s->dev_dir, p.pid) != 0)
+                                selected = false;
                         if (selected && gr_plan_refusal(tw->s, NULL, tw->po, &p) == GR_REFUSE_NONE &&
                             gr_ladder_add(l, p.pid, p.start_time, &p.uid) > 0)
                                 watch_member(tw, p.pid, p.pgrp);

@@ -1301,6 +1301,30 @@ int gr_proc_holding(const char *proc_root, const char *dev_dir, pid_t pid, gr_ho
         return 0;
 }
 
+int gr_proc_holds_drm(const char *proc_root, const char *dev_dir, pid_t pid)
+{
+        const char *root = proc_root ? proc_root : gr_proc_root_default();
+        const char *devdir = dev_dir ? dev_dir : gr_dev_dir_default();
+        int fd = open_pid_dir(root, pid);
+        if (fd < 0)
+                return fd;
+        struct sock_list *socks = calloc(1, sizeof(*socks));
+        if (!socks) {
+                close(fd);
+                return -ENOMEM;
+        }
+        struct drm_class c = drm_class_of(root, devdir);
+        gr_holding *h = NULL;
+        gr_drm_holding *dh = NULL;
+        int r = scan_fds(fd, devdir, dev_dir_len(devdir), &h, socks, NULL, &c, &dh);
+        free(socks);
+        close(fd);
+        bool any = dh != NULL;
+        free(h);
+        free(dh);
+        return r < 0 ? r : any;
+}
+
 int gr_proc_same_process(const char *proc_root, pid_t pid, uint64_t start_time)
 {
         int fd = open_pid_dir(proc_root ? proc_root : gr_proc_root_default(), pid);
