@@ -22,6 +22,7 @@ static void reap_usage(FILE *f)
                 "                    [--likely] [--all] [--tree] [--user USER] [--all-users]\n"
                 "                    [--grace DUR] [--timeout DUR] [--only PID@START[,...]]\n"
                 "                    [--job ID|--cgroup P|--container ID|--pod UID [--ended]]\n"
+                "                    [--kubelet-socket PATH]\n"
                 "\n"
                 "Kill the leftovers the diagnosis is sure of (hidden holders of ghosts, workers whose\n"
                 "launcher is gone), never live jobs, unsure holders, monitors, PID 1, gpureap or its\n"
@@ -45,6 +46,11 @@ static void reap_usage(FILE *f)
                 "                   whose PID now names another process is spared\n"
                 SCOPE_USAGE
                 "  --ended          the scope is over (a job's epilog): every holder of it is a target\n"
+                "  --kubelet-socket PATH\n"
+                "                   ask the kubelet here, as status does (default\n"
+                "                   " GR_KUBELET_SOCKET_DEFAULT ", also\n"
+                "                   $GPUREAP_KUBELET_SOCKET): a holder whose pod it lists no more\n"
+                "                   can be a likely leftover (--likely)\n"
                 "  --grace DUR      between SIGTERM and SIGKILL (default 5s)\n"
                 "  --timeout DUR    bounds the signals, the drain and the verification (default 30s);\n"
                 "                   the /proc scan before them is never cut short (a partial one could\n"
@@ -271,6 +277,7 @@ static int parse_args(struct reap *r, int argc, char **argv)
                 { "pod", required_argument, NULL, OPT_POD },
                 { "ended", no_argument, NULL, OPT_ENDED },
                 { "only", required_argument, NULL, 'O' },
+                { "kubelet-socket", required_argument, NULL, OPT_KUBELET_SOCKET },
                 { "help", no_argument, NULL, 'h' },
                 { NULL, 0, NULL, 0 },
         };
@@ -278,6 +285,7 @@ static int parse_args(struct reap *r, int argc, char **argv)
                 return -1;
         optind = 1;
         int c;
+        const char *kubelet_socket = NULL;
         while ((c = getopt_long(argc, argv, "+njLyg:i:p:aru:UG:T:t:h", opts, NULL)) != -1) {
                 switch (c) {
                 case 'n': r->dry = true; break;
@@ -323,6 +331,9 @@ static int parse_args(struct reap *r, int argc, char **argv)
                 case OPT_ENDED:
                         r->po.scope_ended = true;
                         break;
+                case OPT_KUBELET_SOCKET:
+                        kubelet_socket = optarg;
+                        break;
                 case 'O':
                         if (parse_only(r, optarg) < 0)
                                 return -1;
@@ -337,7 +348,9 @@ static int parse_args(struct reap *r, int argc, char **argv)
                         return -1;
                 }
         }
-        if (no_stray_arguments(argc, argv, "reap") < 0)
+        /* the kubelet asked as status and check ask it, so that a likely leftover they count on
+         * its word is the one reap --likely plans */
+        if (no_stray_arguments(argc, argv, "reap") < 0 || kubelet_socket_option(&r->so, kubelet_socket) < 0)
                 return -1;
         return check_args(r);
 }

@@ -127,6 +127,14 @@ static int connect_unix(const char *path)
                 close(fd);
                 return e;
         }
+        /* only a kubelet run by root or by ourselves is believed: the path may come from the
+         * environment, and another user's answer would change verdicts (as serve-client.c) */
+        struct ucred cred;
+        socklen_t cl = sizeof(cred);
+        if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cl) < 0 || (cred.uid != 0 && cred.uid != getuid())) {
+                close(fd);
+                return -EPERM;
+        }
         return fd;
 }
 
@@ -241,7 +249,10 @@ int gr_kubelet_module_list_v1(const char *socket, uint64_t deadline_ms, gr_kubel
 
         int r, fd = connect_unix(socket);
         if (fd < 0) {
-                snprintf(a->error, sizeof(a->error), "cannot connect to '%s': %s", socket, strerror(-fd));
+                if (fd == -EPERM)
+                        snprintf(a->error, sizeof(a->error), "'%s' is served by neither root nor this user: not believed", socket);
+                else
+                        snprintf(a->error, sizeof(a->error), "cannot connect to '%s': %s", socket, strerror(-fd));
                 free(c.req);
                 return fd;
         }

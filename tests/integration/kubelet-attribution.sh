@@ -175,8 +175,43 @@ gr status --json --direct $K
 jqok "$(verdict "$pf") | .judgement == \"leftover\" and .confidence == \"likely\" and (.reason | test(\"its pod $C is not among the pods the kubelet lists\"))" \
         "with the kubelet's List: a likely leftover, its pod not listed"
 jqok "$(verdict "$pf") | [.evidence[] | select(.key == \"kubelet\" and .lean == \"leftover\")] | length == 1" "the kubelet's evidence, leaning leftover"
+# shellcheck disable=SC2086
+gr reap --dry-run --likely --json $K
+jqok "[.plan.targets[] | select(.pid == $pf) | .judgement] == [\"leftover\"]" \
+        "reap asks the kubelet as status does: --likely plans the holder that check counts"
+# shellcheck disable=SC2086
+gr check --direct $K
+has out "1 likely.*gpureap reap --gpu 2 --likely" "check counts it likely and names reap --likely"
+# shellcheck disable=SC2086
+gr status --json --direct $K
 jqok "$(verdict "$pc") | .judgement == \"live\"" "pod C's process with a live parent stays live"
 jqok "$(verdict "$pa") | [.evidence[].key] | index(\"kubelet\") == null" "a named pod's process has no such evidence"
+# a kubelet socket served by another user (the path may come from the environment): not
+# believed, since its answer would make a holder a likely leftover (sixth adversarial round)
+if command -v setpriv >/dev/null && [ "$(id -u)" = 0 ]; then
+        mkdir -p "$T/foreign"
+        chmod 711 "$T"
+        chmod 777 "$T/foreign"
+        cp "$T/pods.json" "$T/foreign/pods.json"
+        chmod 644 "$T/foreign/pods.json"
+        setpriv --reuid 4242 --regid 4242 --clear-groups /usr/bin/python3 "$FAKE_KUBELET" "$T/foreign/k.sock" \
+                "$T/foreign/pods.json" --ready "$T/foreign/ready" --log "$T/foreign/log" 2>"$T/foreign.err" &
+        LAUNCHED="$LAUNCHED $!"
+        for _ in $(seq 1 300); do [ -s "$T/foreign/ready" ] && break; sleep 0.05; done
+        [ -s "$T/foreign/ready" ] || fail "the foreign kubelet did not start: $(cat "$T/foreign.err")"
+        [ "$(stat -c %u "$T/foreign/k.sock")" = 4242 ] || fail "the foreign socket is not uid 4242's"
+        gr status --json --direct --kubelet-socket "$T/foreign/k.sock"
+        jqok '.kubelet.state == "error" and (.kubelet.error | test("is served by neither root nor this user: not believed"))' \
+                "a kubelet socket served by uid 4242: not believed, said why"
+        jqok "$(verdict "$pf") | .judgement == \"unsure\" and ([.evidence[].key] | index(\"kubelet\") == null)" \
+                "its answer does not make the holder a likely leftover"
+        jqok "$(pod "$pa") | .pod == null" "nor names a pod"
+        gr reap --dry-run --likely --json --kubelet-socket "$T/foreign/k.sock"
+        jqok "[.plan.targets[] | select(.pid == $pf)] == []" "reap --likely does not plan the holder on its word"
+        chmod 700 "$T"
+else
+        ok "# SKIP a foreign kubelet needs root and setpriv"
+fi
 fixture ', {"name": "c-pod", "namespace": "ml", "containers": [{"name": "w", "devices": [{"resource": "nvidia.com/gpu", "ids": ["'"$(uuid 2)"'"]}]}]}'
 gr status --json --direct $K
 jqok "$(verdict "$pf") | .judgement == \"unsure\"" "its pod listed (with the GPU): unsure again (control)"
