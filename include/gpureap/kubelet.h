@@ -13,6 +13,9 @@
 #define GR_KUBELET_SOCKET_DEFAULT "/var/lib/kubelet/pod-resources/kubelet.sock"
 #define GR_K8S_NAME_MAX 254      /* a DNS subdomain (pod names) and its NUL */
 #define GR_K8S_ID_MAX 128
+/* An answer with more devices than this is not joined (an error, said): a node's device plugins
+ * list a few hundred; the join compares each device's pod with the pods before it */
+#define GR_KUBELET_DEVICES_MAX 4096
 
 typedef enum gr_kubelet_state {
         GR_KUBELET_OFF,          /* not asked: the caller did not ask (replayed, disabled) */

@@ -7,6 +7,7 @@
  * devices cannot tell). Then the same inside P for its container IDs and its containers. Where
  * the devices do not name exactly one, the process says why, never a guess. */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -257,6 +258,12 @@ int gr_snapshot_name_pods(gr_snapshot *s, const gr_kubelet_answer *a)
 {
         summary(s, a);
         bool answered = a && a->state == GR_KUBELET_OK;
+        if (answered && a->n_devices > GR_KUBELET_DEVICES_MAX) {
+                s->kubelet.state = GR_KUBELET_ERROR;
+                snprintf(s->kubelet.error, sizeof(s->kubelet.error),
+                         "the kubelet listed %zu devices, more than %u: not joined", a->n_devices, GR_KUBELET_DEVICES_MAX);
+                answered = false;
+        }
         struct join j = { 0 };
         int r = seen_load(&j, s);
         if (r == 0 && answered)

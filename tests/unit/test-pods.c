@@ -246,6 +246,36 @@ static void a_pod_holding_only_control_files(void **state)
         gr_snapshot_free(s);
 }
 
+/* a kubelet listing more devices than the join takes (the join is quadratic in them: 30,000
+ * made check take 15 s, sixth adversarial round): an error, said, nothing named */
+static void too_many_devices_are_not_joined(void **state)
+{
+        (void)state;
+        gr_snapshot *s = snap_new(1);
+        proc_in(s, 10, SYSTEMD_A, 0);
+        gr_kubelet_answer *a = answer();
+        assign(a, "train-0", "ml", "worker", GPU(0));
+        assert_int_equal(gr_snapshot_name_pods(s, a), 0);
+        assert_int_equal(pod_of(s, 10)->naming, GR_POD_NAMED); /* control */
+        char name[32];
+        for (unsigned i = 1; i < GR_KUBELET_DEVICES_MAX; i++) {
+                snprintf(name, sizeof(name), "filler-%u", i);
+                assign(a, name, "ml", "w", GPU(0) "::1");
+        }
+        assert_int_equal(a->n_devices, GR_KUBELET_DEVICES_MAX);
+        assert_int_equal(gr_snapshot_name_pods(s, a), 0);
+        assert_int_equal(s->kubelet.state, GR_KUBELET_OK); /* at the bound: joined */
+        assign(a, "one-more", "ml", "w", GPU(0) "::2");
+        assert_int_equal(gr_snapshot_name_pods(s, a), 0);
+        assert_int_equal(s->kubelet.state, GR_KUBELET_ERROR);
+        assert_string_equal(s->kubelet.error, "the kubelet listed 4097 devices, more than 4096: not joined");
+        assert_int_equal(pod_of(s, 10)->naming, GR_POD_NOT_ASKED);
+        assert_string_equal(pod_of(s, 10)->name, "");
+        assert_int_equal(s->kubelet.gpus_assigned, 0);
+        gr_kubelet_answer_free(a);
+        gr_snapshot_free(s);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -255,6 +285,7 @@ int main(void)
                 cmocka_unit_test(unassigned_or_unmapped),
                 cmocka_unit_test(containers_of_a_pod),
                 cmocka_unit_test(a_pod_holding_only_control_files),
+                cmocka_unit_test(too_many_devices_are_not_joined),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
