@@ -210,6 +210,9 @@ static void text_sanitize(void **state)
                 { "\x80x\xbf", "?x?" },                          /* stray continuation bytes */
                 { "\xc3(", "?(" },                               /* a lead byte without its continuation */
                 { "\xef\xbf\xbf\xf4\x8f\xbf\xbf", "\xef\xbf\xbf\xf4\x8f\xbf\xbf" }, /* U+FFFF, U+10FFFF */
+                { "\xe2\x80\xaeniart", "?niart" },             /* U+202E RIGHT-TO-LEFT OVERRIDE */
+                { "\xe2\x80\xaa\xe2\x81\xa6\xe2\x81\xa9\xd8\x9c\xe2\x80\x8f", "?????" }, /* U+202A, 2066, 2069, 061C, 200F */
+                { "\xe2\x80\xa7\xe2\x80\xaf", "\xe2\x80\xa7\xe2\x80\xaf" }, /* U+2027, U+202F: their neighbours stay */
         };
         for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
                 char buf[128];
