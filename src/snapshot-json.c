@@ -233,6 +233,114 @@ static void load_kubelet(json_object *root, gr_snapshot_kubelet *k)
                 k->devices_unmapped = true; /* a recording without them: which GPUs are assigned is not known */
 }
 
+static void load_environ(json_object *jp, gr_process *p)
+{
+        p->env = (gr_env_marks){ .run_pid = p->run_pid, .local_rank = -1, .rank = -1, .group_rank = -1 };
+        json_object *env = get(jp, "environ");
+        if (!env || json_object_get_type(env) != json_type_object)
+                return;
+        p->env_read = true;
+        get_str(env, "TORCHELASTIC_RUN_ID", p->env.torchelastic_run_id, sizeof(p->env.torchelastic_run_id));
+        get_str(env, "SLURM_JOB_ID", p->env.slurm_job_id, sizeof(p->env.slurm_job_id));
+        p->env.local_rank = (int)get_int(env, "LOCAL_RANK", -1);
+        p->env.rank = (int)get_int(env, "RANK", -1);
+        p->env.group_rank = (int)get_int(env, "GROUP_RANK", -1);
+}
+
+/* sockets: "net" since schema 3, the holder's "devices.listen_ports" before */
+static int load_net(json_object *jp, gr_process *p, struct too_long *tl)
+{
+        json_object *net = get(jp, "net");
+        json_object *dev0 = get(jp, "devices");
+        json_object *ports, *inodes;
+        size_t n_ports, n_inodes;
+        int r;
+        if ((r = get_array(net ? net : dev0, "listen_ports", GR_LISTEN_MAX, "listening ports of a process", tl, &ports,
+                           &n_ports)) < 0 ||
+            (r = get_array(net, "listen_inodes", GR_LISTEN_MAX, "listening sockets of a process", tl, &inodes,
+                           &n_inodes)) < 0)
+                return r;
+        if (!net && !ports)
+                return 0;
+        gr_net *n = calloc(1, sizeof(*n));
+        if (!n)
+                return -ENOMEM;
+        for (size_t i = 0; i < n_ports; i++) {
+                json_object *ino = i < n_inodes ? json_object_array_get_idx(inodes, i) : NULL;
+                n->listen_inodes[n->n_listen] = ino ? (uint64_t)json_object_get_int64(ino) : 0;
+                n->listen_ports[n->n_listen++] = (uint16_t)json_object_get_int(json_object_array_get_idx(ports, i));
+        }
+        n->n_serving = net ? (unsigned)get_int(net, "serving", 0) : 0;
+        n->n_established = net ? (unsigned)get_int(net, "established", 0) : 0;
+        p->net = n;
+        return 0;
+}
+
+static int load_devices(json_object *jp, gr_process *p, struct too_long *tl)
+{
+        json_object *dev = get(jp, "devices");
+        if (!dev || json_object_get_type(dev) != json_type_object)
+                return 0;
+        gr_holding *h = calloc(1, sizeof(*h));
+        if (!h)
+                return -ENOMEM;
+        h->n_fds = (unsigned)get_int(dev, "fds", 0);
+        h->n_ctl = (unsigned)get_int(dev, "ctl", 0);
+        h->n_uvm = (unsigned)get_int(dev, "uvm", 0);
+        h->n_caps = (unsigned)get_int(dev, "caps", 0);
+        h->n_other = (unsigned)get_int(dev, "other", 0);
+        h->maps_read = get_int(dev, "maps", -1) >= 0;
+        h->n_maps = h->maps_read ? (unsigned)get_int(dev, "maps", 0) : 0;
+        json_object *gs;
+        size_t n_gs;
+        int r = get_array(dev, "gpus", GR_HOLD_GPUS_MAX, "GPUs a process holds", tl, &gs, &n_gs);
+        if (r < 0) {
+                free(h);
+                return r;
+        }
+        for (size_t i = 0; i < n_gs; i++) {
+                json_object *jg = json_object_array_get_idx(gs, i);
+                h->gpus[h->n_gpus].minor = (unsigned)get_int(jg, "minor", 0);
+                h->gpus[h->n_gpus].n_fds = (unsigned)get_int(jg, "fds", 0);
+                h->n_gpus++;
+        }
+        p->hold = h;
+        return 0;
+}
+
+/* what serve saw of it: since when, and its launcher's end */
+static int load_seen(json_object *jp, gr_process *p)
+{
+        json_object *seen = get(jp, "seen");
+        if (!seen || json_object_get_type(seen) != json_type_object)
+                return 0;
+        gr_seen *h = calloc(1, sizeof(*h));
+        if (!h)
+                return -ENOMEM;
+        h->since_ms = (uint64_t)get_int(seen, "since_unix_ms", 0);
+        h->state_since_ms = (uint64_t)get_int(seen, "state_since_unix_ms", 0);
+        json_object *l = get(seen, "launcher");
+        int64_t lp = get_int(l, "pid", 0);
+        if (l && lp > 0 && lp <= GR_PROC_PID_MAX) {
+                h->launcher = (pid_t)lp;
+                h->launcher_start = (uint64_t)get_int(l, "start_time_ticks", 0);
+                get_str(l, "comm", h->launcher_comm, sizeof(h->launcher_comm));
+                json_object *same = get(l, "same_exe");
+                h->same_exe = same && json_object_get_type(same) == json_type_boolean && json_object_get_boolean(same);
+                char end[16];
+                get_str(l, "end", end, sizeof(end));
+                h->end = strcmp(end, "signal") == 0 ? GR_END_SIGNAL : strcmp(end, "exit") == 0 ? GR_END_EXIT :
+                         strcmp(end, "alive") == 0 ? GR_END_ALIVE : GR_END_UNKNOWN;
+                int64_t status = get_int(l, "end_status", 0);
+                h->end_status = (int)(status >= 0 && status <= 255 ? status : 0);
+                if ((h->end == GR_END_SIGNAL && (h->end_status < 1 || h->end_status > 64)))
+                        h->end = GR_END_UNKNOWN; /* not a signal: claim nothing */
+                h->end_ms = (uint64_t)get_int(l, "end_unix_ms", 0);
+        }
+        p->seen = h;
+        return 0;
+}
+
 static int load_process(json_object *jp, gr_process *p, struct too_long *tl)
 {
         int64_t pid = get_int(jp, "pid", 0);
@@ -272,92 +380,9 @@ static int load_process(json_object *jp, gr_process *p, struct too_long *tl)
         get_str(jp, "sig_ignored", sig, sizeof(sig));
         p->sig_ignored = strtoull(sig, NULL, 16);
         p->has_details = true;
-        p->env = (gr_env_marks){ .run_pid = p->run_pid, .local_rank = -1, .rank = -1, .group_rank = -1 };
-        json_object *env = get(jp, "environ");
-        if (env && json_object_get_type(env) == json_type_object) {
-                p->env_read = true;
-                get_str(env, "TORCHELASTIC_RUN_ID", p->env.torchelastic_run_id, sizeof(p->env.torchelastic_run_id));
-                get_str(env, "SLURM_JOB_ID", p->env.slurm_job_id, sizeof(p->env.slurm_job_id));
-                p->env.local_rank = (int)get_int(env, "LOCAL_RANK", -1);
-                p->env.rank = (int)get_int(env, "RANK", -1);
-                p->env.group_rank = (int)get_int(env, "GROUP_RANK", -1);
-        }
-        /* sockets: "net" since schema 3, the holder's "devices.listen_ports" before */
-        json_object *net = get(jp, "net");
-        json_object *dev0 = get(jp, "devices");
-        json_object *ports, *inodes;
-        size_t n_ports, n_inodes;
-        if ((r = get_array(net ? net : dev0, "listen_ports", GR_LISTEN_MAX, "listening ports of a process", tl, &ports,
-                           &n_ports)) < 0 ||
-            (r = get_array(net, "listen_inodes", GR_LISTEN_MAX, "listening sockets of a process", tl, &inodes,
-                           &n_inodes)) < 0)
+        load_environ(jp, p);
+        if ((r = load_net(jp, p, tl)) < 0 || (r = load_devices(jp, p, tl)) < 0 || (r = load_seen(jp, p)) < 0)
                 return r;
-        if (net || ports) {
-                gr_net *n = calloc(1, sizeof(*n));
-                if (!n)
-                        return -ENOMEM;
-                for (size_t i = 0; i < n_ports; i++) {
-                        json_object *ino = i < n_inodes ? json_object_array_get_idx(inodes, i) : NULL;
-                        n->listen_inodes[n->n_listen] = ino ? (uint64_t)json_object_get_int64(ino) : 0;
-                        n->listen_ports[n->n_listen++] = (uint16_t)json_object_get_int(json_object_array_get_idx(ports, i));
-                }
-                n->n_serving = net ? (unsigned)get_int(net, "serving", 0) : 0;
-                n->n_established = net ? (unsigned)get_int(net, "established", 0) : 0;
-                p->net = n;
-        }
-        json_object *dev = get(jp, "devices");
-        if (dev && json_object_get_type(dev) == json_type_object) {
-                gr_holding *h = calloc(1, sizeof(*h));
-                if (!h)
-                        return -ENOMEM;
-                h->n_fds = (unsigned)get_int(dev, "fds", 0);
-                h->n_ctl = (unsigned)get_int(dev, "ctl", 0);
-                h->n_uvm = (unsigned)get_int(dev, "uvm", 0);
-                h->n_caps = (unsigned)get_int(dev, "caps", 0);
-                h->n_other = (unsigned)get_int(dev, "other", 0);
-                h->maps_read = get_int(dev, "maps", -1) >= 0;
-                h->n_maps = h->maps_read ? (unsigned)get_int(dev, "maps", 0) : 0;
-                json_object *gs;
-                size_t n_gs;
-                if ((r = get_array(dev, "gpus", GR_HOLD_GPUS_MAX, "GPUs a process holds", tl, &gs, &n_gs)) < 0) {
-                        free(h);
-                        return r;
-                }
-                for (size_t i = 0; i < n_gs; i++) {
-                        json_object *jg = json_object_array_get_idx(gs, i);
-                        h->gpus[h->n_gpus].minor = (unsigned)get_int(jg, "minor", 0);
-                        h->gpus[h->n_gpus].n_fds = (unsigned)get_int(jg, "fds", 0);
-                        h->n_gpus++;
-                }
-                p->hold = h;
-        }
-        json_object *seen = get(jp, "seen");
-        if (seen && json_object_get_type(seen) == json_type_object) {
-                gr_seen *h = calloc(1, sizeof(*h));
-                if (!h)
-                        return -ENOMEM;
-                h->since_ms = (uint64_t)get_int(seen, "since_unix_ms", 0);
-                h->state_since_ms = (uint64_t)get_int(seen, "state_since_unix_ms", 0);
-                json_object *l = get(seen, "launcher");
-                int64_t lp = get_int(l, "pid", 0);
-                if (l && lp > 0 && lp <= GR_PROC_PID_MAX) {
-                        h->launcher = (pid_t)lp;
-                        h->launcher_start = (uint64_t)get_int(l, "start_time_ticks", 0);
-                        get_str(l, "comm", h->launcher_comm, sizeof(h->launcher_comm));
-                        json_object *same = get(l, "same_exe");
-                        h->same_exe = same && json_object_get_type(same) == json_type_boolean && json_object_get_boolean(same);
-                        char end[16];
-                        get_str(l, "end", end, sizeof(end));
-                        h->end = strcmp(end, "signal") == 0 ? GR_END_SIGNAL : strcmp(end, "exit") == 0 ? GR_END_EXIT :
-                                 strcmp(end, "alive") == 0 ? GR_END_ALIVE : GR_END_UNKNOWN;
-                        int64_t status = get_int(l, "end_status", 0);
-                        h->end_status = (int)(status >= 0 && status <= 255 ? status : 0);
-                        if ((h->end == GR_END_SIGNAL && (h->end_status < 1 || h->end_status > 64)))
-                                h->end = GR_END_UNKNOWN; /* not a signal: claim nothing */
-                        h->end_ms = (uint64_t)get_int(l, "end_unix_ms", 0);
-                }
-                p->seen = h;
-        }
         return load_pod(jp, p);
 }
 
@@ -495,20 +520,21 @@ static int json_count_values(const char *buf, size_t len, struct too_long *tl)
         return 0;
 }
 
-int snapshot_from_json_buffer(const char *buf, size_t len, const char *path, gr_snapshot **ret,
-                              char *err, size_t err_size)
+/* One JSON object and nothing after it but white space, within the bounds; NULL with the
+ * error written otherwise */
+static json_object *parse_root(const char *buf, size_t len, const char *path, int *ret_r, char *err, size_t err_size)
 {
         json_object *root = NULL;
         struct too_long counted;
         if (len <= REPLAY_MAX_BYTES && json_count_values(buf, len, &counted) < 0) {
                 snprintf(err, err_size, "'%s' holds more %s than a snapshot may (%zu)", QUOTED(path), counted.what,
                          counted.max);
-                return -E2BIG;
+                *ret_r = -E2BIG;
+                return NULL;
         }
         json_tokener *tok = len <= REPLAY_MAX_BYTES && len <= INT_MAX ? json_tokener_new() : NULL;
         if (tok) {
                 root = json_tokener_parse_ex(tok, buf, (int)len);
-                /* one value and nothing after it but white space */
                 if (json_tokener_get_error(tok) != json_tokener_success)
                         root = NULL;
                 for (size_t i = root ? json_tokener_get_parse_end(tok) : len; i < len; i++)
@@ -522,102 +548,99 @@ int snapshot_from_json_buffer(const char *buf, size_t len, const char *path, gr_
         if (!root || json_object_get_type(root) != json_type_object) {
                 snprintf(err, err_size, "cannot read '%s' as a gpureap JSON snapshot", QUOTED(path));
                 json_object_put(root);
-                return -EINVAL;
+                *ret_r = -EINVAL;
+                return NULL;
         }
         int64_t version = get_int(root, "schema_version", 0);
         if (version < 1 || version > JSON_SCHEMA_VERSION) {
                 snprintf(err, err_size, "'%s' has schema version %lld; this gpureap reads 1 to %d",
                          QUOTED(path), (long long)version, JSON_SCHEMA_VERSION);
                 json_object_put(root);
-                return -EINVAL;
+                *ret_r = -EINVAL;
+                return NULL;
         }
-        gr_snapshot *s = calloc(1, sizeof(*s));
-        gr_gpu_report *rep = calloc(1, sizeof(*rep));
-        gr_proc_table *t = calloc(1, sizeof(*t));
-        if (!s || !rep || !t) {
-                free(s);
-                free(rep);
-                free(t);
-                json_object_put(root);
-                snprintf(err, err_size, "out of memory");
+        return root;
+}
+
+/* The driver's status and the scan's: what the recording says of how it was taken */
+static void load_header(json_object *root, gr_snapshot *s)
+{
+        gr_gpu_report *rep = s->gpu;
+        gr_proc_table *t = s->procs;
+        s->proc_elapsed_ms = GR_UNKNOWN_U64;
+        get_str(root, "host", s->hostname, sizeof(s->hostname));
+        s->taken_at_ms = recorded_at_ms(root);
+        json_object *pr = get(root, "proc");
+        get_str(pr, "root", s->proc_root, sizeof(s->proc_root));
+        get_str(pr, "dev_dir", s->dev_dir, sizeof(s->dev_dir));
+        json_object *d = get(root, "driver");
+        char st[32];
+        get_str(d, "status", st, sizeof(st));
+        rep->status = status_of(st);
+        get_str(d, "error", rep->error, sizeof(rep->error));
+        get_str(d, "stuck_call", rep->stuck_call, sizeof(rep->stuck_call));
+        rep->stuck_gpu = -1; /* not recorded */
+        get_str(d, "library", rep->library, sizeof(rep->library));
+        get_str(d, "driver_version", rep->driver_version, sizeof(rep->driver_version));
+        get_str(d, "nvml_version", rep->nvml_version, sizeof(rep->nvml_version));
+        uint64_t de = get_u64(d, "elapsed_ms");
+        rep->elapsed_ms = de == GR_UNKNOWN_U64 ? 0 : de; /* what the recording took */
+        t->clock_ticks = 100;
+        s->procs_partial = get_int(root, "schema_version", 0) < 2;
+        s->replayed = true;
+        json_object *view = get(root, "view");
+        int64_t uid = get_int(view, "uid", 0);
+        s->uid = (uid_t)(uid >= 0 && uid <= UINT32_MAX ? uid : 0);
+        char ns[16];
+        get_str(view, "pid_namespace", ns, sizeof(ns));
+        s->pidns = strcmp(ns, "host") == 0 ? GR_PIDNS_HOST : strcmp(ns, "other") == 0 ? GR_PIDNS_OTHER : GR_PIDNS_UNKNOWN;
+        json_object *hp = get(view, "hidepid");
+        s->hidepid = hp && json_object_get_type(hp) == json_type_boolean && json_object_get_boolean(hp);
+        t->n_unreadable = (unsigned)get_int(pr, "unreadable", 0);
+        int64_t vanished = get_int(pr, "vanished", 0);
+        t->n_vanished = vanished > 0 && vanished <= UINT32_MAX ? (unsigned)vanished : 0;
+        t->boot_time = get_u64(pr, "boot_time") == GR_UNKNOWN_U64 ? 0 : get_u64(pr, "boot_time");
+        s->proc_elapsed_ms = get_u64(pr, "elapsed_ms");
+        char scan[8];
+        get_str(pr, "scan", scan, sizeof(scan));
+        t->scan = strcmp(scan, "bpf") == 0 ? GR_SCAN_BPF : strcmp(scan, "proc") == 0 ? GR_SCAN_PROC : GR_SCAN_UNKNOWN;
+        get_str(pr, "scan_fallback", t->scan_fallback, sizeof(t->scan_fallback));
+        json_object *slow = get(pr, "slow");
+        s->proc_slow = slow && json_object_get_type(slow) == json_type_boolean && json_object_get_boolean(slow);
+}
+
+/* serve's memory, where the recording was served: since when, and each GPU's state's age */
+static int load_history(json_object *root, gr_snapshot *s)
+{
+        json_object *hist = get(root, "history");
+        int64_t since = get_int(hist, "since_unix_ms", 0);
+        if (hist && since > 0) {
+                s->history_since_ms = (uint64_t)since;
+                json_object *e = get(hist, "events"), *lost = get(hist, "events_lost");
+                s->history_events = e && json_object_get_type(e) == json_type_boolean && json_object_get_boolean(e);
+                s->history_events_lost = lost && json_object_get_type(lost) == json_type_boolean &&
+                                         json_object_get_boolean(lost);
+                int64_t by = get_int(hist, "served_by", 0);
+                s->served_by = by > 0 && by <= GR_PROC_PID_MAX ? (pid_t)by : 0;
+        }
+        json_object *gpus = get(root, "gpus");
+        if (s->gpu->n_gpus == 0 || !s->history_since_ms)
+                return 0;
+        s->gpu_state_since_ms = calloc(s->gpu->n_gpus, sizeof(uint64_t));
+        if (!s->gpu_state_since_ms)
                 return -ENOMEM;
+        for (unsigned i = 0; i < s->gpu->n_gpus; i++) {
+                int64_t v = get_int(json_object_array_get_idx(gpus, i), "state_since_unix_ms", 0);
+                s->gpu_state_since_ms[i] = v > 0 ? (uint64_t)v : 0;
         }
-        int r = 0;
-        struct too_long tl = { NULL, 0 };
-        {
-                s->proc_elapsed_ms = GR_UNKNOWN_U64;
-                s->gpu = rep;
-                s->procs = t;
-                get_str(root, "host", s->hostname, sizeof(s->hostname));
-                s->taken_at_ms = recorded_at_ms(root);
-                json_object *pr = get(root, "proc");
-                get_str(pr, "root", s->proc_root, sizeof(s->proc_root));
-                get_str(pr, "dev_dir", s->dev_dir, sizeof(s->dev_dir));
-                json_object *d = get(root, "driver");
-                char st[32];
-                get_str(d, "status", st, sizeof(st));
-                rep->status = status_of(st);
-                get_str(d, "error", rep->error, sizeof(rep->error));
-                get_str(d, "stuck_call", rep->stuck_call, sizeof(rep->stuck_call));
-                rep->stuck_gpu = -1; /* not recorded */
-                get_str(d, "library", rep->library, sizeof(rep->library));
-                get_str(d, "driver_version", rep->driver_version, sizeof(rep->driver_version));
-                get_str(d, "nvml_version", rep->nvml_version, sizeof(rep->nvml_version));
-                uint64_t de = get_u64(d, "elapsed_ms");
-                rep->elapsed_ms = de == GR_UNKNOWN_U64 ? 0 : de; /* what the recording took */
-                t->clock_ticks = 100;
-                s->procs_partial = version < 2;
-                s->replayed = true;
-                json_object *view = get(root, "view");
-                int64_t uid = get_int(view, "uid", 0);
-                s->uid = (uid_t)(uid >= 0 && uid <= UINT32_MAX ? uid : 0);
-                char ns[16];
-                get_str(view, "pid_namespace", ns, sizeof(ns));
-                s->pidns = strcmp(ns, "host") == 0 ? GR_PIDNS_HOST : strcmp(ns, "other") == 0 ? GR_PIDNS_OTHER : GR_PIDNS_UNKNOWN;
-                json_object *hp = get(view, "hidepid");
-                s->hidepid = hp && json_object_get_type(hp) == json_type_boolean && json_object_get_boolean(hp);
-                t->n_unreadable = (unsigned)get_int(pr, "unreadable", 0);
-                int64_t vanished = get_int(pr, "vanished", 0);
-                t->n_vanished = vanished > 0 && vanished <= UINT32_MAX ? (unsigned)vanished : 0;
-                t->boot_time = get_u64(pr, "boot_time") == GR_UNKNOWN_U64 ? 0 : get_u64(pr, "boot_time");
-                s->proc_elapsed_ms = get_u64(pr, "elapsed_ms");
-                char scan[8];
-                get_str(pr, "scan", scan, sizeof(scan));
-                t->scan = strcmp(scan, "bpf") == 0 ? GR_SCAN_BPF : strcmp(scan, "proc") == 0 ? GR_SCAN_PROC : GR_SCAN_UNKNOWN;
-                get_str(pr, "scan_fallback", t->scan_fallback, sizeof(t->scan_fallback));
-                json_object *slow = get(pr, "slow");
-                s->proc_slow = slow && json_object_get_type(slow) == json_type_boolean && json_object_get_boolean(slow);
-                r = load_gpus(root, rep, &tl);
-                int64_t taken = get_int(root, "taken_at_unix_ms", 0);
-                if (taken > 0) /* more precise than taken_at, where the recording has it */
-                        s->taken_at_ms = (uint64_t)taken;
-                load_kubelet(root, &s->kubelet);
-                json_object *hist = get(root, "history");
-                int64_t since = get_int(hist, "since_unix_ms", 0);
-                if (hist && since > 0) {
-                        s->history_since_ms = (uint64_t)since;
-                        json_object *e = get(hist, "events"), *lost = get(hist, "events_lost");
-                        s->history_events = e && json_object_get_type(e) == json_type_boolean && json_object_get_boolean(e);
-                        s->history_events_lost = lost && json_object_get_type(lost) == json_type_boolean &&
-                                                 json_object_get_boolean(lost);
-                        int64_t by = get_int(hist, "served_by", 0);
-                        s->served_by = by > 0 && by <= GR_PROC_PID_MAX ? (pid_t)by : 0;
-                }
-                json_object *gpus = get(root, "gpus");
-                if (r == 0 && rep->n_gpus > 0 && s->history_since_ms) {
-                        s->gpu_state_since_ms = calloc(rep->n_gpus, sizeof(uint64_t));
-                        if (!s->gpu_state_since_ms)
-                                r = -ENOMEM;
-                        for (unsigned i = 0; r == 0 && i < rep->n_gpus; i++) {
-                                int64_t v = get_int(json_object_array_get_idx(gpus, i), "state_since_unix_ms", 0);
-                                s->gpu_state_since_ms[i] = v > 0 ? (uint64_t)v : 0;
-                        }
-                }
-        }
+        return 0;
+}
+
+static int load_processes(json_object *root, gr_proc_table *t, struct too_long *tl)
+{
         json_object *procs = NULL;
         size_t n = 0;
-        if (r == 0)
-                r = get_array(root, "processes", REPLAY_PROCESSES_MAX, "processes", &tl, &procs, &n);
+        int r = get_array(root, "processes", REPLAY_PROCESSES_MAX, "processes", tl, &procs, &n);
         if (r == 0 && n > 0) {
                 t->procs = calloc(n, sizeof(gr_process));
                 t->cap = n;
@@ -626,7 +649,7 @@ int snapshot_from_json_buffer(const char *buf, size_t len, const char *path, gr_
         }
         for (size_t i = 0; r == 0 && i < n; i++) {
                 gr_process *p = &t->procs[t->n];
-                r = load_process(json_object_array_get_idx(procs, i), p, &tl);
+                r = load_process(json_object_array_get_idx(procs, i), p, tl);
                 if (r < 0) { /* left out (-EINVAL: no valid PID), or the end of the load */
                         free(p->cmdline);
                         free(p->cgroup);
@@ -638,19 +661,49 @@ int snapshot_from_json_buffer(const char *buf, size_t len, const char *path, gr_
                         r = r == -EINVAL ? 0 : r;
                         continue;
                 }
-                if (r == 0) {
-                        t->n++;
-                        t->n_holders += p->hold != NULL;
-                }
+                t->n++;
+                t->n_holders += p->hold != NULL;
         }
-        json_object_put(root);
-        if (r == -E2BIG) {
-                snprintf(err, err_size, "'%s' lists more %s than a snapshot may (%zu)", QUOTED(path), tl.what, tl.max);
-                gr_snapshot_free(s);
+        return r;
+}
+
+int snapshot_from_json_buffer(const char *buf, size_t len, const char *path, gr_snapshot **ret,
+                              char *err, size_t err_size)
+{
+        int r = 0;
+        json_object *root = parse_root(buf, len, path, &r, err, err_size);
+        if (!root)
                 return r;
+        gr_snapshot *s = calloc(1, sizeof(*s));
+        gr_gpu_report *rep = calloc(1, sizeof(*rep));
+        gr_proc_table *t = calloc(1, sizeof(*t));
+        if (!s || !rep || !t) {
+                free(s);
+                free(rep);
+                free(t);
+                json_object_put(root);
+                snprintf(err, err_size, "out of memory");
+                return -ENOMEM;
         }
-        if (r < 0) {
+        struct too_long tl = { NULL, 0 };
+        s->gpu = rep;
+        s->procs = t;
+        load_header(root, s);
+        r = load_gpus(root, rep, &tl);
+        int64_t taken = get_int(root, "taken_at_unix_ms", 0);
+        if (taken > 0) /* more precise than taken_at, where the recording has it */
+                s->taken_at_ms = (uint64_t)taken;
+        load_kubelet(root, &s->kubelet);
+        if (r == 0)
+                r = load_history(root, s);
+        if (r == 0)
+                r = load_processes(root, t, &tl);
+        json_object_put(root);
+        if (r == -E2BIG)
+                snprintf(err, err_size, "'%s' lists more %s than a snapshot may (%zu)", QUOTED(path), tl.what, tl.max);
+        else if (r < 0)
                 snprintf(err, err_size, "cannot load '%s': %s", QUOTED(path), strerror(-r));
+        if (r < 0) {
                 gr_snapshot_free(s);
                 return r;
         }
