@@ -276,6 +276,122 @@ static void process_series(FILE *f, const gr_snapshot *s, const gr_diagnosis *d,
         }
 }
 
+/* each GPU's memory, state and holders by role */
+static void gpu_series(FILE *f, const gr_snapshot *s, const gr_diagnosis *d, const struct gpu_selection *sel)
+{
+        const gr_gpu_report *rep = s->gpu;
+        static const struct { const char *name, *text; size_t off; } mem[] = {
+                { "gpureap_gpu_memory_total_bytes", "total memory", offsetof(gr_gpu, mem_total) },
+                { "gpureap_gpu_memory_used_bytes", "used memory (v2: without the driver's reserve)", offsetof(gr_gpu, mem_used) },
+                { "gpureap_gpu_memory_reserved_bytes", "memory the driver reserves (v2 only)", offsetof(gr_gpu, mem_reserved) },
+                { "gpureap_gpu_memory_free_bytes", "free memory", offsetof(gr_gpu, mem_free) },
+        };
+        for (size_t m = 0; m < GR_ELEMENTSOF(mem); m++) {
+                help(f, mem[m].name, mem[m].text);
+                for (unsigned i = 0; i < rep->n_gpus; i++) {
+                        if (!gpu_selected(sel, &rep->gpus[i]))
+                                continue;
+                        fprintf(f, "%s{", mem[m].name);
+                        gpu_labels(f, s, &rep->gpus[i]);
+                        fputs("} ", f);
+                        value(f, *(const uint64_t *)((const char *)&rep->gpus[i] + mem[m].off));
+                }
+        }
+        help(f, "gpureap_gpu_unaccounted_memory_bytes", "used memory that no live listed process accounts for");
+        for (unsigned i = 0; i < rep->n_gpus; i++) {
+                if (!gpu_selected(sel, &rep->gpus[i]))
+                        continue;
+                fputs("gpureap_gpu_unaccounted_memory_bytes{", f);
+                gpu_labels(f, s, &rep->gpus[i]);
+                fputs("} ", f);
+                value(f, d->gpus[i].unaccounted);
+        }
+        help(f, "gpureap_gpu_state", "1 for the GPU's state: clean, busy, dirty, stale or unknown");
+        for (unsigned i = 0; i < rep->n_gpus; i++)
+                for (int st = GR_GPU_CLEAN; gpu_selected(sel, &rep->gpus[i]) && st <= GR_GPU_UNKNOWN; st++) {
+                        fputs("gpureap_gpu_state{", f);
+                        gpu_labels(f, s, &rep->gpus[i]);
+                        fprintf(f, ",state=\"%s\"} %d\n", gr_gpu_state_name((gr_gpu_state)st), d->gpus[i].state == (gr_gpu_state)st);
+                }
+        help(f, "gpureap_gpu_holders", "processes with the GPU's device file open, by role");
+        for (unsigned i = 0; i < rep->n_gpus; i++)
+                for (int role = GR_ROLE_OWNER; gpu_selected(sel, &rep->gpus[i]) && role <= GR_ROLE_MONITOR; role++) {
+                        unsigned n = 0;
+                        for (size_t k = 0; k < d->n_holders; k++)
+                                n += d->holders[k].role == (gr_role)role &&
+                                     gr_process_fds_on_minor(d->holders[k].process, rep->gpus[i].minor) > 0 &&
+                                     in_scope(sel, d->holders[k].process);
+                        fputs("gpureap_gpu_holders{", f);
+                        gpu_labels(f, s, &rep->gpus[i]);
+                        fprintf(f, ",role=\"%s\"} %u\n", gr_role_name((gr_role)role), n);
+                }
+}
+
+/* the leftovers by kind, their memory, and the memory per process */
+static void leftover_series(FILE *f, const gr_snapshot *s, const gr_diagnosis *d, const struct gpu_selection *sel,
+                            const struct last_reap *lr)
+{
+        const gr_gpu_report *rep = s->gpu;
+        uint64_t count[GR_GPUS_MAX][K_COUNT] = { { 0 } }, bytes[GR_GPUS_MAX][K_COUNT] = { { 0 } };
+        for (unsigned i = 0; i < rep->n_gpus && i < GR_GPUS_MAX; i++)
+                leftovers(s, d, sel, lr, i, count[i], bytes[i]);
+        help(f, "gpureap_gpu_leftovers", "leftovers by kind: ghost, orphan, stale, stopped, unkillable (survived the last reap)");
+        for (unsigned i = 0; i < rep->n_gpus && i < GR_GPUS_MAX; i++)
+                for (int k = 0; gpu_selected(sel, &rep->gpus[i]) && k < K_COUNT; k++) {
+                        fputs("gpureap_gpu_leftovers{", f);
+                        gpu_labels(f, s, &rep->gpus[i]);
+                        fprintf(f, ",kind=\"%s\"} %llu\n", kind_names[k], (unsigned long long)count[i][k]);
+                }
+        help(f, "gpureap_gpu_leftover_bytes", "GPU memory that leftovers keep, by kind");
+        for (unsigned i = 0; i < rep->n_gpus && i < GR_GPUS_MAX; i++)
+                for (int k = 0; gpu_selected(sel, &rep->gpus[i]) && k < K_COUNT; k++) {
+                        fputs("gpureap_gpu_leftover_bytes{", f);
+                        gpu_labels(f, s, &rep->gpus[i]);
+                        fprintf(f, ",kind=\"%s\"} %llu\n", kind_names[k], (unsigned long long)bytes[i][k]);
+                }
+        help(f, "gpureap_process_gpu_memory_bytes", "memory the driver lists per process (the biggest 64 per GPU)");
+        for (unsigned i = 0; i < rep->n_gpus; i++)
+                if (gpu_selected(sel, &rep->gpus[i]))
+                        process_series(f, s, d, sel, i);
+}
+
+/* what a resident 'gpureap serve' remembers: never more than it watched */
+static void serve_series(FILE *f, const gr_snapshot *s, const gr_diagnosis *d, const struct gpu_selection *sel)
+{
+        const gr_gpu_report *rep = s->gpu;
+        uint64_t now = s->taken_at_ms;
+        help(f, "gpureap_serve_watched_seconds", "how long gpureap serve has been watching: no duration claims more");
+        fprintf(f, "gpureap_serve_watched_seconds %.3f\n",
+                (double)(now > s->history_since_ms ? now - s->history_since_ms : 0) / 1000);
+        help(f, "gpureap_serve_process_events", "1 when serve gets the kernel's process events (how launchers ended)");
+        fprintf(f, "gpureap_serve_process_events %d\n", s->history_events && !s->history_events_lost);
+        if (rep->status != GR_GPU_OK || !d || !s->gpu_state_since_ms)
+                return;
+        help(f, "gpureap_gpu_state_duration_seconds",
+             "how long the GPU has been in its present state (at most as long as serve watched)");
+        for (unsigned i = 0; i < rep->n_gpus && i < d->n_gpus; i++) {
+                uint64_t since = s->gpu_state_since_ms[i];
+                if (!gpu_selected(sel, &rep->gpus[i]) || !since)
+                        continue;
+                fputs("gpureap_gpu_state_duration_seconds{", f);
+                gpu_labels(f, s, &rep->gpus[i]);
+                fprintf(f, ",state=\"%s\"} %.3f\n", gr_gpu_state_name(d->gpus[i].state),
+                        (double)(now > since ? now - since : 0) / 1000);
+        }
+}
+
+static void last_reap_series(FILE *f, const struct last_reap *lr)
+{
+        help(f, "gpureap_last_reap_timestamp_seconds", "when the last reap ended (seconds since the epoch)");
+        fprintf(f, "gpureap_last_reap_timestamp_seconds %llu\n", (unsigned long long)lr->time);
+        help(f, "gpureap_last_reap_success", "1 when the last reap verified its GPUs and every target ended");
+        fprintf(f, "gpureap_last_reap_success %d\n", lr->exit_code == 0);
+        help(f, "gpureap_last_reap_targets", "processes the last reap signalled");
+        fprintf(f, "gpureap_last_reap_targets %llu\n", (unsigned long long)lr->targets);
+        help(f, "gpureap_last_reap_failed_targets", "targets of the last reap that survived, were denied, or could not be signalled");
+        fprintf(f, "gpureap_last_reap_failed_targets %llu\n", (unsigned long long)lr->failed);
+}
+
 void metrics_render(FILE *f, const gr_snapshot *s, const gr_diagnosis *d, const struct gpu_selection *sel)
 {
         const gr_gpu_report *rep = s->gpu;
@@ -287,112 +403,18 @@ void metrics_render(FILE *f, const gr_snapshot *s, const gr_diagnosis *d, const 
         fprintf(f, "gpureap_up %d\n", rep->status == GR_GPU_OK);
         help(f, "gpureap_driver_duration_seconds", "time the driver took to answer");
         fprintf(f, "gpureap_driver_duration_seconds %.3f\n", (double)rep->elapsed_ms / 1000);
-        if (rep->status == GR_GPU_OK && d) {
-                static const struct { const char *name, *text; size_t off; } mem[] = {
-                        { "gpureap_gpu_memory_total_bytes", "total memory", offsetof(gr_gpu, mem_total) },
-                        { "gpureap_gpu_memory_used_bytes", "used memory (v2: without the driver's reserve)", offsetof(gr_gpu, mem_used) },
-                        { "gpureap_gpu_memory_reserved_bytes", "memory the driver reserves (v2 only)", offsetof(gr_gpu, mem_reserved) },
-                        { "gpureap_gpu_memory_free_bytes", "free memory", offsetof(gr_gpu, mem_free) },
-                };
-                for (size_t m = 0; m < GR_ELEMENTSOF(mem); m++) {
-                        help(f, mem[m].name, mem[m].text);
-                        for (unsigned i = 0; i < rep->n_gpus; i++) {
-                                if (!gpu_selected(sel, &rep->gpus[i]))
-                                        continue;
-                                fprintf(f, "%s{", mem[m].name);
-                                gpu_labels(f, s, &rep->gpus[i]);
-                                fputs("} ", f);
-                                value(f, *(const uint64_t *)((const char *)&rep->gpus[i] + mem[m].off));
-                        }
-                }
-                help(f, "gpureap_gpu_unaccounted_memory_bytes", "used memory that no live listed process accounts for");
-                for (unsigned i = 0; i < rep->n_gpus; i++) {
-                        if (!gpu_selected(sel, &rep->gpus[i]))
-                                continue;
-                        fputs("gpureap_gpu_unaccounted_memory_bytes{", f);
-                        gpu_labels(f, s, &rep->gpus[i]);
-                        fputs("} ", f);
-                        value(f, d->gpus[i].unaccounted);
-                }
-                help(f, "gpureap_gpu_state", "1 for the GPU's state: clean, busy, dirty, stale or unknown");
-                for (unsigned i = 0; i < rep->n_gpus; i++)
-                        for (int st = GR_GPU_CLEAN; gpu_selected(sel, &rep->gpus[i]) && st <= GR_GPU_UNKNOWN; st++) {
-                                fputs("gpureap_gpu_state{", f);
-                                gpu_labels(f, s, &rep->gpus[i]);
-                                fprintf(f, ",state=\"%s\"} %d\n", gr_gpu_state_name((gr_gpu_state)st), d->gpus[i].state == (gr_gpu_state)st);
-                        }
-                help(f, "gpureap_gpu_holders", "processes with the GPU's device file open, by role");
-                for (unsigned i = 0; i < rep->n_gpus; i++)
-                        for (int role = GR_ROLE_OWNER; gpu_selected(sel, &rep->gpus[i]) && role <= GR_ROLE_MONITOR; role++) {
-                                unsigned n = 0;
-                                for (size_t k = 0; k < d->n_holders; k++)
-                                        n += d->holders[k].role == (gr_role)role &&
-                                             gr_process_fds_on_minor(d->holders[k].process, rep->gpus[i].minor) > 0 &&
-                                             in_scope(sel, d->holders[k].process);
-                                fputs("gpureap_gpu_holders{", f);
-                                gpu_labels(f, s, &rep->gpus[i]);
-                                fprintf(f, ",role=\"%s\"} %u\n", gr_role_name((gr_role)role), n);
-                        }
-        }
+        if (rep->status == GR_GPU_OK && d)
+                gpu_series(f, s, d, sel);
         drm_series(f, s, d, sel);
         struct last_reap lr = { 0 };
         if (!s->replayed)
                 read_last_reap(&lr); /* this machine's last reap says nothing about a recording */
-        if (rep->status == GR_GPU_OK && d) {
-                uint64_t count[GR_GPUS_MAX][K_COUNT] = { { 0 } }, bytes[GR_GPUS_MAX][K_COUNT] = { { 0 } };
-                for (unsigned i = 0; i < rep->n_gpus && i < GR_GPUS_MAX; i++)
-                        leftovers(s, d, sel, &lr, i, count[i], bytes[i]);
-                help(f, "gpureap_gpu_leftovers", "leftovers by kind: ghost, orphan, stale, stopped, unkillable (survived the last reap)");
-                for (unsigned i = 0; i < rep->n_gpus && i < GR_GPUS_MAX; i++)
-                        for (int k = 0; gpu_selected(sel, &rep->gpus[i]) && k < K_COUNT; k++) {
-                                fputs("gpureap_gpu_leftovers{", f);
-                                gpu_labels(f, s, &rep->gpus[i]);
-                                fprintf(f, ",kind=\"%s\"} %llu\n", kind_names[k], (unsigned long long)count[i][k]);
-                        }
-                help(f, "gpureap_gpu_leftover_bytes", "GPU memory that leftovers keep, by kind");
-                for (unsigned i = 0; i < rep->n_gpus && i < GR_GPUS_MAX; i++)
-                        for (int k = 0; gpu_selected(sel, &rep->gpus[i]) && k < K_COUNT; k++) {
-                                fputs("gpureap_gpu_leftover_bytes{", f);
-                                gpu_labels(f, s, &rep->gpus[i]);
-                                fprintf(f, ",kind=\"%s\"} %llu\n", kind_names[k], (unsigned long long)bytes[i][k]);
-                        }
-                help(f, "gpureap_process_gpu_memory_bytes", "memory the driver lists per process (the biggest 64 per GPU)");
-                for (unsigned i = 0; i < rep->n_gpus; i++)
-                        if (gpu_selected(sel, &rep->gpus[i]))
-                                process_series(f, s, d, sel, i);
-        }
-        if (s->history_since_ms) {
-                /* what a resident 'gpureap serve' remembers: never more than it watched */
-                uint64_t now = s->taken_at_ms;
-                help(f, "gpureap_serve_watched_seconds", "how long gpureap serve has been watching: no duration claims more");
-                fprintf(f, "gpureap_serve_watched_seconds %.3f\n",
-                        (double)(now > s->history_since_ms ? now - s->history_since_ms : 0) / 1000);
-                help(f, "gpureap_serve_process_events", "1 when serve gets the kernel's process events (how launchers ended)");
-                fprintf(f, "gpureap_serve_process_events %d\n", s->history_events && !s->history_events_lost);
-                if (rep->status == GR_GPU_OK && d && s->gpu_state_since_ms) {
-                        help(f, "gpureap_gpu_state_duration_seconds",
-                             "how long the GPU has been in its present state (at most as long as serve watched)");
-                        for (unsigned i = 0; i < rep->n_gpus && i < d->n_gpus; i++) {
-                                uint64_t since = s->gpu_state_since_ms[i];
-                                if (!gpu_selected(sel, &rep->gpus[i]) || !since)
-                                        continue;
-                                fputs("gpureap_gpu_state_duration_seconds{", f);
-                                gpu_labels(f, s, &rep->gpus[i]);
-                                fprintf(f, ",state=\"%s\"} %.3f\n", gr_gpu_state_name(d->gpus[i].state),
-                                        (double)(now > since ? now - since : 0) / 1000);
-                        }
-                }
-        }
-        if (lr.known) {
-                help(f, "gpureap_last_reap_timestamp_seconds", "when the last reap ended (seconds since the epoch)");
-                fprintf(f, "gpureap_last_reap_timestamp_seconds %llu\n", (unsigned long long)lr.time);
-                help(f, "gpureap_last_reap_success", "1 when the last reap verified its GPUs and every target ended");
-                fprintf(f, "gpureap_last_reap_success %d\n", lr.exit_code == 0);
-                help(f, "gpureap_last_reap_targets", "processes the last reap signalled");
-                fprintf(f, "gpureap_last_reap_targets %llu\n", (unsigned long long)lr.targets);
-                help(f, "gpureap_last_reap_failed_targets", "targets of the last reap that survived, were denied, or could not be signalled");
-                fprintf(f, "gpureap_last_reap_failed_targets %llu\n", (unsigned long long)lr.failed);
-        }
+        if (rep->status == GR_GPU_OK && d)
+                leftover_series(f, s, d, sel, &lr);
+        if (s->history_since_ms)
+                serve_series(f, s, d, sel);
+        if (lr.known)
+                last_reap_series(f, &lr);
 }
 
 static int write_atomically(const char *path, const gr_snapshot *s, const gr_diagnosis *d,
@@ -425,7 +447,16 @@ static int write_atomically(const char *path, const gr_snapshot *s, const gr_dia
         return r;
 }
 
-int cmd_metrics(int argc, char **argv)
+struct metrics_args {
+        gr_scope scope;
+        const char *textfile, *replay;
+        bool direct;
+        char gpus[1024];
+        gr_snapshot_options so;
+};
+
+/* 0 to go on, 1 when the help was printed, -1 for a usage error */
+static int metrics_parse(struct metrics_args *m, int argc, char **argv)
 {
         static const struct option opts[] = {
                 { "textfile", required_argument, NULL, 'o' },
@@ -441,52 +472,62 @@ int cmd_metrics(int argc, char **argv)
                 { "help", no_argument, NULL, 'h' },
                 { NULL, 0, NULL, 0 },
         };
-        gr_scope scope = { .kind = GR_SCOPE_NONE };
-        const char *textfile = NULL, *replay = NULL, *kubelet_socket = NULL;
-        bool direct = false;
-        char gpus[1024] = "";
-        gr_snapshot_options so = { 0 };
-        if (nvml_timeout_from_env(&so.gpu.timeout_ms) < 0)
-                return EXIT_USAGE;
+        const char *kubelet_socket = NULL;
+        m->scope = (gr_scope){ .kind = GR_SCOPE_NONE };
+        if (nvml_timeout_from_env(&m->so.gpu.timeout_ms) < 0)
+                return -1;
         optind = 1;
         int c;
         while ((c = getopt_long(argc, argv, "+o:g:t:r:Dh", opts, NULL)) != -1) {
                 switch (c) {
-                case 'o': textfile = optarg; break;
-                case 'r': replay = optarg; break;
-                case 'D': direct = true; break;
+                case 'o': m->textfile = optarg; break;
+                case 'r': m->replay = optarg; break;
+                case 'D': m->direct = true; break;
                 case 'g':
-                        if (gpu_option_append(gpus, sizeof(gpus), optarg) < 0)
-                                return EXIT_USAGE;
+                        if (gpu_option_append(m->gpus, sizeof(m->gpus), optarg) < 0)
+                                return -1;
                         break;
                 case 't':
-                        if (parse_duration_option(optarg, &so.gpu.timeout_ms, false) < 0)
-                                return EXIT_USAGE;
+                        if (parse_duration_option(optarg, &m->so.gpu.timeout_ms, false) < 0)
+                                return -1;
                         break;
                 case OPT_JOB:
                 case OPT_CGROUP:
                 case OPT_CONTAINER:
                 case OPT_POD:
-                        if (scope_option(scope_option_name(c), optarg, &scope) < 0)
-                                return EXIT_USAGE;
+                        if (scope_option(scope_option_name(c), optarg, &m->scope) < 0)
+                                return -1;
                         break;
                 case OPT_KUBELET_SOCKET: kubelet_socket = optarg; break;
                 case 'h':
                         metrics_usage(stdout);
-                        return EXIT_CLEAN;
+                        return 1;
                 default:
                         unknown_option(argc, argv, opts, "metrics");
-                        return EXIT_USAGE;
+                        return -1;
                 }
         }
-        if (no_stray_arguments(argc, argv, "metrics") < 0 || kubelet_socket_option(&so, kubelet_socket) < 0)
-                return EXIT_USAGE;
-        if (textfile && !textfile[0]) {
+        if (no_stray_arguments(argc, argv, "metrics") < 0 || kubelet_socket_option(&m->so, kubelet_socket) < 0)
+                return -1;
+        if (m->textfile && !m->textfile[0]) {
                 error_msg("--textfile needs a file name");
-                return EXIT_USAGE;
+                return -1;
         }
-        if (textfile && output_path_ok("--textfile", textfile) < 0)
-                return EXIT_USAGE;
+        if (m->textfile && output_path_ok("--textfile", m->textfile) < 0)
+                return -1;
+        return 0;
+}
+
+int cmd_metrics(int argc, char **argv)
+{
+        struct metrics_args m = { 0 };
+        int pa = metrics_parse(&m, argc, argv);
+        if (pa != 0)
+                return pa > 0 ? EXIT_CLEAN : EXIT_USAGE;
+        const char *textfile = m.textfile, *replay = m.replay, *gpus = m.gpus;
+        gr_scope scope = m.scope;
+        gr_snapshot_options so = m.so;
+        bool direct = m.direct;
         struct gpu_selection sel = { .list = gpus[0] ? gpus : NULL, .scope = &scope };
         gr_snapshot *s = NULL;
         gr_diagnosis *d = NULL;
