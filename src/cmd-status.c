@@ -206,9 +206,11 @@ static int status_once(const struct status_args *a, FILE *f)
                                 code = EXIT_NOT_CLEAN;
                 }
         }
-        /* AMD and Intel GPUs count where no --gpu selection (NVML's indexes and ids) was asked */
+        /* AMD and Intel GPUs count where no --gpu selection (NVML's indexes and ids) was asked:
+         * busy or dirty without an NVIDIA driver; beside one only dirty (a leftover client or a
+         * KFD ghost), since a workstation's desktop keeps its integrated GPU busy */
         for (unsigned i = 0; code == EXIT_CLEAN && d->drm && !sel.list && i < s->drm->n_gpus; i++)
-                if (d->drm->gpus[i].state != GR_GPU_CLEAN)
+                if (d->drm->gpus[i].state != GR_GPU_CLEAN && (drm_answers || d->drm->gpus[i].state == GR_GPU_DIRTY))
                         code = EXIT_NOT_CLEAN;
         gr_diagnosis_free(d);
         if (s->proc_error < 0)

@@ -16,7 +16,8 @@ static void wait_usage(FILE *f)
                 "\n"
                 "Wait until every selected GPU is clean (memory back at baseline, nothing holds it but\n"
                 "monitors), or with --free until each has that much memory free: the gate before a\n"
-                "benchmark or a server started with --mem-fraction-static.\n"
+                "benchmark or a server started with --mem-fraction-static. Without an NVIDIA driver,\n"
+                "the AMD and Intel GPUs: no DRM client or KFD ghost left (docs/drm.md).\n"
                 "\n"
                 "  --gpu SEL, -i SEL  only these GPUs (index, UUID prefix, PCI bus id)\n"
                 SCOPE_USAGE_21
@@ -41,6 +42,28 @@ struct wait_args {
         unsigned free_percent; /* 0: not asked */
         bool free_set;
 };
+
+/* The AMD and Intel GPUs (docs/drm.md), on a machine without an NVIDIA driver, where no --gpu
+ * list or scope was given (those name NVML's GPUs and holders): clean, or with --free that much
+ * VRAM free where the driver says how much is used (amdgpu's mem_info_vram_used; unknown: not
+ * met). Beside an NVIDIA driver they do not count: a workstation's desktop keeps its
+ * integrated GPU busy, and the wait is for the NVIDIA GPUs */
+static bool drm_cond(const gr_snapshot *s, const gr_diagnosis *d, const struct wait_args *a)
+{
+        if (!s->drm || !d->drm || a->sel.list || a->scope.kind != GR_SCOPE_NONE || s->gpu->status == GR_GPU_OK)
+                return true;
+        if (!a->free_set)
+                return gr_drm_gpus_free(s, d, false);
+        for (unsigned i = 0; i < s->drm->n_gpus && i < GR_DRM_GPUS_MAX; i++) {
+                const gr_drm_gpu *g = &s->drm->gpus[i];
+                if (g->vram_total == GR_UNKNOWN_U64 || g->vram_used == GR_UNKNOWN_U64 || g->vram_used > g->vram_total)
+                        return false;
+                uint64_t want = a->free_percent ? g->vram_total / 100 * a->free_percent : a->free_bytes;
+                if (g->vram_total - g->vram_used < want)
+                        return false;
+        }
+        return true;
+}
 
 static bool cond(const gr_snapshot *s, const gr_diagnosis *d, void *userdata)
 {
@@ -72,7 +95,7 @@ static bool cond(const gr_snapshot *s, const gr_diagnosis *d, void *userdata)
                         return false;
                 }
         }
-        return true;
+        return drm_cond(s, d, a);
 }
 
 static void progress(const gr_snapshot *s, const gr_diagnosis *d, uint64_t elapsed, void *userdata)
@@ -93,6 +116,9 @@ static void progress(const gr_snapshot *s, const gr_diagnosis *d, uint64_t elaps
                                       gr_format_bytes(g->mem_used, mem, sizeof(mem)), holders,
                                       holders == 1 ? "" : "s");
         }
+        for (unsigned i = 0; s->drm && d->drm && s->gpu->status != GR_GPU_OK && i < s->drm->n_gpus && o < sizeof(line); i++)
+                o += (size_t)snprintf(line + o, sizeof(line) - o, "  %s %s", s->drm->gpus[i].pdev,
+                                      gr_gpu_state_name(d->drm->gpus[i].state));
         fprintf(stderr, "\r\033[Kwaiting %.1fs:%s", (double)elapsed / 1000, line);
         fflush(stderr);
 }
@@ -203,7 +229,9 @@ static int wait_parse(int argc, char **argv, struct wait_cmd *w)
 static int wait_outcome(const struct wait_cmd *w, const gr_snapshot *s, const gr_diagnosis *d, bool met)
 {
         char bad[128];
-        if (s->gpu->status != GR_GPU_OK) {
+        /* no NVIDIA driver, but AMD or Intel GPUs: their states answer, as in status */
+        bool drm_answers = s->gpu->status == GR_GPU_NO_LIBRARY && s->drm && s->drm->n_gpus > 0;
+        if (s->gpu->status != GR_GPU_OK && !drm_answers) {
                 error_msg("%s", s->gpu->error);
                 return EXIT_DRIVER;
         }
@@ -255,7 +283,7 @@ int cmd_wait(int argc, char **argv)
         /* each look through the one view: taken here (wait watches it change), with what a
          * running serve saw joined, so that its verdicts are status's and reap's */
         gr_wait_options wo = { .so = &w.so, .timeout_ms = w.timeout, .progress = tty ? progress : NULL,
-                               .take = w.direct ? NULL : wait_take };
+                               .take = w.direct ? NULL : wait_take, .drm = true };
         gr_snapshot *s = NULL;
         gr_diagnosis *d = NULL;
         bool met = false;

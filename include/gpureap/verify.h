@@ -32,6 +32,9 @@ typedef struct gr_wait_options {
         /* each look's diagnosis narrowed to this scope (gr_diagnosis_narrow): the condition sees
          * the scope's findings and states; NULL: the whole machine's */
         const gr_scope *scope;
+        /* a look without NVML (no library) that has AMD or Intel GPUs (gr_snapshot.drm) is read,
+         * and the condition decides; false: every look without NVML ends the wait at once */
+        bool drm;
 } gr_wait_options;
 int gr_wait_until(const gr_wait_options *w, gr_wait_cond_fn cond, void *userdata, gr_snapshot **ret_s,
                   gr_diagnosis **ret_d, bool *ret_met);
@@ -46,6 +49,10 @@ void gr_drain_targets(const gr_snapshot *s, const gr_diagnosis *d, const gr_plan
  * to be touched? *ret_unknown set when one of them cannot be read (then true: nothing to wait
  * for, and nothing verified) */
 bool gr_gpus_free_of_leftovers(const gr_snapshot *s, const gr_diagnosis *d, uint64_t gpus, bool *ret_unknown);
+
+/* Is every AMD and Intel GPU of the snapshot clean (no DRM client, no KFD ghost)? true where the
+ * snapshot has none; with busy_ok, a GPU with live or unsure clients only counts as free too */
+bool gr_drm_gpus_free(const gr_snapshot *s, const gr_diagnosis *d, bool busy_ok);
 
 #pragma GCC visibility pop
 

@@ -44,8 +44,10 @@ int gr_wait_until(const gr_wait_options *w, gr_wait_cond_fn cond, void *userdata
                 }
                 gr_diagnosis_narrow(d, s, w->scope);
                 uint64_t now = gr_now_ms();
-                bool met = s->gpu->status == GR_GPU_OK && cond(s, d, userdata);
-                bool last = met || now - start >= w->timeout_ms || s->gpu->status != GR_GPU_OK;
+                bool readable = s->gpu->status == GR_GPU_OK ||
+                                (w->drm && s->gpu->status == GR_GPU_NO_LIBRARY && s->drm && s->drm->n_gpus > 0);
+                bool met = readable && cond(s, d, userdata);
+                bool last = met || now - start >= w->timeout_ms || !readable;
                 if (w->progress && !last)
                         w->progress(s, d, now - start, userdata);
                 if (last) {
@@ -101,5 +103,15 @@ bool gr_gpus_free_of_leftovers(const gr_snapshot *s, const gr_diagnosis *d, uint
         for (unsigned i = 0; i < s->gpu->n_gpus && i < 64 && i < d->n_gpus; i++)
                 if ((gpus >> i & 1) && d->gpus[i].state != GR_GPU_CLEAN && d->gpus[i].state != GR_GPU_BUSY)
                         return false;
+        return true;
+}
+
+bool gr_drm_gpus_free(const gr_snapshot *s, const gr_diagnosis *d, bool busy_ok)
+{
+        for (unsigned i = 0; s->drm && d->drm && i < s->drm->n_gpus && i < GR_DRM_GPUS_MAX; i++) {
+                gr_gpu_state st = d->drm->gpus[i].state;
+                if (st != GR_GPU_CLEAN && !(busy_ok && st == GR_GPU_BUSY))
+                        return false;
+        }
         return true;
 }
