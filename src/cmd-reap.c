@@ -475,8 +475,9 @@ static void acted(const gr_reap_result *res, void *userdata)
         for (size_t i = 0; i < res->n_outcomes; i++) {
                 const gr_reap_outcome *o = &res->outcomes[i];
                 if (!r->json) {
-                        printf("  %-8d %s%s", (int)o->pid, gr_kill_result_name(o->result),
-                               o->forked ? " (forked during the kill)" : "");
+                        printf("  %-8d %s%s%s", (int)o->pid, gr_kill_result_name(o->result),
+                               o->forked ? " (forked during the kill)" : "",
+                               o->result == GR_KILL_SPARED ? ": it holds an AMD or Intel GPU's file now (not reaped yet)" : "");
                         if (o->error)
                                 printf(": %s", strerror(-o->error));
                         putchar('\n');

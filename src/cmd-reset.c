@@ -214,7 +214,8 @@ static bool stop_monitors(struct reset *rs, gr_snapshot *s, const gr_diagnosis *
                 error_msg("out of memory");
                 return false;
         }
-        gr_kill_options ko = { .proc_root = s->proc_root, .grace_ms = 5000, .deadline_ms = 10000 };
+        gr_kill_options ko = { .proc_root = s->proc_root, .grace_ms = 5000, .deadline_ms = 10000, .refuse_drm = true,
+                               .dev_dir = s->dev_dir[0] ? s->dev_dir : NULL };
         for (size_t i = 0; i < n_mons; i++) {
                 gr_process *mp = gr_proc_table_find(s->procs, mons[i]);
                 if (mp)

@@ -119,6 +119,8 @@ typedef enum gr_kill_result {
         GR_KILL_SURVIVED,     /* still there at the deadline (state D) */
         GR_KILL_DENIED,       /* EPERM */
         GR_KILL_ERROR,        /* the signal could not be sent or checked (error holds -errno) */
+        GR_KILL_SPARED,       /* not signalled (any more): it holds an AMD or Intel GPU's file
+                                 now, or its files could not be read (gr_ladder_options.refuse_drm) */
 } gr_kill_result;
 
 const char *gr_kill_result_name(gr_kill_result r);
@@ -139,6 +141,12 @@ typedef struct gr_ladder_options {
         void (*tick)(gr_ladder *l, void *userdata);
         void (*before_kill)(void *userdata);
         void *userdata;
+        /* just before each signal, a member that holds a DRM or KFD file (its threads' own
+         * tables too), or whose files cannot be read, is spared (GR_KILL_SPARED): the plan
+         * refuses such holders as they were at its look, and a file can come later (opened,
+         * passed over a socket). dev_dir: as the scan's (NULL: the default) */
+        bool refuse_drm;
+        const char *dev_dir;
 } gr_ladder_options;
 
 typedef struct gr_ladder_member {
@@ -187,6 +195,8 @@ typedef struct gr_kill_options {
         uint64_t deadline_ms;
         void (*refresh)(gr_ladder *l, void *userdata); /* forks into the targets' groups */
         void *userdata;
+        bool refuse_drm;          /* as gr_ladder_options' */
+        const char *dev_dir;
 } gr_kill_options;
 
 int gr_kill_plan(const gr_plan *p, const gr_kill_options *o, gr_kill_outcome **ret, size_t *ret_n);

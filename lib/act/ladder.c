@@ -12,12 +12,14 @@
 #include "gpureap/basic.h"
 #include "basic/names.h"
 
-GR_NAME_TABLE(gr_kill_result_name, gr_kill_result, GR_KILL_ERROR, "?",
-              [GR_KILL_ENDED] = "ended", [GR_KILL_KILLED] = "killed", [GR_KILL_GONE] = "gone", [GR_KILL_CHANGED] = "changed", [GR_KILL_SURVIVED] = "survived", [GR_KILL_DENIED] = "denied", [GR_KILL_ERROR] = "error")
+GR_NAME_TABLE(gr_kill_result_name, gr_kill_result, GR_KILL_SPARED, "?",
+              [GR_KILL_ENDED] = "ended", [GR_KILL_KILLED] = "killed", [GR_KILL_GONE] = "gone", [GR_KILL_CHANGED] = "changed", [GR_KILL_SURVIVED] = "survived", [GR_KILL_DENIED] = "denied", [GR_KILL_ERROR] = "error",
+              [GR_KILL_SPARED] = "spared")
 
 bool gr_kill_result_failed(gr_kill_result r)
 {
-        return r == GR_KILL_SURVIVED || r == GR_KILL_DENIED || r == GR_KILL_ERROR;
+        /* spared: it is still there, holding what it held */
+        return r == GR_KILL_SURVIVED || r == GR_KILL_DENIED || r == GR_KILL_ERROR || r == GR_KILL_SPARED;
 }
 
 int gr_ladder_init(gr_ladder *l, const gr_ladder_options *o)
@@ -45,6 +47,11 @@ static void hit(gr_ladder *l, gr_ladder_member *m)
         int sig = l->rung >= 2 ? SIGKILL : SIGTERM;
         if (sig == SIGTERM && m->signalled)
                 return; /* it had its SIGTERM and SIGCONT already (a group's): one each */
+        if (l->o.refuse_drm && !gr_pidref_gone(&m->ref, l->o.proc_root) &&
+            gr_proc_holds_drm(l->o.proc_root, l->o.dev_dir, m->ref.pid) != 0) {
+                settle(m, GR_KILL_SPARED, 0);
+                return;
+        }
         int r = gr_pidref_kill(&m->ref, l->o.proc_root, sig);
         if (r == -ESRCH) {
                 settle(m, m->signalled ? (m->result == GR_KILL_KILLED ? GR_KILL_KILLED : GR_KILL_ENDED) : GR_KILL_GONE, 0);

@@ -61,7 +61,8 @@ static int act(const gr_reap_options *o, gr_reap_result *r, int events_fd)
         uint64_t budget = left_ms(o->deadline_ms), reserve = budget / 5 < 1000 ? budget / 5 : 1000;
         gr_kill_options ko = { .proc_root = r->before->proc_root,
                                .grace_ms = o->grace_ms < budget - reserve ? o->grace_ms : budget - reserve,
-                               .deadline_ms = budget, .refresh = gr_follow_refresh, .userdata = f };
+                               .deadline_ms = budget, .refresh = gr_follow_refresh, .userdata = f,
+                               .refuse_drm = true, .dev_dir = r->before->dev_dir[0] ? r->before->dev_dir : NULL };
         gr_kill_outcome *res = NULL;
         size_t n = 0;
         q = gr_kill_plan(r->plan, &ko, &res, &n);

@@ -1301,6 +1301,28 @@ int gr_proc_holding(const char *proc_root, const char *dev_dir, pid_t pid, gr_ho
         return 0;
 }
 
+struct thread_drm {
+        const char *devdir;
+        size_t devdir_len;
+        struct sock_list *socks;
+        const struct drm_class *c;
+};
+
+/* one live thread's own table: 1 once it holds a DRM or KFD file, -errno when unreadable */
+static int thread_drm(int tdir, const gr_stat *tst, void *userdata)
+{
+        (void)tst;
+        struct thread_drm *td = userdata;
+        gr_holding *h = NULL;
+        gr_drm_holding *dh = NULL;
+        td->socks->n = 0;
+        int r = scan_fds(tdir, td->devdir, td->devdir_len, &h, td->socks, NULL, td->c, &dh);
+        bool any = dh != NULL;
+        free(h);
+        free(dh);
+        return r < 0 ? r : any;
+}
+
 int gr_proc_holds_drm(const char *proc_root, const char *dev_dir, pid_t pid)
 {
         const char *root = proc_root ? proc_root : gr_proc_root_default();
@@ -1316,12 +1338,33 @@ int gr_proc_holds_drm(const char *proc_root, const char *dev_dir, pid_t pid)
         struct drm_class c = drm_class_of(root, devdir);
         gr_holding *h = NULL;
         gr_drm_holding *dh = NULL;
-        int r = scan_fds(fd, devdir, dev_dir_len(devdir), &h, socks, NULL, &c, &dh);
-        free(socks);
-        close(fd);
+        unsigned entries = 0;
+        int r = scan_fds(fd, devdir, dev_dir_len(devdir), &h, socks, &entries, &c, &dh);
         bool any = dh != NULL;
         free(h);
         free(dh);
+        r = r < 0 ? r : 0; /* 1: it holds something (an NVIDIA file, say) */
+        /* a thread with a table of its own (unshare(CLONE_FILES)) holds files the leader's fd
+         * directory does not show; where the leader has ended alone, every live thread is
+         * read. Found by the sixth adversarial round: a child forked during a reap whose thread
+         * held a render node was signalled */
+        gr_stat st;
+        char buf[1024];
+        size_t len;
+        struct stat task;
+        if (r == 0 && !any) {
+                bool ended = entries == 0 && gr_read_file_at(fd, "stat", buf, sizeof(buf), &len) == 0 &&
+                             gr_parse_stat(buf, len, &st) == 0 && (st.state == 'Z' || st.state == 'X');
+                if (ended || (fstatat(fd, "task", &task, 0) == 0 && task.st_nlink > 3)) {
+                        struct thread_drm td = { devdir, dev_dir_len(devdir), socks, &c };
+                        int q = each_live_thread(fd, pid, !ended, thread_drm, &td);
+                        if (q < 0)
+                                r = q; /* a thread that cannot be read: not known, refused */
+                        any = q > 0;
+                }
+        }
+        free(socks);
+        close(fd);
         return r < 0 ? r : any;
 }
 
