@@ -82,7 +82,9 @@ static void serve_usage(FILE *f)
                 "  --kubelet-socket PATH\n"
                 "                   the kubelet's pod-resources socket (default\n"
                 "                   " GR_KUBELET_SOCKET_DEFAULT ",\n"
-                "                   also $GPUREAP_KUBELET_SOCKET), asked once every 5s at most\n"
+                "                   also $GPUREAP_KUBELET_SOCKET), asked once every 5s at most;\n"
+                "                   beside the default one, also its device checkpoint\n"
+                "                   " GR_KUBELET_CHECKPOINT_DEFAULT "\n"
                 "\n"
                 "Its memory is kept beside the socket (its name with .history for .sock) and read\n"
                 "back at start. SIGTERM or SIGINT stop it; SIGHUP writes the memory out and goes on.\n");

@@ -117,6 +117,9 @@ int kubelet_socket_option(gr_snapshot_options *so, const char *given)
         }
         so->kubelet_ask = true;
         so->kubelet.socket = given ? given : env && env[0] ? env : NULL;
+        /* the device manager's checkpoint: read by default only beside the default socket */
+        const char *cp = getenv("GPUREAP_KUBELET_CHECKPOINT");
+        so->kubelet.checkpoint = cp && cp[0] ? cp : NULL;
         return 0;
 }
 

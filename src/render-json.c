@@ -123,6 +123,13 @@ static json_object *kubernetes_json(const gr_pod *pod)
         add(o, "container", j_str(pod->container));
         add(o, "naming", json_object_new_string(gr_pod_naming_name(pod->naming)));
         add(o, "container_naming", json_object_new_string(gr_pod_naming_name(pod->container_naming)));
+        if (pod->assigned_known) { /* the GPUs the checkpoint gave its pod UID */
+                json_object *g = json_object_new_array();
+                for (int i = 0; i < 64; i++)
+                        if (pod->gpus_assigned >> i & 1)
+                                json_object_array_add(g, json_object_new_int(i));
+                add(o, "gpus_assigned", g);
+        }
         return o;
 }
 
@@ -145,6 +152,14 @@ static json_object *kubelet_json(const gr_snapshot_kubelet *k)
         }
         add(o, "gpus_assigned", assigned);
         add(o, "devices_unmapped", k->state == GR_KUBELET_OK ? json_object_new_boolean(k->devices_unmapped) : NULL);
+        if (k->checkpoint_state != GR_CHECKPOINT_NOT_READ) {
+                json_object *c = json_object_new_object();
+                add(c, "state", json_object_new_string(gr_checkpoint_state_name(k->checkpoint_state)));
+                add(c, "path", j_str(k->checkpoint));
+                add(c, "error", j_str(k->checkpoint_error));
+                add(c, "devices", k->checkpoint_state == GR_CHECKPOINT_OK ? json_object_new_int64(k->n_assigned) : NULL);
+                add(o, "checkpoint", c);
+        }
         return o;
 }
 

@@ -173,9 +173,9 @@ static int finding_rank(const gr_finding *f)
                 [GR_FIND_GHOST] = 0, [GR_FIND_ORPHAN] = 1, [GR_FIND_TEARDOWN] = 2, [GR_FIND_STALE] = 3,
                 [GR_FIND_SUSPECT] = 4, [GR_FIND_UNMAPPED] = 5, [GR_FIND_ZOMBIE] = 6, [GR_FIND_STOPPED] = 7,
                 [GR_FIND_UNINTERRUPTIBLE] = 8, [GR_FIND_BUSY] = 9, [GR_FIND_MONITOR] = 10, [GR_FIND_FOREIGN] = 11,
-                [GR_FIND_NO_POD] = 12,
+                [GR_FIND_NO_POD] = 12, [GR_FIND_NOT_ASSIGNED] = 13,
         };
-        return (unsigned)f->kind < GR_FIND_KIND_COUNT ? rank[f->kind] : 13;
+        return (unsigned)f->kind < GR_FIND_KIND_COUNT ? rank[f->kind] : 14;
 }
 
 /* Who a finding is about, in a few words: "ghost of PID 459, kept by 597 (python3)",
@@ -228,6 +228,9 @@ static void finding_label(const struct out *o, const gr_finding *f, char *buf, s
                 break;
         case GR_FIND_NO_POD:
                 snprintf(buf, size, "in use, assigned to no pod");
+                break;
+        case GR_FIND_NOT_ASSIGNED:
+                snprintf(buf, size, "held by %s, whose pod was not assigned it", lead);
                 break;
         case GR_FIND_FOREIGN:
         case GR_FIND_KIND_COUNT:

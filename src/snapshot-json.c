@@ -196,6 +196,17 @@ static int load_pod(json_object *jp, gr_process *p)
                 pod->name[0] = pod->ns[0] = '\0';
         if (pod->container_naming != GR_POD_NAMED)
                 pod->container[0] = '\0';
+        json_object *ga = get(k, "gpus_assigned");
+        if (ga && json_object_get_type(ga) == json_type_array) {
+                pod->assigned_known = true;
+                size_t n = json_object_array_length(ga);
+                for (size_t i = 0; i < n && i < 64; i++) {
+                        json_object *e = json_object_array_get_idx(ga, i);
+                        int64_t g = e && json_object_get_type(e) == json_type_int ? json_object_get_int64(e) : -1;
+                        if (g >= 0 && g < 64)
+                                pod->gpus_assigned |= 1ULL << g;
+                }
+        }
         p->pod = pod;
         return 0;
 }
@@ -231,6 +242,17 @@ static void load_kubelet(json_object *root, gr_snapshot_kubelet *k)
         k->devices_unmapped = unmapped && json_object_get_type(unmapped) == json_type_boolean && json_object_get_boolean(unmapped);
         if (!assigned)
                 k->devices_unmapped = true; /* a recording without them: which GPUs are assigned is not known */
+        json_object *c = get(o, "checkpoint");
+        if (c && json_object_get_type(c) == json_type_object) {
+                get_str(c, "state", st, sizeof(st));
+                for (int v = GR_CHECKPOINT_NOT_READ; v <= GR_CHECKPOINT_ERROR; v++)
+                        if (strcmp(st, gr_checkpoint_state_name((gr_checkpoint_state)v)) == 0)
+                                k->checkpoint_state = (gr_checkpoint_state)v;
+                get_str(c, "path", k->checkpoint, sizeof(k->checkpoint));
+                get_str(c, "error", k->checkpoint_error, sizeof(k->checkpoint_error));
+                int64_t nd = get_int(c, "devices", 0);
+                k->n_assigned = nd > 0 && nd <= UINT32_MAX ? (unsigned)nd : 0;
+        }
 }
 
 static void load_environ(json_object *jp, gr_process *p)

@@ -515,7 +515,10 @@ int snapshot_from_wire(const char *buf, size_t len, gr_snapshot **ret)
                 TERMINATE(s->dev_dir);
                 TERMINATE(s->kubelet.socket);
                 TERMINATE(s->kubelet.error);
-                e = (unsigned)s->pidns > GR_PIDNS_OTHER || (unsigned)s->kubelet.state > GR_KUBELET_ERROR ? -EINVAL
+                TERMINATE(s->kubelet.checkpoint);
+                TERMINATE(s->kubelet.checkpoint_error);
+                e = (unsigned)s->pidns > GR_PIDNS_OTHER || (unsigned)s->kubelet.state > GR_KUBELET_ERROR ||
+                    (unsigned)s->kubelet.checkpoint_state > GR_CHECKPOINT_ERROR ? -EINVAL
                     : read_body(&r, &h, s);
         } else {
                 memset(rep, 0, sizeof(*rep));

@@ -88,6 +88,7 @@ void summary_gpu(struct summary *m, const gr_snapshot *s, const gr_diagnosis *d,
         const gr_gpu *g = &s->gpu->gpus[i];
         unsigned leftovers = 0, suspects = 0;
         bool no_pod = false;
+        unsigned not_assigned = 0;
         uint64_t bytes = 0;
         char mem[32];
         for (size_t k = 0; k < d->n_findings; k++) {
@@ -102,6 +103,7 @@ void summary_gpu(struct summary *m, const gr_snapshot *s, const gr_diagnosis *d,
                 }
                 suspects += f->kind == GR_FIND_SUSPECT ? gr_finding_pids_on(d, f, g) : 0;
                 no_pod |= f->kind == GR_FIND_NO_POD;
+                not_assigned += f->kind == GR_FIND_NOT_ASSIGNED ? gr_finding_pids_on(d, f, g) : 0;
         }
         switch (d->gpus[i].state) {
         case GR_GPU_CLEAN:
@@ -111,6 +113,9 @@ void summary_gpu(struct summary *m, const gr_snapshot *s, const gr_diagnosis *d,
                                     suspects == 1 ? "" : "s");
                 if (no_pod) /* the scheduler takes it for free */
                         summary_say(m, SUMMARY_WARNING, "GPU %u: in use, assigned to no pod by the kubelet", g->index);
+                if (not_assigned)
+                        summary_say(m, SUMMARY_WARNING, "GPU %u: held by %u process%s of a pod not assigned it", g->index,
+                                    not_assigned, not_assigned == 1 ? "" : "es");
                 break;
         case GR_GPU_DIRTY:
                 say_leftovers(m, s, d, g->index, leftovers, bytes);

@@ -260,6 +260,19 @@ static void describe_no_pod(const struct wctx *x, const gr_finding *f, const str
                  "a process outside Kubernetes, or a pod's leftover after the pod was deleted: see its holders above; cordon the node until the GPU is free");
 }
 
+static void describe_not_assigned(const struct wctx *x, const gr_finding *f, const struct words *w,
+                                  struct finding_words *o)
+{
+        (void)x;
+        snprintf(o->explanation, sizeof(o->explanation),
+                 "%s: held by %s, in a pod that the kubelet did not assign %s: the scheduler counts %s as another pod's or free",
+                 w->gpus, w->who, f->n_gpus > 1 ? "them" : "it", f->n_gpus > 1 ? "them" : "it");
+        snprintf(o->reason, sizeof(o->reason), "the device manager's checkpoint lists the devices of each pod UID, and not %s for %s",
+                 f->n_gpus > 1 ? "these GPUs" : "this GPU", f->n_pids > 1 ? "theirs" : "its");
+        snprintf(o->advice, sizeof(o->advice),
+                 "a privileged pod, or one started with NVIDIA_VISIBLE_DEVICES=all, opened GPUs it was not given: its pod is named above; fix its spec");
+}
+
 /* A process of another PID namespace or another user: where it runs and whose it is */
 static void describe_foreign(const struct wctx *x, const gr_finding *f, const struct words *w, struct finding_words *o)
 {
@@ -337,6 +350,7 @@ void finding_words(const gr_snapshot *s, const gr_diagnosis *d, const gr_finding
                 [GR_FIND_SUSPECT] = describe_suspect,
                 [GR_FIND_UNMAPPED] = describe_unmapped,
                 [GR_FIND_NO_POD] = describe_no_pod,
+                [GR_FIND_NOT_ASSIGNED] = describe_not_assigned,
         };
         memset(o, 0, sizeof(*o));
         struct wctx x = { s, d };

@@ -115,6 +115,8 @@ typedef enum gr_finding_kind {
         GR_FIND_UNMAPPED,        /* the driver lists PIDs this PID namespace cannot see */
         GR_FIND_NO_POD,          /* on a Kubernetes node, a GPU in use that the kubelet assigned to
                                     no listed pod: the scheduler takes it for free */
+        GR_FIND_NOT_ASSIGNED,    /* a process in a pod holds a GPU that the device manager's
+                                    checkpoint did not assign to that pod */
         GR_FIND_KIND_COUNT,
 } gr_finding_kind;
 

@@ -11,6 +11,9 @@
 #pragma GCC visibility push(default)
 
 #define GR_KUBELET_SOCKET_DEFAULT "/var/lib/kubelet/pod-resources/kubelet.sock"
+/* The device manager's checkpoint: which devices each pod UID's containers were assigned */
+#define GR_KUBELET_CHECKPOINT_DEFAULT "/var/lib/kubelet/device-plugins/kubelet_internal_checkpoint"
+#define GR_KUBELET_CHECKPOINT_MAX 16384 /* entries; more: an error, nothing taken */
 #define GR_K8S_NAME_MAX 254      /* a DNS subdomain (pod names) and its NUL */
 #define GR_K8S_ID_MAX 128
 /* An answer with more devices than this is not joined (an error, said): a node's device plugins
@@ -37,6 +40,25 @@ typedef struct gr_kubelet_device {
         char id[GR_K8S_ID_MAX];  /* GPU-<uuid>, MIG-<uuid>, GPU-<uuid>::N (time-slicing) */
 } gr_kubelet_device;
 
+/* One device the device manager's checkpoint says a pod UID's container was assigned. The
+ * checkpoint names pods by UID (as their cgroups do) and keeps entries of pods deleted since
+ * until the kubelet next cleans it: which devices a UID has is a fact of the checkpoint, not
+ * whether the pod still runs */
+typedef struct gr_kubelet_assignment {
+        char pod_uid[40];
+        char container[64];
+        char resource[64];
+        char id[GR_K8S_ID_MAX];
+} gr_kubelet_assignment;
+
+typedef enum gr_checkpoint_state {
+        GR_CHECKPOINT_NOT_READ,  /* not asked, or the kubelet was not */
+        GR_CHECKPOINT_OK,
+        GR_CHECKPOINT_MISSING,   /* no file there */
+        GR_CHECKPOINT_ERROR,     /* not trusted, unreadable, malformed, too big */
+} gr_checkpoint_state;
+const char *gr_checkpoint_state_name(gr_checkpoint_state s); /* not_read, ok, missing, error */
+
 typedef struct gr_kubelet_answer {
         gr_kubelet_state state;
         char socket[1024];
@@ -47,12 +69,19 @@ typedef struct gr_kubelet_answer {
         gr_kubelet_device *devices;
         size_t n_devices;
         size_t cap_devices;
+        gr_checkpoint_state checkpoint_state;
+        char checkpoint[1024];
+        char checkpoint_error[200];
+        gr_kubelet_assignment *assigned;
+        size_t n_assigned, cap_assigned;
 } gr_kubelet_answer;
 
 typedef struct gr_kubelet_options {
         const char *socket;      /* NULL: GR_KUBELET_SOCKET_DEFAULT */
         const char *module;      /* the gRPC module; NULL: gr_kubelet_set_module()'s, else the
                                     installed one (GR_KUBELET_MODULE_PATH) */
+        const char *checkpoint;  /* the device manager's checkpoint; NULL: the default where the
+                                    socket is the default one, else none is read */
         uint64_t timeout_ms;     /* the whole call's deadline; 0: 1000 */
         bool off;                /* do not ask (GR_KUBELET_OFF) */
 } gr_kubelet_options;
@@ -69,6 +98,8 @@ gr_kubelet_answer *gr_kubelet_answer_copy(const gr_kubelet_answer *a);
 void gr_kubelet_answer_free(gr_kubelet_answer *a);
 /* Append a device (the module and the JSON reader fill an answer so); 0 or -ENOMEM */
 int gr_kubelet_answer_add(gr_kubelet_answer *a, const gr_kubelet_device *d);
+/* Append a checkpoint's entry; 0, -ENOMEM, or -E2BIG past GR_KUBELET_CHECKPOINT_MAX */
+int gr_kubelet_answer_assign(gr_kubelet_answer *a, const gr_kubelet_assignment *e);
 
 /* The GPU UUID a device ID names: "GPU-x" and "GPU-x::N" name GPU-x; a MIG device's ID
  * ("MIG-...") names no GPU UUID that NVML's report carries (false) */
@@ -78,6 +109,12 @@ bool gr_kubelet_device_gpu_uuid(const char *id, char *ret, size_t size);
 #define GR_KUBELET_MODULE_SYMBOL "gr_kubelet_module_list_v1"
 typedef int (*gr_kubelet_module_list_fn)(const char *socket, uint64_t deadline_ms, gr_kubelet_answer *a,
                                          int (*add)(gr_kubelet_answer *, const gr_kubelet_device *));
+/* The checkpoint's entries from an open file (the library opened and checked it); 0, or
+ * -errno with err written (one line) */
+#define GR_KUBELET_MODULE_CHECKPOINT_SYMBOL "gr_kubelet_module_checkpoint_v1"
+typedef int (*gr_kubelet_module_checkpoint_fn)(int fd, gr_kubelet_answer *a,
+                                               int (*assign)(gr_kubelet_answer *, const gr_kubelet_assignment *),
+                                               char *err, size_t err_size);
 
 #pragma GCC visibility pop
 

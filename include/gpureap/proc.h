@@ -247,6 +247,11 @@ typedef struct gr_pod {
         char name[GR_POD_NAME_MAX]; /* the kubelet's names, "" unless named */
         char ns[64];
         char container[64];
+        /* the GPUs the device manager's checkpoint says its pod UID was assigned (bit i: the
+         * report's GPU i), where known: the checkpoint was read and each of its GPU devices
+         * names a GPU of the report (not a MIG device) */
+        bool assigned_known;
+        uint64_t gpus_assigned;
 } gr_pod;
 
 typedef struct gr_process {

@@ -33,6 +33,10 @@ typedef struct gr_snapshot_kubelet {
         uint64_t gpus_assigned;   /* bit i: the report's GPU i is assigned to a listed pod */
         bool devices_unmapped;    /* a GPU device whose GPU the report does not name (MIG):
                                      which GPUs are assigned is then not known */
+        gr_checkpoint_state checkpoint_state; /* the device manager's checkpoint */
+        char checkpoint[1024];
+        char checkpoint_error[200];
+        unsigned n_assigned;      /* its entries (device IDs) */
 } gr_snapshot_kubelet;
 
 typedef struct gr_snapshot {

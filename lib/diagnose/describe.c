@@ -127,6 +127,7 @@ static bool same_subject(const gr_finding *a, const gr_finding *b)
         case GR_FIND_STALE:    /* memory nobody holds, and PIDs this view cannot see: one */
         case GR_FIND_UNMAPPED: /* finding each, whatever GPUs they are on */
         case GR_FIND_NO_POD:   /* and the GPUs in use that no pod was assigned */
+        case GR_FIND_NOT_ASSIGNED: /* and the holders of GPUs their pods were not assigned */
                 return true;
         case GR_FIND_FOREIGN:
         case GR_FIND_KIND_COUNT:

@@ -34,8 +34,8 @@ GR_NAME_TABLE(gr_gpu_state_name, gr_gpu_state, GR_GPU_UNKNOWN, "unknown",
 GR_NAME_TABLE(gr_role_name, gr_role, GR_ROLE_HOLDER, "holder",
               [GR_ROLE_OWNER] = "owner", [GR_ROLE_HIDDEN_HOLDER] = "hidden_holder", [GR_ROLE_MONITOR] = "monitor", [GR_ROLE_HOLDER] = "holder")
 
-GR_NAME_TABLE(gr_finding_kind_name, gr_finding_kind, GR_FIND_NO_POD, "unknown",
-              [GR_FIND_GHOST] = "ghost", [GR_FIND_TEARDOWN] = "teardown", [GR_FIND_ORPHAN] = "orphan", [GR_FIND_ZOMBIE] = "zombie", [GR_FIND_STOPPED] = "stopped", [GR_FIND_UNINTERRUPTIBLE] = "uninterruptible", [GR_FIND_STALE] = "stale", [GR_FIND_BUSY] = "busy", [GR_FIND_MONITOR] = "monitor", [GR_FIND_FOREIGN] = "foreign", [GR_FIND_SUSPECT] = "suspect", [GR_FIND_UNMAPPED] = "unmapped", [GR_FIND_NO_POD] = "no_pod")
+GR_NAME_TABLE(gr_finding_kind_name, gr_finding_kind, GR_FIND_NOT_ASSIGNED, "unknown",
+              [GR_FIND_GHOST] = "ghost", [GR_FIND_TEARDOWN] = "teardown", [GR_FIND_ORPHAN] = "orphan", [GR_FIND_ZOMBIE] = "zombie", [GR_FIND_STOPPED] = "stopped", [GR_FIND_UNINTERRUPTIBLE] = "uninterruptible", [GR_FIND_STALE] = "stale", [GR_FIND_BUSY] = "busy", [GR_FIND_MONITOR] = "monitor", [GR_FIND_FOREIGN] = "foreign", [GR_FIND_SUSPECT] = "suspect", [GR_FIND_UNMAPPED] = "unmapped", [GR_FIND_NO_POD] = "no_pod", [GR_FIND_NOT_ASSIGNED] = "not_assigned")
 
 GR_NAME_TABLE(gr_confidence_name, gr_confidence, GR_UNSURE, "unsure",
               [GR_SURE] = "sure", [GR_LIKELY] = "likely", [GR_UNSURE] = "unsure")
@@ -740,6 +740,33 @@ static int no_pod_finding(struct dx *x, unsigned gi)
         return 0;
 }
 
+/* A process in a pod's cgroup that holds a GPU the device manager's checkpoint did not assign
+ * to its pod UID (a privileged pod that opened every GPU, NVIDIA_VISIBLE_DEVICES=all): the
+ * scheduler believes the GPU is another pod's or free. Information, no action: the process may
+ * be a live job that merely opened the file. Only where the checkpoint was read and names each
+ * of the pod's GPU devices' GPUs; at the pod's level, since the checkpoint names containers by
+ * name and the cgroup by ID */
+static int not_assigned_finding(struct dx *x, unsigned gi)
+{
+        const gr_gpu *g = &x->s->gpu->gpus[gi];
+        if (x->s->kubelet.state != GR_KUBELET_OK || x->s->kubelet.checkpoint_state != GR_CHECKPOINT_OK || gi >= 64)
+                return 0;
+        gr_finding *f = NULL;
+        for (size_t i = 0; i < x->d->n_holders; i++) {
+                const gr_holder_verdict *v = &x->d->holders[i];
+                const gr_pod *pod = v->process ? v->process->pod : NULL;
+                if (!pod || !pod->assigned_known || (pod->gpus_assigned >> gi & 1) || !holds_minor(v, g->minor) ||
+                    v->role == GR_ROLE_MONITOR)
+                        continue;
+                if (!f && !(f = add_finding(x, GR_FIND_NOT_ASSIGNED, (int)gi, false)))
+                        return -ENOMEM;
+                add_pid(f, v->pid);
+        }
+        if (f)
+                f->confidence = GR_SURE;
+        return 0;
+}
+
 static int judge_gpu(struct dx *x, unsigned gi)
 {
         const gr_gpu *g = &x->s->gpu->gpus[gi];
@@ -789,7 +816,8 @@ static int judge_gpu(struct dx *x, unsigned gi)
             (r = stale_finding(x, &view, &stale)) < 0)
                 return r;
         gv->state = dirty ? GR_GPU_DIRTY : stale ? GR_GPU_STALE : busy ? GR_GPU_BUSY : GR_GPU_CLEAN;
-        return no_pod_finding(x, gi);
+        r = no_pod_finding(x, gi);
+        return r < 0 ? r : not_assigned_finding(x, gi);
 }
 
 static int judge_foreign(struct dx *x)

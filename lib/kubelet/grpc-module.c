@@ -15,6 +15,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <sys/stat.h>
+
+#include <json-c/json.h>
 #include <nghttp2/nghttp2.h>
 
 #include "gpureap/basic.h"
@@ -300,5 +303,131 @@ out:
         close(fd);
         free(c.req);
         free(c.body);
+        return r;
+}
+
+/* ---- the device manager's checkpoint (kubelet_internal_checkpoint): JSON, read with json-c ----
+ * {"Data": {"PodDeviceEntries": [{"PodUID": ..., "ContainerName": ..., "ResourceName": ...,
+ *  "DeviceIDs": {"<NUMA node>": [ids]} (since 1.20) or [ids] (before)}], ...}, "Checksum": N} */
+
+#define CHECKPOINT_BYTES_MAX (16u << 20)
+
+static bool copy_str(json_object *o, const char *key, char *buf, size_t size)
+{
+        json_object *v;
+        if (!json_object_object_get_ex(o, key, &v) || json_object_get_type(v) != json_type_string)
+                return false;
+        const char *s = json_object_get_string(v);
+        size_t n = strlen(s);
+        if (n == 0 || n >= size)
+                return false;
+        memcpy(buf, s, n + 1);
+        return true;
+}
+
+static int assign_ids(json_object *ids, gr_kubelet_assignment *e, gr_kubelet_answer *a,
+                      int (*assign)(gr_kubelet_answer *, const gr_kubelet_assignment *))
+{
+        size_t n = json_object_array_length(ids);
+        for (size_t i = 0; i < n; i++) {
+                json_object *id = json_object_array_get_idx(ids, i);
+                if (!id || json_object_get_type(id) != json_type_string)
+                        return -EINVAL;
+                const char *s = json_object_get_string(id);
+                size_t len = strlen(s);
+                if (len >= sizeof(e->id))
+                        return -EINVAL;
+                memcpy(e->id, s, len + 1);
+                int r = assign(a, e);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+static int checkpoint_entries(json_object *root, gr_kubelet_answer *a,
+                              int (*assign)(gr_kubelet_answer *, const gr_kubelet_assignment *))
+{
+        json_object *data, *entries;
+        if (!json_object_object_get_ex(root, "Data", &data) || !json_object_object_get_ex(data, "PodDeviceEntries", &entries))
+                return -EINVAL;
+        if (json_object_get_type(entries) == json_type_null)
+                return 0; /* no pod was given a device */
+        if (json_object_get_type(entries) != json_type_array)
+                return -EINVAL;
+        size_t n = json_object_array_length(entries);
+        for (size_t i = 0; i < n; i++) {
+                json_object *en = json_object_array_get_idx(entries, i), *ids;
+                gr_kubelet_assignment e = { 0 };
+                if (!en || json_object_get_type(en) != json_type_object || !copy_str(en, "PodUID", e.pod_uid, sizeof(e.pod_uid)) ||
+                    !copy_str(en, "ContainerName", e.container, sizeof(e.container)) ||
+                    !copy_str(en, "ResourceName", e.resource, sizeof(e.resource)) ||
+                    !json_object_object_get_ex(en, "DeviceIDs", &ids))
+                        return -EINVAL;
+                int r = 0;
+                if (json_object_get_type(ids) == json_type_array) {
+                        r = assign_ids(ids, &e, a, assign);
+                } else if (json_object_get_type(ids) == json_type_object) {
+                        json_object_object_foreach(ids, numa, list) {
+                                (void)numa;
+                                if (r == 0)
+                                        r = list && json_object_get_type(list) == json_type_array ? assign_ids(list, &e, a, assign) : -EINVAL;
+                        }
+                } else if (json_object_get_type(ids) != json_type_null) {
+                        r = -EINVAL;
+                }
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+int gr_kubelet_module_checkpoint_v1(int fd, gr_kubelet_answer *a,
+                                    int (*assign)(gr_kubelet_answer *, const gr_kubelet_assignment *), char *err,
+                                    size_t err_size)
+{
+        struct stat st;
+        if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+                snprintf(err, err_size, "the checkpoint is not a regular file");
+                return -EINVAL;
+        }
+        if (st.st_size > (off_t)CHECKPOINT_BYTES_MAX) {
+                snprintf(err, err_size, "the checkpoint is over %u MiB", CHECKPOINT_BYTES_MAX >> 20);
+                return -E2BIG;
+        }
+        size_t cap = (size_t)st.st_size + 1, len = 0;
+        char *buf = malloc(cap);
+        if (!buf)
+                return -ENOMEM;
+        for (;;) {
+                ssize_t k = read(fd, buf + len, cap - len);
+                if (k < 0 && errno == EINTR)
+                        continue;
+                if (k < 0) {
+                        int e = -errno;
+                        free(buf);
+                        snprintf(err, err_size, "cannot read the checkpoint: %s", strerror(-e));
+                        return e;
+                }
+                if (k == 0 || (len += (size_t)k) == cap)
+                        break; /* a file that grew meanwhile: what fits is not the whole, and fails to parse */
+        }
+        json_tokener *tok = json_tokener_new();
+        json_object *root = tok ? json_tokener_parse_ex(tok, buf, (int)len) : NULL;
+        bool parsed = tok && json_tokener_get_error(tok) == json_tokener_success && root &&
+                      json_object_get_type(root) == json_type_object;
+        if (tok)
+                json_tokener_free(tok);
+        free(buf);
+        if (!tok) {
+                json_object_put(root);
+                return -ENOMEM;
+        }
+        int r = parsed ? checkpoint_entries(root, a, assign) : -EINVAL;
+        json_object_put(root);
+        if (r == -E2BIG)
+                snprintf(err, err_size, "the checkpoint lists more than %u devices", GR_KUBELET_CHECKPOINT_MAX);
+        else if (r == -EINVAL)
+                snprintf(err, err_size, "the checkpoint is not the kubelet's device checkpoint (malformed)");
         return r;
 }

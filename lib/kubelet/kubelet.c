@@ -13,6 +13,7 @@
 
 #include "gpureap/basic.h"
 #include "gpureap/kubelet.h"
+#include "basic/names.h"
 
 #ifndef GR_KUBELET_MODULE_PATH
 #define GR_KUBELET_MODULE_PATH "/usr/lib/gpureap/gpureap-kubelet.so"
@@ -23,6 +24,26 @@ static _Atomic(const char *) module_path;
 void gr_kubelet_set_module(const char *path)
 {
         atomic_store(&module_path, path && path[0] ? path : NULL);
+}
+
+GR_NAME_TABLE(gr_checkpoint_state_name, gr_checkpoint_state, GR_CHECKPOINT_ERROR, "error",
+              [GR_CHECKPOINT_NOT_READ] = "not_read", [GR_CHECKPOINT_OK] = "ok", [GR_CHECKPOINT_MISSING] = "missing",
+              [GR_CHECKPOINT_ERROR] = "error")
+
+int gr_kubelet_answer_assign(gr_kubelet_answer *a, const gr_kubelet_assignment *e)
+{
+        if (a->n_assigned >= GR_KUBELET_CHECKPOINT_MAX)
+                return -E2BIG;
+        if (a->n_assigned == a->cap_assigned) {
+                size_t cap = a->cap_assigned ? a->cap_assigned * 2 : 16;
+                gr_kubelet_assignment *n = realloc(a->assigned, cap * sizeof(*n));
+                if (!n)
+                        return -ENOMEM;
+                a->assigned = n;
+                a->cap_assigned = cap;
+        }
+        a->assigned[a->n_assigned++] = *e;
+        return 0;
 }
 
 const char *gr_kubelet_state_name(gr_kubelet_state s)
@@ -52,6 +73,7 @@ void gr_kubelet_answer_free(gr_kubelet_answer *a)
         if (!a)
                 return;
         free(a->devices);
+        free(a->assigned);
         free(a);
 }
 
@@ -63,8 +85,15 @@ gr_kubelet_answer *gr_kubelet_answer_copy(const gr_kubelet_answer *a)
         *c = *a;
         c->devices = NULL;
         c->n_devices = c->cap_devices = 0;
+        c->assigned = NULL;
+        c->n_assigned = c->cap_assigned = 0;
         for (size_t i = 0; i < a->n_devices; i++)
                 if (gr_kubelet_answer_add(c, &a->devices[i]) < 0) {
+                        gr_kubelet_answer_free(c);
+                        return NULL;
+                }
+        for (size_t i = 0; i < a->n_assigned; i++)
+                if (gr_kubelet_answer_assign(c, &a->assigned[i]) < 0) {
                         gr_kubelet_answer_free(c);
                         return NULL;
                 }
@@ -82,6 +111,45 @@ bool gr_kubelet_device_gpu_uuid(const char *id, char *ret, size_t size)
         memcpy(ret, id, n);
         ret[n] = '\0';
         return true;
+}
+
+/* The device manager's checkpoint, where List answered: a file root's or ours (the same trust
+ * as code: it names what pods were given), read by the module (JSON, through json-c). 0, or
+ * -ENOMEM; what failed is the checkpoint's state */
+static int read_checkpoint(void *dl, const char *path, gr_kubelet_answer *a)
+{
+        gr_strlcpy(a->checkpoint, path, sizeof(a->checkpoint));
+        gr_kubelet_module_checkpoint_fn fn = (gr_kubelet_module_checkpoint_fn)dlsym(dl, GR_KUBELET_MODULE_CHECKPOINT_SYMBOL);
+        if (!fn) {
+                a->checkpoint_state = GR_CHECKPOINT_ERROR;
+                snprintf(a->checkpoint_error, sizeof(a->checkpoint_error), "the kubelet module reads no checkpoint");
+                return 0;
+        }
+        char why[200] = "";
+        int fd = gr_open_trusted(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK, geteuid(), why, sizeof(why));
+        if (fd == -ENOENT) {
+                a->checkpoint_state = GR_CHECKPOINT_MISSING;
+                snprintf(a->checkpoint_error, sizeof(a->checkpoint_error), "no checkpoint at '%s'", path);
+                return 0;
+        }
+        if (fd < 0) {
+                if (!why[0])
+                        snprintf(why, sizeof(why), "%s", strerror(-fd));
+                a->checkpoint_state = GR_CHECKPOINT_ERROR;
+                snprintf(a->checkpoint_error, sizeof(a->checkpoint_error), "not reading the checkpoint: %s", why);
+                return 0;
+        }
+        char err[200] = "";
+        int r = fn(fd, a, gr_kubelet_answer_assign, err, sizeof(err));
+        close(fd);
+        if (r == -ENOMEM)
+                return r;
+        a->checkpoint_state = r == 0 ? GR_CHECKPOINT_OK : GR_CHECKPOINT_ERROR;
+        if (r < 0) {
+                a->n_assigned = 0; /* a partial one counts for nothing */
+                snprintf(a->checkpoint_error, sizeof(a->checkpoint_error), "%s", err[0] ? err : strerror(-r));
+        }
+        return 0;
 }
 
 int gr_kubelet_ask(const gr_kubelet_options *opts, gr_kubelet_answer **ret)
@@ -143,5 +211,9 @@ int gr_kubelet_ask(const gr_kubelet_options *opts, gr_kubelet_answer **ret)
                 a->n_devices = 0;
                 a->n_pods = 0;
         }
+        const char *cp = opts && opts->checkpoint ? opts->checkpoint
+                         : strcmp(sock, GR_KUBELET_SOCKET_DEFAULT) == 0 ? GR_KUBELET_CHECKPOINT_DEFAULT : NULL;
+        if (cp && a->state == GR_KUBELET_OK)
+                return read_checkpoint(dl, cp, a);
         return 0;
 }

@@ -185,6 +185,44 @@ static void summary(gr_snapshot *s, const gr_kubelet_answer *a)
         k->elapsed_ms = a->elapsed_ms;
         k->n_pods = a->n_pods;
         k->n_devices = (unsigned)a->n_devices;
+        k->checkpoint_state = a->checkpoint_state;
+        gr_strlcpy(k->checkpoint, a->checkpoint, sizeof(k->checkpoint));
+        gr_strlcpy(k->checkpoint_error, a->checkpoint_error, sizeof(k->checkpoint_error));
+        gr_text_sanitize(k->checkpoint);
+        gr_text_sanitize(k->checkpoint_error);
+        k->n_assigned = (unsigned)a->n_assigned;
+}
+
+/* What the checkpoint says each pod UID was assigned, into each process's gr_pod: the GPUs
+ * its GPU devices name; not known where one names no GPU of the report (MIG) */
+static void assigned_fill(gr_snapshot *s, const gr_kubelet_answer *a)
+{
+        for (size_t i = 0; s->procs && i < s->procs->n; i++) {
+                gr_pod *pod = s->procs->procs[i].pod;
+                if (!pod)
+                        continue;
+                pod->assigned_known = false;
+                pod->gpus_assigned = 0;
+                if (!a || a->checkpoint_state != GR_CHECKPOINT_OK || !pod->uid[0])
+                        continue;
+                bool known = true;
+                uint64_t m = 0;
+                for (size_t k = 0; k < a->n_assigned; k++) {
+                        const gr_kubelet_assignment *e = &a->assigned[k];
+                        if (strcasecmp(e->pod_uid, pod->uid) != 0)
+                                continue;
+                        char uuid[GR_K8S_ID_MAX];
+                        int g = gr_kubelet_device_gpu_uuid(e->id, uuid, sizeof(uuid)) ? gpu_of_uuid(s->gpu, uuid) : -1;
+                        bool nvidia = strncmp(e->resource, "nvidia.com/", 11) == 0 || strncmp(e->id, "MIG-", 4) == 0 ||
+                                      strncmp(e->id, "GPU-", 4) == 0;
+                        if (g >= 0)
+                                m |= 1ULL << g;
+                        else if (nvidia)
+                                known = false;
+                }
+                pod->assigned_known = known;
+                pod->gpus_assigned = known ? m : 0;
+        }
 }
 
 /* Every process in a pod's cgroup gets its gr_pod, and the UIDs and container IDs their GPUs */
@@ -280,6 +318,8 @@ int gr_snapshot_name_pods(gr_snapshot *s, const gr_kubelet_answer *a)
         }
         if (r == 0)
                 names_fill(&j, s, answered);
+        if (r == 0)
+                assigned_fill(s, answered ? a : NULL);
         join_release(&j);
         return r;
 }

@@ -103,6 +103,73 @@ expect_rc 1 "check warns of a GPU in use that no pod was assigned"
 has out "GPU 2: in use, assigned to no pod by the kubelet" "check names the GPU"
 hasnt out "GPU [013]: in use, assigned" "and only that GPU"
 
+# the device manager's checkpoint (GPUREAP_KUBELET_CHECKPOINT): each pod UID's devices. Pod C
+# holds GPU 2 and was given GPU 3: a process of a pod holding a GPU it was not assigned. Both
+# forms of DeviceIDs (by NUMA node since 1.20, a plain list before)
+checkpoint() { # the entry of pod C's devices
+        cat >"$T/checkpoint.tmp" <<JSON
+{"Data": {"PodDeviceEntries": [
+  {"PodUID": "$A", "ContainerName": "worker", "ResourceName": "nvidia.com/gpu", "DeviceIDs": {"-1": ["$(uuid 0)"]}},
+  {"PodUID": "$B", "ContainerName": "server", "ResourceName": "nvidia.com/gpu", "DeviceIDs": ["$(uuid 1)::2"]},
+  {"PodUID": "$C", "ContainerName": "w", "ResourceName": "nvidia.com/gpu", "DeviceIDs": {"0": ["$1"]}},
+  {"PodUID": "$D", "ContainerName": "nb", "ResourceName": "nvidia.com/gpu", "DeviceIDs": {"0": ["$(uuid 3)::0"]}},
+  {"PodUID": "$E", "ContainerName": "nb", "ResourceName": "nvidia.com/gpu", "DeviceIDs": {"0": ["$(uuid 3)::1"]}},
+  {"PodUID": "$A", "ContainerName": "worker", "ResourceName": "rdma/hca", "DeviceIDs": {"0": ["hca0"]}}],
+ "RegisteredDevices": {"nvidia.com/gpu": ["$(uuid 0)", "$(uuid 1)", "$(uuid 2)", "$(uuid 3)"]}},
+ "Checksum": 1234}
+JSON
+        chmod 644 "$T/checkpoint.tmp"
+        mv "$T/checkpoint.tmp" "$T/checkpoint"
+}
+checkpoint "$(uuid 3)"
+export GPUREAP_KUBELET_CHECKPOINT=$T/checkpoint
+# shellcheck disable=SC2086
+gr status --json --direct $K
+jqok '.kubelet.checkpoint == {"state": "ok", "path": "'"$T/checkpoint"'", "error": null, "devices": 6}' "the checkpoint read: its six devices"
+jqok "[$(pod "$pa"), $(pod "$pb"), $(pod "$pc"), $(pod "$pd")] | map(.gpus_assigned) == [[0], [1], [3], [3]]" \
+        "each pod UID's GPUs, by UUID, by a replica's UUID::N, from both forms"
+jqok "[.findings[] | select(.kind == \"not_assigned\") | {gpus, pids, leftover, action}] == [{\"gpus\": [2], \"pids\": [$pc], \"leftover\": false, \"action\": \"none\"}]" \
+        "pod C's process on GPU 2, which its pod was not assigned: a not_assigned finding, no action"
+# shellcheck disable=SC2086
+gr check --direct $K
+has out "GPU 2: held by 1 process of a pod not assigned it" "check names the GPU"
+checkpoint "$(uuid 2)"
+# shellcheck disable=SC2086
+gr status --json --direct $K
+jqok '[.findings[] | select(.kind == "not_assigned")] == []' "pod C given GPU 2: no finding (control)"
+checkpoint "MIG-5a1c0000-0000-4000-8000-000000000001"
+# shellcheck disable=SC2086
+gr status --json --direct $K
+jqok "[.findings[] | select(.kind == \"not_assigned\")] == [] and ($(pod "$pc") | has(\"gpus_assigned\") | not)" \
+        "pod C given a MIG device (its GPU unknown): what it was assigned is not known, nothing said"
+checkpoint "$(uuid 3)"
+chmod 666 "$T/checkpoint"
+# shellcheck disable=SC2086
+gr status --json --direct $K
+jqok '.kubelet.checkpoint.state == "error" and (.kubelet.checkpoint.error | test("^not reading the checkpoint: ")) and ([.findings[] | select(.kind == "not_assigned")] == [])' \
+        "a checkpoint others may write: not read, said, nothing found on it"
+echo '{"Data": {"PodDeviceEntries": [{"PodUID": 5}]}}' >"$T/checkpoint"
+chmod 644 "$T/checkpoint"
+# shellcheck disable=SC2086
+gr status --json --direct $K
+jqok '.kubelet.checkpoint.state == "error" and (.kubelet.checkpoint.error | test("malformed"))' "a malformed checkpoint: an error, said"
+echo '{"Data": {"PodDeviceEntries": null, "RegisteredDevices": null}, "Checksum": 1}' >"$T/checkpoint"
+# shellcheck disable=SC2086
+gr status --json --direct $K
+jqok "(.kubelet.checkpoint | [.state, .devices]) == [\"ok\", 0] and ($(pod "$pc") | .gpus_assigned == []) and ([.findings[] | select(.kind == \"not_assigned\") | .gpus] == [[0, 1, 2, 3]])" \
+        "a checkpoint that gave no pod a device: every pod's process on a GPU is not_assigned"
+mkfifo "$T/fifo"
+GPUREAP_KUBELET_CHECKPOINT=$T/fifo gr status --json --direct $K
+jqok '.kubelet.checkpoint.state == "error" and (.kubelet.checkpoint.error | test("not a regular file"))' "a FIFO: refused at once, no hang"
+rm "$T/checkpoint"
+# shellcheck disable=SC2086
+gr status --json --direct $K
+jqok '.kubelet.checkpoint.state == "missing" and .kubelet.state == "ok"' "no checkpoint: missing, List still answers"
+unset GPUREAP_KUBELET_CHECKPOINT
+# shellcheck disable=SC2086
+gr status --json --direct $K
+jqok '.kubelet | has("checkpoint") | not' "beside a socket that is not the default, no checkpoint is read unless named"
+
 # shellcheck disable=SC2086
 gr status --direct --wide $K
 has out "^ *$pa .* pod ml/train-0 container worker$" "the table names pod A's holder"
@@ -226,12 +293,15 @@ fixture ""
 # serve: the kubelet's answer cached (not one List per look), carried to clients in both served
 # forms, and asked again soon when a pod it could not name is seen
 : >"$T/kubelet.log"
-serve_start --interval 100ms --listen none --kubelet-socket "$T/kubelet.sock" --nvml-timeout 2s
+checkpoint "$(uuid 3)"
+GPUREAP_KUBELET_CHECKPOINT=$T/checkpoint serve_start --interval 100ms --listen none --kubelet-socket "$T/kubelet.sock" --nvml-timeout 2s
 for wire in 1 0; do
         GPUREAP_SERVE_WIRE=$wire gr_served status --json
         jqok "$(pod "$pa") | .pod == \"train-0\" and .container == \"worker\"" "served (wire $wire): pod A named"
         jqok '.kubelet.state == "ok" and .kubelet.pods == 4' "served (wire $wire): the kubelet's state"
         jqok "$(pod "$pc") | .naming == \"unassigned\"" "served (wire $wire): pod C not named"
+        jqok "($(pod "$pc") | .gpus_assigned == [3]) and ([.findings[] | select(.kind == \"not_assigned\") | .pids | index($pc) != null] == [true])" \
+                "served (wire $wire): the checkpoint's GPUs and the not_assigned finding"
 done
 gr status --wide
 has out "^as seen by gpureap serve \\(PID $SERVE\\)" "the table through serve"

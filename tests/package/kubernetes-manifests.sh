@@ -60,6 +60,9 @@ vols = {v["name"]: v["hostPath"]["path"] for v in spec["volumes"]}
 ok(mounts["dev"]["mountPath"] == "/dev" == vols["dev"] and mounts["dev"]["readOnly"], "/dev mounted read-only at /dev")
 ok(mounts["pod-resources"]["mountPath"] == "/var/lib/kubelet/pod-resources" == vols["pod-resources"] and mounts["pod-resources"]["readOnly"], "the kubelet's pod-resources directory read-only")
 ok(mounts["run"]["mountPath"] == os.path.dirname(sock) == vols["run"], "the socket's directory is a hostPath")
+ckpt = re.search(r"device checkpoint\s+(\S+)", serve_help).group(1)
+ok(mounts["device-plugins"]["mountPath"] == os.path.dirname(ckpt) == vols["device-plugins"] and mounts["device-plugins"]["readOnly"],
+   "the device checkpoint's directory read-only (%s)" % os.path.dirname(ckpt))
 patch = docs["reap/daemonset-reap.yaml"][0]["spec"]["template"]["spec"]["containers"][0]
 check_args(patch["args"], "reap")
 ok("--reap-after" in patch["args"], "reap: the policy is on")
