@@ -352,6 +352,8 @@ static int parse_args(struct reap *r, int argc, char **argv)
          * its word is the one reap --likely plans */
         if (no_stray_arguments(argc, argv, "reap") < 0 || kubelet_socket_option(&r->so, kubelet_socket) < 0)
                 return -1;
+        /* the kubelet's second comes out of --timeout: at most a quarter of it */
+        r->so.kubelet.timeout_ms = r->timeout / 4 < 1000 ? (r->timeout / 4 ? r->timeout / 4 : 1) : 1000;
         return check_args(r);
 }
 

@@ -48,13 +48,16 @@ static size_t utf8_sequence(const unsigned char *s, uint32_t *ret_cp)
         return n;
 }
 
-/* C0, DEL and C1; and the bidirectional formatting characters (U+061C, U+200E-U+200F,
+/* C0, DEL and C1; the bidirectional formatting characters (U+061C, U+200E-U+200F,
  * U+202A-U+202E, U+2066-U+2069), with which a name can show its text in another order than
- * the bytes' (a pod named "\u202eniart" shows as "train") */
+ * the bytes' (a pod named "\u202eniart" shows as "train"); the line and paragraph separators
+ * (U+2028, U+2029: a new paragraph for bidi); and the deprecated format characters
+ * (U+206A-U+206F, which change how brackets mirror) */
 static bool is_control(uint32_t cp)
 {
         return cp < 0x20 || cp == 0x7f || (cp >= 0x80 && cp <= 0x9f) || cp == 0x61c || cp == 0x200e ||
-               cp == 0x200f || (cp >= 0x202a && cp <= 0x202e) || (cp >= 0x2066 && cp <= 0x2069);
+               cp == 0x200f || cp == 0x2028 || cp == 0x2029 || (cp >= 0x202a && cp <= 0x202e) ||
+               (cp >= 0x2066 && cp <= 0x206f);
 }
 
 size_t gr_text_sanitize(char *s)

@@ -158,13 +158,18 @@ static void match(struct seen *v, size_t n, const struct listed *l, size_t nl, b
                 v[i].naming = found > 1 ? GR_POD_AMBIGUOUS : found == 1 ? GR_POD_NAMED
                               : unmapped ? GR_POD_UNMAPPED : GR_POD_UNASSIGNED;
         }
-        /* two that come to the same listed one: which is it, the devices cannot tell */
-        for (size_t i = 0; i < n; i++)
-                for (size_t k = i + 1; k < n && v[i].match >= 0; k++)
-                        if (v[k].match == v[i].match && (!ctr || v[k].pod == v[i].pod))
+        /* two that come to the same listed one: which is it, the devices cannot tell (for
+         * containers, among this pod's only: each pod's call compared every container seen,
+         * pods x containers in all, found by the sixth adversarial round) */
+        for (size_t i = 0; i < n; i++) {
+                if (v[i].match < 0 || (ctr && v[i].pod != pod))
+                        continue;
+                for (size_t k = i + 1; k < n; k++)
+                        if (v[k].match == v[i].match && (!ctr || v[k].pod == pod))
                                 v[i].clash = v[k].clash = true;
+        }
         for (size_t i = 0; i < n; i++)
-                if (v[i].clash) {
+                if (v[i].clash && (!ctr || v[i].pod == pod)) {
                         v[i].naming = GR_POD_AMBIGUOUS;
                         v[i].match = -1;
                 }

@@ -222,6 +222,14 @@ has out "^note: pods are shown by their UIDs only: the kubelet did not answer \(
 gr check --direct --format npd --timeout 1500ms --kubelet-socket "$T/hang.sock"
 expect_rc 0 "check answers inside its own deadline, past the kubelet's (no pod warning: it did not answer)"
 has out "^gpureap OK: 4 GPUs, 4 busy" "and judges (busy GPUs are fine)"
+# reap asks it once, for its plan, within a quarter of --timeout, and not for its verifying
+# looks (each took the kubelet's whole second: sixth adversarial round)
+lists() { grep -c '^List$' "$T/kubelet.log" || true; }
+before=$(lists)
+gr reap --yes --json --timeout 2s --kubelet-socket "$T/hang.sock"
+jqok '.plan.targets == []' "nothing to reap (the GPUs are busy with live jobs)"
+[ "$(lists)" = $((before + 1)) ] || fail "reap asked the hanging kubelet $(( $(lists) - before )) times"
+ok "reap asked the hanging kubelet once: its plan's look, not its verifying one"
 
 # a process of pod C whose lineage cannot tell (its launcher's group is gone, but it ignores
 # SIGHUP: started to outlive its shell?): with the kubelet's List, answered after it started,

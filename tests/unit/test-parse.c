@@ -212,7 +212,8 @@ static void text_sanitize(void **state)
                 { "\xef\xbf\xbf\xf4\x8f\xbf\xbf", "\xef\xbf\xbf\xf4\x8f\xbf\xbf" }, /* U+FFFF, U+10FFFF */
                 { "\xe2\x80\xaeniart", "?niart" },             /* U+202E RIGHT-TO-LEFT OVERRIDE */
                 { "\xe2\x80\xaa\xe2\x81\xa6\xe2\x81\xa9\xd8\x9c\xe2\x80\x8f", "?????" }, /* U+202A, 2066, 2069, 061C, 200F */
-                { "\xe2\x80\xa7\xe2\x80\xaf", "\xe2\x80\xa7\xe2\x80\xaf" }, /* U+2027, U+202F: their neighbours stay */
+                { "\xe2\x80\xa8\xe2\x80\xa9\xe2\x81\xaa\xe2\x81\xaf", "????" }, /* U+2028, 2029, 206A, 206F */
+                { "\xe2\x80\xa7\xe2\x80\xaf\xe2\x81\xb0", "\xe2\x80\xa7\xe2\x80\xaf\xe2\x81\xb0" }, /* U+2027, U+202F, U+2070: their neighbours stay */
         };
         for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
                 char buf[128];
