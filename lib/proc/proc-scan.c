@@ -1308,19 +1308,24 @@ struct thread_drm {
         const struct drm_class *c;
 };
 
-/* one live thread's own table: 1 once it holds a DRM or KFD file, -errno when unreadable */
-static int thread_drm(int tdir, const gr_stat *tst, void *userdata)
+/* one file table (a process's or a thread's directory): 1 once it holds a DRM or KFD file,
+ * -errno when unreadable; *ret_entries its fds, when asked */
+static int drm_in_table(int dir, struct thread_drm *td, unsigned *ret_entries)
 {
-        (void)tst;
-        struct thread_drm *td = userdata;
         gr_holding *h = NULL;
         gr_drm_holding *dh = NULL;
         td->socks->n = 0;
-        int r = scan_fds(tdir, td->devdir, td->devdir_len, &h, td->socks, NULL, td->c, &dh);
+        int r = scan_fds(dir, td->devdir, td->devdir_len, &h, td->socks, ret_entries, td->c, &dh);
         bool any = dh != NULL;
         free(h);
         free(dh);
         return r < 0 ? r : any;
+}
+
+static int thread_drm(int tdir, const gr_stat *tst, void *userdata)
+{
+        (void)tst;
+        return drm_in_table(tdir, userdata, NULL);
 }
 
 int gr_proc_holds_drm(const char *proc_root, const char *dev_dir, pid_t pid)
@@ -1336,14 +1341,11 @@ int gr_proc_holds_drm(const char *proc_root, const char *dev_dir, pid_t pid)
                 return -ENOMEM;
         }
         struct drm_class c = drm_class_of(root, devdir);
-        gr_holding *h = NULL;
-        gr_drm_holding *dh = NULL;
+        struct thread_drm td = { devdir, dev_dir_len(devdir), socks, &c };
         unsigned entries = 0;
-        int r = scan_fds(fd, devdir, dev_dir_len(devdir), &h, socks, &entries, &c, &dh);
-        bool any = dh != NULL;
-        free(h);
-        free(dh);
-        r = r < 0 ? r : 0; /* 1: it holds something (an NVIDIA file, say) */
+        int r = drm_in_table(fd, &td, &entries);
+        bool any = r > 0;
+        r = r < 0 ? r : 0;
         /* a thread with a table of its own (unshare(CLONE_FILES)) holds files the leader's fd
          * directory does not show; where the leader has ended alone, every live thread is
          * read. Found by the sixth adversarial round: a child forked during a reap whose thread
@@ -1356,7 +1358,6 @@ int gr_proc_holds_drm(const char *proc_root, const char *dev_dir, pid_t pid)
                 bool ended = entries == 0 && gr_read_file_at(fd, "stat", buf, sizeof(buf), &len) == 0 &&
                              gr_parse_stat(buf, len, &st) == 0 && (st.state == 'Z' || st.state == 'X');
                 if (ended || (fstatat(fd, "task", &task, 0) == 0 && task.st_nlink > 3)) {
-                        struct thread_drm td = { devdir, dev_dir_len(devdir), socks, &c };
                         int q = each_live_thread(fd, pid, !ended, thread_drm, &td);
                         if (q < 0)
                                 r = q; /* a thread that cannot be read: not known, refused */
