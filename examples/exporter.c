@@ -13,23 +13,28 @@
 
 int main(int argc, char **argv)
 {
+        /* the settings of this program's calls: a context of its own */
+        gr_context *ctx = NULL;
+        if (gr_context_new(&ctx) < 0)
+                return 3;
         int c;
         while ((c = getopt(argc, argv, "l:x:d:")) != -1) {
                 if (c == 'l')
-                        gr_gpu_set_library(optarg, "option -l"); /* checked as any library named */
+                        gr_context_set_nvml_library(ctx, optarg, "option -l"); /* checked as any library named */
                 else if (c == 'x')
-                        gr_gpu_set_helper(optarg); /* else the installed gpureap-nvml-helper */
+                        gr_context_set_helper(ctx, optarg); /* else the installed gpureap-nvml-helper */
                 else if (c == 'd')
-                        gr_dev_dir_set_default(optarg); /* whose files are held: /dev unless set */
+                        gr_context_set_dev_dir(ctx, optarg); /* whose files are held: /dev unless set */
                 else
                         return 2;
         }
         gr_snapshot *s = NULL;
         gr_diagnosis *d = NULL;
-        int r = gr_snapshot_take(&(gr_snapshot_options){ .gpu.timeout_ms = 5000 }, &s);
+        int r = gr_snapshot_take(&(gr_snapshot_options){ .ctx = ctx, .gpu.timeout_ms = 5000 }, &s);
         if (r < 0 || (r = gr_diagnose(s, getuid(), &d)) < 0) {
                 fprintf(stderr, "exporter: %s\n", strerror(-r));
                 gr_snapshot_free(s);
+                gr_context_free(ctx);
                 return 3;
         }
         int code = 0;
@@ -61,5 +66,6 @@ int main(int argc, char **argv)
         }
         gr_diagnosis_free(d);
         gr_snapshot_free(s);
+        gr_context_free(ctx);
         return code;
 }

@@ -170,7 +170,7 @@ static bool driver_present(void)
         if (present)
                 return true;
         char path[4200];
-        snprintf(path, sizeof(path), "%s/nvidiactl", gr_dev_dir_default());
+        snprintf(path, sizeof(path), "%s/nvidiactl", gr_context_dev_dir(NULL));
         present = access(path, F_OK) == 0 || access("/proc/driver/nvidia", F_OK) == 0;
         return present;
 }

@@ -1,5 +1,5 @@
 /* gpureap-nvml-helper: the NVML helper program for programs that link libgpureap (gpu.h,
- * gr_gpu_set_helper). The gpureap command does not need it: it is its own helper. */
+ * gr_context_set_helper). The gpureap command does not need it: it is its own helper. */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>

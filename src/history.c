@@ -31,7 +31,7 @@ void history_init(struct history *h, uint64_t now_ms, bool events, const char *p
         pthread_mutex_init(&h->lock, NULL);
         h->since_ms = now_ms;
         h->events = events;
-        gr_strlcpy(h->proc_root, proc_root ? proc_root : gr_proc_root_default(), sizeof(h->proc_root));
+        gr_strlcpy(h->proc_root, proc_root ? proc_root : gr_context_proc_root(NULL), sizeof(h->proc_root));
 }
 
 void history_release(struct history *h)

@@ -213,25 +213,27 @@ static int run_command(const struct command *c, int argc, char **argv)
 
 void library_from_env(void)
 {
-        /* the library keeps the pointers: getenv's strings are never freed, also those that a
+        /* the command's settings are the default context's (every call of the command names no
+         * other); it keeps the pointers: getenv's strings are never freed, also those that a
          * setenv replaced (run's absolute_env, which calls this again) */
-        gr_proc_root_set_default(getenv("GPUREAP_PROC_ROOT"));
-        gr_dev_dir_set_default(getenv("GPUREAP_DEV_DIR"));
-        gr_sys_root_set_default(getenv("GPUREAP_SYS_ROOT"));
-        gr_gpu_set_library(getenv("GPUREAP_NVML_LIBRARY"), "GPUREAP_NVML_LIBRARY");
-        gr_kubelet_set_module(getenv("GPUREAP_KUBELET_MODULE")); /* loaded only as gr_open_trusted allows */
+        gr_context *c = gr_context_default();
+        gr_context_set_proc_root(c, getenv("GPUREAP_PROC_ROOT"));
+        gr_context_set_dev_dir(c, getenv("GPUREAP_DEV_DIR"));
+        gr_context_set_sys_root(c, getenv("GPUREAP_SYS_ROOT"));
+        gr_context_set_nvml_library(c, getenv("GPUREAP_NVML_LIBRARY"), "GPUREAP_NVML_LIBRARY");
+        gr_context_set_kubelet_module(c, getenv("GPUREAP_KUBELET_MODULE")); /* loaded only as gr_open_trusted allows */
         static char scan_why[160];
         const char *scan = getenv("GPUREAP_SCAN");
         if (!scan || !*scan || strcmp(scan, "auto") == 0) {
-                gr_proc_scan_set_mode(GR_SCAN_MODE_AUTO, NULL);
+                gr_context_set_scan_mode(c, GR_SCAN_MODE_AUTO, NULL);
         } else if (strcmp(scan, "proc") == 0) {
-                gr_proc_scan_set_mode(GR_SCAN_MODE_PROC, NULL);
+                gr_context_set_scan_mode(c, GR_SCAN_MODE_PROC, NULL);
         } else if (strcmp(scan, "bpf") == 0) {
-                gr_proc_scan_set_mode(GR_SCAN_MODE_BPF, NULL);
+                gr_context_set_scan_mode(c, GR_SCAN_MODE_BPF, NULL);
         } else {
                 /* not a usage error: the /proc scan, and status --json's scan_fallback says why */
                 snprintf(scan_why, sizeof(scan_why), "GPUREAP_SCAN=%s is not proc, bpf or auto", scan);
-                gr_proc_scan_set_mode(GR_SCAN_MODE_PROC, scan_why);
+                gr_context_set_scan_mode(c, GR_SCAN_MODE_PROC, scan_why);
         }
 }
 
@@ -244,7 +246,7 @@ int main(int argc, char **argv)
                 error_msg("'%s' is gpureap's own NVML helper, started by gpureap, not by hand", GR_NVML_HELPER_ARG);
                 return EXIT_USAGE;
         }
-        gr_gpu_set_helper("/proc/self/exe");
+        gr_context_set_helper(NULL, "/proc/self/exe");
         library_from_env();
         const char *wire = getenv("GPUREAP_SERVE_WIRE"); /* 0: JSON from serve (docs/serve.md) */
         serve_wire_set(!wire || strcmp(wire, "0") != 0);

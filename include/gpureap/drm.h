@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include "gpureap/context.h"
 
 #pragma GCC visibility push(default)
 
@@ -57,12 +58,8 @@ uint64_t gr_drm_fdinfo_device_bytes(const gr_drm_fdinfo *f, uint64_t *ret_shared
 
 /* ---- KFD (lib/gpu/kfd.c) ---- */
 
-/* The sysfs root of the DRM and KFD readers, for the whole process, as gr_proc_root_set_default
- * is for /proc: "/sys" until set (NULL or "" sets it back). The library reads no environment
- * variable: the gpureap command sets it from GPUREAP_SYS_ROOT, so that tests point it at a
- * recorded tree (tests/fixtures). The string is the caller's, not copied. */
-void gr_sys_root_set_default(const char *sys_root);
-const char *gr_sys_root_default(void);
+/* The sysfs root of the DRM and KFD readers is the context's (gr_context_set_sys_root: the
+ * gpureap command sets it from GPUREAP_SYS_ROOT, so that tests point it at a recorded tree) */
 
 /* A sysfs number file (vram_<gpu_id>, gpu_id, mem_info_vram_used): one decimal and a newline */
 int gr_kfd_parse_number(const char *buf, size_t len, uint64_t *ret);
@@ -169,8 +166,9 @@ typedef struct gr_drm_fd_ref {
 } gr_drm_fd_ref;
 
 typedef struct gr_drm_input {
-        const char *proc_root;         /* NULL: gr_proc_root_default()'s caller gives it */
-        const char *sys_root;          /* NULL: gr_sys_root_default() */
+        gr_context *ctx;               /* NULL: gr_context_default() */
+        const char *proc_root;         /* NULL: the context's */
+        const char *sys_root;          /* NULL: the context's */
         const gr_drm_fd_ref *fds;
         size_t n_fds;
 } gr_drm_input;

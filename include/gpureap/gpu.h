@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include "gpureap/context.h"
 
 #pragma GCC visibility push(default)
 
@@ -71,7 +72,8 @@ typedef struct gr_gpu_report {
 } gr_gpu_report;
 
 typedef struct gr_gpu_options {
-        const char *library;      /* the NVML to load; NULL: gr_gpu_set_library()'s, else
+        gr_context *ctx;          /* NULL: gr_context_default() */
+        const char *library;      /* the NVML to load; NULL: the context's, else
                                      libnvidia-ml.so.1 by the loader's search. A library named
                                      here or there must pass gr_open_trusted() for this euid
                                      (as root: an absolute path) or nothing is loaded */
@@ -81,7 +83,7 @@ typedef struct gr_gpu_options {
                                      helper is abandoned then, however long each call took, so
                                      that a command can keep a total bound (gpureap check under
                                      node-problem-detector's timeout); 0: none */
-        const char *helper;       /* the helper program; see gr_gpu_set_helper() */
+        const char *helper;       /* the helper program; NULL: the context's (below) */
         unsigned nvml_threads;    /* the most GPUs the helper reads at once, each in a thread of
                                      its own (attaching a GPU, its first handle, took 6.6 ms on
                                      an H200); 0: 16, also the most allowed */
@@ -117,15 +119,9 @@ void gr_drain_free(gr_drain *d);
 /* The helper program. A query or drain watcher runs NVML in a process of its own, started with
  * posix_spawn, so that a program with threads can use this library (a fork followed by dlopen
  * is not safe there) and a driver stuck in state D cannot keep the caller from exiting. Which
- * executable: gr_gpu_options.helper, else the one set here, else the installed
- * gpureap-nvml-helper (GR_HELPER_PATH, libexecdir). Set before the first query; the gpureap
- * command sets "/proc/self/exe", as it is its own helper. */
-void gr_gpu_set_helper(const char *path);
-/* The NVML library of every query and drain watcher whose options name none (the gpureap
- * command: $GPUREAP_NVML_LIBRARY; the library reads no environment variable). origin names it
- * in a refusal ("refusing GPUREAP_NVML_LIBRARY '/tmp/x.so' as root: ..."); NULL: "the NVML
- * library". Both strings are the caller's, not copied; NULL path: the loader's default. */
-void gr_gpu_set_library(const char *path, const char *origin);
+ * executable: gr_gpu_options.helper, else the context's (gr_context_set_helper), else the
+ * installed gpureap-nvml-helper (GR_HELPER_PATH, libexecdir). The gpureap command names
+ * "/proc/self/exe", as it is its own helper. */
 /* The main of a helper program: a program is a helper when argv[1] is GR_NVML_HELPER_ARG; it
  * then calls this and exits. Returns only on a bad start (-EINVAL: not started as a helper,
  * -EBADF / -EPROTO: not by a library of the same build). */

@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include "gpureap/context.h"
 
 #pragma GCC visibility push(default)
 
@@ -78,17 +79,14 @@ typedef struct gr_kubelet_answer {
 
 typedef struct gr_kubelet_options {
         const char *socket;      /* NULL: GR_KUBELET_SOCKET_DEFAULT */
-        const char *module;      /* the gRPC module; NULL: gr_kubelet_set_module()'s, else the
+        gr_context *ctx;         /* NULL: gr_context_default() */
+        const char *module;      /* the gRPC module; NULL: the context's, else the
                                     installed one (GR_KUBELET_MODULE_PATH) */
         const char *checkpoint;  /* the device manager's checkpoint; NULL: the default where the
                                     socket is the default one, else none is read */
         uint64_t timeout_ms;     /* the whole call's deadline; 0: 1000 */
         bool off;                /* do not ask (GR_KUBELET_OFF) */
 } gr_kubelet_options;
-
-/* The process-wide module path (the gpureap command names the one beside itself); the
- * caller's string, not copied */
-void gr_kubelet_set_module(const char *path);
 
 /* Ask the kubelet's List once, with a deadline. Always returns an answer (its state says what
  * happened) unless memory runs out (-ENOMEM). The module is loaded only when the socket

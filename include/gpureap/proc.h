@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include "gpureap/context.h"
 
 #pragma GCC visibility push(default)
 
@@ -307,36 +308,20 @@ typedef struct gr_proc_table {
 } gr_proc_table;
 
 typedef struct gr_proc_options {
-        const char *proc_root;   /* NULL: gr_proc_root_default() */
-        const char *dev_dir;     /* NULL: gr_dev_dir_default() */
+        gr_context *ctx;         /* NULL: gr_context_default() */
+        const char *proc_root;   /* NULL: the context's */
+        const char *dev_dir;     /* NULL: the context's */
         const pid_t *skip;       /* PIDs left out (gpureap's own NVML helper) */
         size_t n_skip;
         unsigned threads;        /* 0: one per CPU (at most 8) when there are many processes */
         bool keep_bpf;           /* a resident caller (serve): the BPF program, once loaded, is
-                                  * kept for the next scans while the device files stay the same */
+                                  * kept in the context for the next scans while the device
+                                  * files stay the same */
 } gr_proc_options;
 
-/* The process-wide defaults for an option or argument left NULL (a proc_root or dev_dir of
- * NULL anywhere below): "/proc" and "/dev" until set (NULL or "" sets them back). The library
- * reads no environment variable: the gpureap command sets these from GPUREAP_PROC_ROOT and
- * GPUREAP_DEV_DIR. The string is the caller's, not copied: it must stay valid while the
- * library may use it. Safe to call from any thread; set them before the threads that scan
- * start, or a scan may see either value. */
-void gr_proc_root_set_default(const char *proc_root);
-void gr_dev_dir_set_default(const char *dev_dir);
-const char *gr_proc_root_default(void);
-const char *gr_dev_dir_default(void);
-
-/* How the scan finds the holders, for the whole process (as the defaults above; the gpureap
- * command's GPUREAP_SCAN) */
-typedef enum gr_scan_mode {
-        GR_SCAN_MODE_AUTO,       /* the BPF iterator where it can run and pays (the default) */
-        GR_SCAN_MODE_PROC,       /* every /proc/PID/fd read */
-        GR_SCAN_MODE_BPF,        /* the iterator whenever it loads: no privilege or cost check */
-} gr_scan_mode;
-/* why: with GR_SCAN_MODE_PROC, the reason the table's scan_fallback gives (the caller's string,
- * not copied; NULL: none, the /proc scan by choice) */
-void gr_proc_scan_set_mode(gr_scan_mode mode, const char *why);
+/* A proc_root or dev_dir of NULL anywhere below is the default context's
+ * (gr_context_proc_root(NULL), gr_context_dev_dir(NULL): context.h); the scan mode and the kept
+ * BPF program are the options' context's */
 
 /* The scan. Which processes hold device files is found by the BPF iterator where it can run
  * (GR_SCAN_MODE_AUTO: as root, on the running kernel's own /proc, with kernel BTF), else, and

@@ -71,6 +71,8 @@ typedef struct gr_snapshot {
 } gr_snapshot;
 
 typedef struct gr_snapshot_options {
+        gr_context *ctx;          /* the settings of every part below that names none (gpu,
+                                     proc, kubelet, the DRM readers); NULL: gr_context_default() */
         gr_gpu_options gpu;
         gr_proc_options proc;
         uint64_t proc_slow_ms;    /* the scan's own bound; 0: as long as gpu.timeout_ms (5 s).

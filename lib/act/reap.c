@@ -121,7 +121,10 @@ int gr_reap(const gr_reap_options *o, gr_reap_result *r)
         int events_fd = -1;
         /* the drain watcher starts NVML while the snapshot is taken; who forks whom is followed
          * from before it (the events name processes as the initial PID namespace does) */
-        if (!o->dry && gr_drain_start(&o->so->gpu, &drain) < 0)
+        gr_gpu_options dro = o->so->gpu;
+        if (!dro.ctx)
+                dro.ctx = o->so->ctx;
+        if (!o->dry && gr_drain_start(&dro, &drain) < 0)
                 drain = NULL;
         if (!o->dry && o->follow_events && gr_proc_in_init_pidns() && (events_fd = gr_procev_open()) < 0)
                 events_fd = -1;

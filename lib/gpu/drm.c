@@ -257,7 +257,7 @@ static int drm_fd(gr_drm_report *r, const char *proc_root, const gr_drm_fd_ref *
 
 static int drm_read(const gr_drm_input *in, gr_drm_report *r)
 {
-        int classfd = open_dir(in->sys_root ? in->sys_root : gr_sys_root_default(), "class/drm");
+        int classfd = open_dir(in->sys_root ? in->sys_root : gr_context_sys_root(in->ctx), "class/drm");
         if (classfd >= 0) {
                 DIR *d = fdopendir(classfd);
                 if (!d) {
@@ -274,7 +274,7 @@ static int drm_read(const gr_drm_input *in, gr_drm_report *r)
         for (size_t i = 0; i < in->n_fds; i++) {
                 if (in->fds[i].node == 2)
                         continue; /* /dev/kfd: no fdinfo of its own; KFD's sysfs says it */
-                int q = drm_fd(r, in->proc_root ? in->proc_root : "/proc", &in->fds[i], &cap);
+                int q = drm_fd(r, in->proc_root ? in->proc_root : gr_context_proc_root(in->ctx), &in->fds[i], &cap);
                 if (q < 0)
                         return q;
         }
@@ -387,7 +387,7 @@ static int kfd_procs(gr_drm_report *r, int procfd)
 
 static int kfd_read(const gr_drm_input *in, gr_drm_report *r)
 {
-        const char *sys = in->sys_root ? in->sys_root : gr_sys_root_default();
+        const char *sys = in->sys_root ? in->sys_root : gr_context_sys_root(in->ctx);
         int nodes = open_dir(sys, "class/kfd/kfd/topology/nodes");
         if (nodes >= 0) {
                 DIR *d = fdopendir(nodes);

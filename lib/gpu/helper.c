@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "gpu/helper.h"
+#include "basic/context.h"
 #include "gpureap/basic.h"
 
 #ifndef GR_HELPER_PATH
@@ -23,21 +24,6 @@
 #endif
 
 extern char **environ;
-
-/* Set by the program (the gpureap command names itself, and the NVML library its environment
- * names); read by any thread. The strings are the caller's. */
-static const char *default_helper, *default_library, *default_library_origin;
-
-void gr_gpu_set_helper(const char *path)
-{
-        __atomic_store_n(&default_helper, path, __ATOMIC_RELEASE);
-}
-
-void gr_gpu_set_library(const char *path, const char *origin)
-{
-        __atomic_store_n(&default_library_origin, origin, __ATOMIC_RELEASE);
-        __atomic_store_n(&default_library, path, __ATOMIC_RELEASE);
-}
 
 /* The NVML to load. A process does not load code that it was told to load (its environment,
  * an option) unless the file, every directory on the way to it and every link followed belong
@@ -52,10 +38,8 @@ int gr_nvml_library(const gr_gpu_options *opts, struct gr_nvml_lib *ret)
         ret->why[0] = '\0';
         const char *e = opts && opts->library && *opts->library ? opts->library : NULL;
         const char *origin = NULL;
-        if (!e) {
-                e = __atomic_load_n(&default_library, __ATOMIC_ACQUIRE);
-                origin = __atomic_load_n(&default_library_origin, __ATOMIC_ACQUIRE);
-        }
+        if (!e)
+                e = gr_ctx_nvml_library(opts ? opts->ctx : NULL, &origin);
         gr_strlcpy(ret->origin, origin && *origin ? origin : "the NVML library", sizeof(ret->origin));
         if (!e || !*e)
                 return gr_strlcpy(ret->name, "libnvidia-ml.so.1", sizeof(ret->name)) ? 0 : -ENAMETOOLONG;
@@ -106,8 +90,8 @@ const char *gr_helper_path(const gr_gpu_options *opts)
 {
         if (opts && opts->helper && *opts->helper)
                 return opts->helper;
-        const char *h = __atomic_load_n(&default_helper, __ATOMIC_ACQUIRE);
-        return h && *h ? h : GR_HELPER_PATH;
+        const char *h = gr_ctx_helper(opts ? opts->ctx : NULL);
+        return h ? h : GR_HELPER_PATH;
 }
 
 /* Helpers that finished but had not yet exited (closing the driver's files takes a few ms):

@@ -84,10 +84,10 @@ struct gr_helper {
         uint64_t started_us;      /* when it was spawned */
 };
 
-/* The executable to run: the option, else gr_gpu_set_helper()'s, else the installed one */
+/* The executable to run: the option, else the context's, else the installed one */
 const char *gr_helper_path(const gr_gpu_options *opts);
 /* The NVML library to load: its name, and, when the caller named one (gr_gpu_options.library,
- * gr_gpu_set_library), the file opened after the path was found trusted (gr_open_trusted),
+ * gr_context_set_nvml_library), the file opened after the path was found trusted (gr_open_trusted),
  * which is what the helper loads */
 struct gr_nvml_lib {
         char name[256];

@@ -9,20 +9,6 @@
 #include "gpureap/basic.h"
 #include "gpureap/drm.h"
 
-/* set by the program, read by any thread; the string is the caller's */
-static const char *default_sys_root;
-
-void gr_sys_root_set_default(const char *sys_root)
-{
-        __atomic_store_n(&default_sys_root, sys_root, __ATOMIC_RELEASE);
-}
-
-const char *gr_sys_root_default(void)
-{
-        const char *r = __atomic_load_n(&default_sys_root, __ATOMIC_ACQUIRE);
-        return r && *r ? r : "/sys";
-}
-
 int gr_kfd_parse_number(const char *buf, size_t len, uint64_t *ret)
 {
         while (len && (buf[len - 1] == '\n' || buf[len - 1] == ' '))

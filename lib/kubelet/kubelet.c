@@ -5,7 +5,6 @@
 #include <errno.h>
 #include <unistd.h>
 #include <fcntl.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,18 +12,12 @@
 
 #include "gpureap/basic.h"
 #include "gpureap/kubelet.h"
+#include "basic/context.h"
 #include "basic/names.h"
 
 #ifndef GR_KUBELET_MODULE_PATH
 #define GR_KUBELET_MODULE_PATH "/usr/lib/gpureap/gpureap-kubelet.so"
 #endif
-
-static _Atomic(const char *) module_path;
-
-void gr_kubelet_set_module(const char *path)
-{
-        atomic_store(&module_path, path && path[0] ? path : NULL);
-}
 
 GR_NAME_TABLE(gr_checkpoint_state_name, gr_checkpoint_state, GR_CHECKPOINT_ERROR, "error",
               [GR_CHECKPOINT_NOT_READ] = "not_read", [GR_CHECKPOINT_OK] = "ok", [GR_CHECKPOINT_MISSING] = "missing",
@@ -171,7 +164,7 @@ int gr_kubelet_ask(const gr_kubelet_options *opts, gr_kubelet_answer **ret)
                 snprintf(a->error, sizeof(a->error), "no kubelet socket at '%s'", sock);
                 return 0;
         }
-        const char *mod = opts && opts->module ? opts->module : atomic_load(&module_path);
+        const char *mod = opts && opts->module ? opts->module : gr_ctx_kubelet_module(opts ? opts->ctx : NULL);
         if (!mod)
                 mod = GR_KUBELET_MODULE_PATH;
         /* The module is code: loaded only as gr_open_trusted allows (every directory and link

@@ -20,7 +20,7 @@
 int gr_proc_read_stat(const char *proc_root, pid_t pid, gr_stat *st)
 {
         char name[4200], buf[1024];
-        snprintf(name, sizeof(name), "%s/%d/stat", proc_root ? proc_root : gr_proc_root_default(), (int)pid);
+        snprintf(name, sizeof(name), "%s/%d/stat", proc_root ? proc_root : gr_context_proc_root(NULL), (int)pid);
         int fd = open(name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY);
         if (fd < 0)
                 return errno == ENOENT ? -ESRCH : -errno;
@@ -38,7 +38,7 @@ int gr_proc_read_stat(const char *proc_root, pid_t pid, gr_stat *st)
 bool gr_proc_zombie_leader_alive(const char *proc_root, pid_t pid)
 {
         char path[4200];
-        snprintf(path, sizeof(path), "%s/%d/task", proc_root ? proc_root : gr_proc_root_default(), (int)pid);
+        snprintf(path, sizeof(path), "%s/%d/task", proc_root ? proc_root : gr_context_proc_root(NULL), (int)pid);
         DIR *d = opendir(path);
         if (!d)
                 return false;
@@ -71,7 +71,7 @@ static int look(const char *proc_root, pid_t pid, uint64_t *ret_start, uid_t *re
                 return 0;
         }
         char path[4096];
-        int n = snprintf(path, sizeof(path), "%s/%d", proc_root ? proc_root : gr_proc_root_default(), (int)pid);
+        int n = snprintf(path, sizeof(path), "%s/%d", proc_root ? proc_root : gr_context_proc_root(NULL), (int)pid);
         if (n < 0 || (size_t)n >= sizeof(path))
                 return -ENAMETOOLONG;
         int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);

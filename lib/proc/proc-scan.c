@@ -17,49 +17,17 @@
 #include "gpureap/proc.h"
 #include "netns.h"
 #include "proc-bpf.h"
+#include "basic/context.h"
 #include "basic/names.h"
-
-/* The process-wide defaults (proc.h): set by the program, read by any thread; the strings are
- * the caller's. The library reads no environment variable. */
-static const char *default_proc_root, *default_dev_dir, *scan_why;
-static int scan_mode; /* gr_scan_mode */
-
-void gr_proc_root_set_default(const char *proc_root)
-{
-        __atomic_store_n(&default_proc_root, proc_root, __ATOMIC_RELEASE);
-}
-
-void gr_dev_dir_set_default(const char *dev_dir)
-{
-        __atomic_store_n(&default_dev_dir, dev_dir, __ATOMIC_RELEASE);
-}
-
-const char *gr_proc_root_default(void)
-{
-        const char *r = __atomic_load_n(&default_proc_root, __ATOMIC_ACQUIRE);
-        return r && *r ? r : "/proc";
-}
-
-const char *gr_dev_dir_default(void)
-{
-        const char *d = __atomic_load_n(&default_dev_dir, __ATOMIC_ACQUIRE);
-        return d && *d ? d : "/dev";
-}
-
-void gr_proc_scan_set_mode(gr_scan_mode mode, const char *why)
-{
-        __atomic_store_n(&scan_why, mode == GR_SCAN_MODE_PROC ? why : NULL, __ATOMIC_RELEASE);
-        __atomic_store_n(&scan_mode, (int)mode, __ATOMIC_RELEASE);
-}
 
 static const char *opt_proc_root(const gr_proc_options *o)
 {
-        return o && o->proc_root ? o->proc_root : gr_proc_root_default();
+        return o && o->proc_root ? o->proc_root : gr_context_proc_root(o ? o->ctx : NULL);
 }
 
 static const char *opt_dev_dir(const gr_proc_options *o)
 {
-        return o && o->dev_dir ? o->dev_dir : gr_dev_dir_default();
+        return o && o->dev_dir ? o->dev_dir : gr_context_dev_dir(o ? o->ctx : NULL);
 }
 
 /* The device directory's length without its trailing slashes, as paths are compared to it */
@@ -883,7 +851,7 @@ static int list_pids(int rootfd, const gr_proc_options *opts, pid_t **ret, size_
 
 int gr_proc_walk(const char *proc_root, int (*cb)(pid_t pid, const gr_stat *st, void *userdata), void *userdata)
 {
-        int rootfd = open(proc_root ? proc_root : gr_proc_root_default(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        int rootfd = open(proc_root ? proc_root : gr_context_proc_root(NULL), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (rootfd < 0)
                 return -errno;
         pid_t *pids = NULL;
@@ -982,19 +950,22 @@ static uint64_t open_files(void)
 
 /* The program a resident caller keeps (gr_proc_options.keep_bpf): loading it costs ~15 ms a
  * look, running it well under a millisecond on a quiet host. One scan at a time uses it. */
-static pthread_mutex_t kept_lock = PTHREAD_MUTEX_INITIALIZER;
-static gr_bpf_scan *kept_bpf;
+static void close_kept(void *b)
+{
+        gr_bpf_close(b);
+}
 
 /* The BPF scan loaded, or NULL with why the /proc scan reads every fd directory instead (why
  * empty when that was asked for). With keep, a kept program that still fits the device files is
  * used whatever the number of open files (its load is paid), and one loaded now is kept; the
- * caller then holds kept_lock until it has done with it. */
-static gr_bpf_scan *choose_bpf(const char *root, const char *devdir, bool keep, char *why, size_t why_size)
+ * caller then holds the context's lock until it has done with it (release_bpf). */
+static gr_bpf_scan *choose_bpf(gr_context *ctx, const char *root, const char *devdir, bool keep, char *why,
+                               size_t why_size)
 {
         why[0] = '\0';
-        int mode = __atomic_load_n(&scan_mode, __ATOMIC_ACQUIRE);
+        const char *chosen;
+        gr_scan_mode mode = gr_ctx_scan_mode(ctx, &chosen);
         if (mode == GR_SCAN_MODE_PROC) {
-                const char *chosen = __atomic_load_n(&scan_why, __ATOMIC_ACQUIRE);
                 if (chosen)
                         snprintf(why, why_size, "%s", chosen);
                 return NULL;
@@ -1013,12 +984,13 @@ static gr_bpf_scan *choose_bpf(const char *root, const char *devdir, bool keep, 
                 snprintf(why, why_size, "not root (nor CAP_BPF and CAP_PERFMON)");
                 return NULL;
         }
+        struct gr_kept *k = gr_ctx_kept(ctx);
         if (keep) {
-                pthread_mutex_lock(&kept_lock);
-                if (gr_bpf_fits(kept_bpf, devdir))
-                        return kept_bpf;
-                gr_bpf_close(kept_bpf); /* the device files changed: loaded again for them */
-                kept_bpf = NULL;
+                pthread_mutex_lock(&k->lock);
+                if (gr_bpf_fits(k->bpf, devdir))
+                        return k->bpf;
+                gr_bpf_close(k->bpf); /* the device files changed: loaded again for them */
+                k->bpf = NULL;
         }
         uint64_t files = forced ? UINT64_MAX : open_files();
         gr_bpf_scan *b = NULL;
@@ -1028,18 +1000,19 @@ static gr_bpf_scan *choose_bpf(const char *root, const char *devdir, bool keep, 
         else if (gr_bpf_open(devdir, &b, why, why_size) < 0)
                 b = NULL;
         if (keep) {
-                kept_bpf = b;
+                k->bpf = b;
+                k->close = close_kept;
                 if (!b)
-                        pthread_mutex_unlock(&kept_lock);
+                        pthread_mutex_unlock(&k->lock);
         }
         return b;
 }
 
-/* The scan has done with the program chosen */
-static void release_bpf(gr_bpf_scan *b)
+/* The scan has done with the program chosen (with keep: the context's, under its lock) */
+static void release_bpf(gr_context *ctx, bool keep, gr_bpf_scan *b)
 {
-        if (b && b == kept_bpf)
-                pthread_mutex_unlock(&kept_lock);
+        if (b && keep)
+                pthread_mutex_unlock(&gr_ctx_kept(ctx)->lock);
         else
                 gr_bpf_close(b);
 }
@@ -1127,7 +1100,9 @@ int gr_proc_scan(const gr_proc_options *opts, gr_proc_table **ret)
         }
         t->clock_ticks = sysconf(_SC_CLK_TCK);
         t->boot_time = read_boot_time(rootfd);
-        gr_bpf_scan *bpf = choose_bpf(root, devdir, opts && opts->keep_bpf, t->scan_fallback, sizeof(t->scan_fallback));
+        gr_context *ctx = opts ? opts->ctx : NULL;
+        bool keep = opts && opts->keep_bpf;
+        gr_bpf_scan *bpf = choose_bpf(ctx, root, devdir, keep, t->scan_fallback, sizeof(t->scan_fallback));
 
         /* netlink answers for the running system only, not for a recorded /proc tree */
         gr_netns_cache *netns = gr_netns_cache_new(strcmp(opt_proc_root(opts), "/proc") == 0);
@@ -1157,7 +1132,7 @@ int gr_proc_scan(const gr_proc_options *opts, gr_proc_table **ret)
         } else if (!bpf) {
                 run_phase(&sc, PHASE_FULL, n_threads);
         }
-        release_bpf(bpf);
+        release_bpf(ctx, keep, bpf);
         free(sc.cand_slots);
         gr_netns_cache_free(netns);
         close(rootfd);
@@ -1264,9 +1239,9 @@ int gr_proc_read_thread_files(const gr_proc_options *opts, gr_proc_table *t, gr_
 
 int gr_proc_holding(const char *proc_root, const char *dev_dir, pid_t pid, gr_holding **ret)
 {
-        const char *devdir = dev_dir ? dev_dir : gr_dev_dir_default();
+        const char *devdir = dev_dir ? dev_dir : gr_context_dev_dir(NULL);
         size_t devdir_len = dev_dir_len(devdir);
-        int fd = open_pid_dir(proc_root ? proc_root : gr_proc_root_default(), pid);
+        int fd = open_pid_dir(proc_root ? proc_root : gr_context_proc_root(NULL), pid);
         if (fd < 0)
                 return fd;
         gr_holding *h = NULL;
@@ -1330,8 +1305,8 @@ static int thread_drm(int tdir, const gr_stat *tst, void *userdata)
 
 int gr_proc_holds_drm(const char *proc_root, const char *dev_dir, pid_t pid)
 {
-        const char *root = proc_root ? proc_root : gr_proc_root_default();
-        const char *devdir = dev_dir ? dev_dir : gr_dev_dir_default();
+        const char *root = proc_root ? proc_root : gr_context_proc_root(NULL);
+        const char *devdir = dev_dir ? dev_dir : gr_context_dev_dir(NULL);
         int fd = open_pid_dir(root, pid);
         if (fd < 0)
                 return fd;
@@ -1371,7 +1346,7 @@ int gr_proc_holds_drm(const char *proc_root, const char *dev_dir, pid_t pid)
 
 int gr_proc_same_process(const char *proc_root, pid_t pid, uint64_t start_time)
 {
-        int fd = open_pid_dir(proc_root ? proc_root : gr_proc_root_default(), pid);
+        int fd = open_pid_dir(proc_root ? proc_root : gr_context_proc_root(NULL), pid);
         if (fd == -ESRCH)
                 return 0;
         if (fd < 0)

@@ -110,6 +110,8 @@ static void load_lineage(const gr_proc_options *po, gr_proc_table *t)
 static int kubelet_ask(const gr_snapshot_options *opts, gr_kubelet_answer **ret)
 {
         gr_kubelet_options ko = opts->kubelet;
+        if (!ko.ctx)
+                ko.ctx = opts->ctx;
         uint64_t timeout = ko.timeout_ms ? ko.timeout_ms : 1000, now = gr_now_ms();
         if (opts->gpu.deadline_ms) {
                 uint64_t left = opts->gpu.deadline_ms > now ? opts->gpu.deadline_ms - now : 0;
@@ -149,7 +151,7 @@ static int take_drm(const gr_proc_options *po, gr_snapshot *s)
                 for (unsigned k = 0; p->drm && k < p->drm->n; k++)
                         refs[n++] = (gr_drm_fd_ref){ p->pid, p->drm->fds[k].fd, p->drm->fds[k].node, p->drm->fds[k].minor };
         }
-        gr_drm_input in = { .proc_root = po->proc_root, .fds = refs, .n_fds = n };
+        gr_drm_input in = { .ctx = po->ctx, .proc_root = po->proc_root, .fds = refs, .n_fds = n };
         int r = gr_drm_report_read(&in, &s->drm);
         for (size_t i = 0; r == 0 && s->procs && i < s->procs->n; i++) {
                 gr_process *p = &s->procs->procs[i];
@@ -187,17 +189,22 @@ int gr_snapshot_take(const gr_snapshot_options *opts, gr_snapshot **ret)
         s->uid = getuid();
 
         gr_proc_options po = opts ? opts->proc : (gr_proc_options){ 0 };
+        gr_gpu_options go = opts ? opts->gpu : (gr_gpu_options){ 0 };
+        if (!po.ctx)
+                po.ctx = opts ? opts->ctx : NULL;
+        if (!go.ctx)
+                go.ctx = opts ? opts->ctx : NULL;
         if (!po.proc_root)
-                po.proc_root = gr_proc_root_default();
+                po.proc_root = gr_context_proc_root(po.ctx);
         if (!po.dev_dir)
-                po.dev_dir = gr_dev_dir_default();
+                po.dev_dir = gr_context_dev_dir(po.ctx);
         gr_strlcpy(s->proc_root, po.proc_root, sizeof(s->proc_root));
         gr_strlcpy(s->dev_dir, po.dev_dir, sizeof(s->dev_dir));
 
         /* the driver is read in a helper while we scan /proc: the two waits overlap */
         gr_gpu_query *q = NULL;
         pid_t helper = 0;
-        int r = opts && opts->gpu_down ? 0 : gr_gpu_query_start(opts ? &opts->gpu : NULL, &q, &helper);
+        int r = opts && opts->gpu_down ? 0 : gr_gpu_query_start(&go, &q, &helper);
         if (r < 0) {
                 free(s);
                 return r;

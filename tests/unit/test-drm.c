@@ -219,13 +219,13 @@ static void kfd_topology_gpu_and_cpu(void **state)
 
 static void sys_root_default_and_set(void **state)
 {
-        assert_string_equal(gr_sys_root_default(), "/sys");
-        gr_sys_root_set_default("/tmp/fixture-sys");
-        assert_string_equal(gr_sys_root_default(), "/tmp/fixture-sys");
-        gr_sys_root_set_default("");
-        assert_string_equal(gr_sys_root_default(), "/sys");
-        gr_sys_root_set_default(NULL);
-        assert_string_equal(gr_sys_root_default(), "/sys");
+        assert_string_equal(gr_context_sys_root(NULL), "/sys");
+        gr_context_set_sys_root(NULL, "/tmp/fixture-sys");
+        assert_string_equal(gr_context_sys_root(NULL), "/tmp/fixture-sys");
+        gr_context_set_sys_root(NULL, "");
+        assert_string_equal(gr_context_sys_root(NULL), "/sys");
+        gr_context_set_sys_root(NULL, NULL);
+        assert_string_equal(gr_context_sys_root(NULL), "/sys");
 }
 
 int main(void)

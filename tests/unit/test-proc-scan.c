@@ -12,6 +12,8 @@
 #include <cmocka.h>
 
 #include "gpureap/basic.h"
+#include <pthread.h>
+
 #include "gpureap/proc.h"
 
 static char fixture[1024];
@@ -20,9 +22,9 @@ static void fixture_ghost_tree(void **state)
 {
         gr_proc_options o = { .proc_root = fixture, .dev_dir = "/dev" };
         gr_proc_table *t = NULL;
-        gr_proc_scan_set_mode(GR_SCAN_MODE_BPF, NULL); /* asked for, but the iterator cannot see a recording */
+        gr_context_set_scan_mode(NULL, GR_SCAN_MODE_BPF, NULL); /* asked for, but the iterator cannot see a recording */
         assert_int_equal(gr_proc_scan(&o, &t), 0);
-        gr_proc_scan_set_mode(GR_SCAN_MODE_AUTO, NULL);
+        gr_context_set_scan_mode(NULL, GR_SCAN_MODE_AUTO, NULL);
         assert_int_equal(t->scan, GR_SCAN_PROC);
         assert_non_null(strstr(t->scan_fallback, "not /proc"));
         /* 1, 2, 200, 300, 500; 400 vanished (no stat); "self" and "stat" are not PIDs */
@@ -133,11 +135,11 @@ static void live_bpf_scan_matches_proc(void **state)
         assert_true(fd >= 0 && fd2 >= 0);
         gr_proc_options o = { .proc_root = "/proc", .dev_dir = dir };
         gr_proc_table *tb = NULL, *tp = NULL;
-        gr_proc_scan_set_mode(GR_SCAN_MODE_BPF, NULL);
+        gr_context_set_scan_mode(NULL, GR_SCAN_MODE_BPF, NULL);
         assert_int_equal(gr_proc_scan(&o, &tb), 0);
-        gr_proc_scan_set_mode(GR_SCAN_MODE_PROC, NULL);
+        gr_context_set_scan_mode(NULL, GR_SCAN_MODE_PROC, NULL);
         assert_int_equal(gr_proc_scan(&o, &tp), 0);
-        gr_proc_scan_set_mode(GR_SCAN_MODE_AUTO, NULL);
+        gr_context_set_scan_mode(NULL, GR_SCAN_MODE_AUTO, NULL);
         close(fd);
         close(fd2);
         unlink(path);
@@ -256,23 +258,23 @@ static void only_regular_files_are_read(void **state)
         rmdir(dir);
 }
 
-/* The library reads no environment: the program's defaults stand for options left NULL, and a
- * reason given with the /proc scan is the table's fallback */
+/* The library reads no environment: the default context's settings stand for options left NULL,
+ * and a reason given with the /proc scan is the table's fallback */
 static void defaults_are_the_programs(void **state)
 {
         setenv("GPUREAP_PROC_ROOT", "/nonexistent", 1); /* the command's variable: not read here */
-        gr_proc_root_set_default(fixture);
-        gr_dev_dir_set_default("/dev");
-        assert_string_equal(gr_proc_root_default(), fixture);
-        gr_proc_scan_set_mode(GR_SCAN_MODE_PROC, "the caller said so");
+        gr_context_set_proc_root(NULL, fixture);
+        gr_context_set_dev_dir(NULL, "/dev");
+        assert_string_equal(gr_context_proc_root(NULL), fixture);
+        gr_context_set_scan_mode(NULL, GR_SCAN_MODE_PROC, "the caller said so");
         gr_proc_table *t = NULL;
         assert_int_equal(gr_proc_scan(&(gr_proc_options){ 0 }, &t), 0);
-        gr_proc_root_set_default(NULL);
-        gr_dev_dir_set_default(NULL);
-        gr_proc_scan_set_mode(GR_SCAN_MODE_AUTO, NULL);
+        gr_context_set_proc_root(NULL, NULL);
+        gr_context_set_dev_dir(NULL, NULL);
+        gr_context_set_scan_mode(NULL, GR_SCAN_MODE_AUTO, NULL);
         unsetenv("GPUREAP_PROC_ROOT");
-        assert_string_equal(gr_proc_root_default(), "/proc");
-        assert_string_equal(gr_dev_dir_default(), "/dev");
+        assert_string_equal(gr_context_proc_root(NULL), "/proc");
+        assert_string_equal(gr_context_dev_dir(NULL), "/dev");
         assert_int_equal(t->scan, GR_SCAN_PROC);
         assert_string_equal(t->scan_fallback, "the caller said so");
         assert_int_equal(t->n, 5); /* the fixture's processes */
@@ -313,6 +315,60 @@ static void fixture_drm_fds_by_name(void **state)
         gr_proc_table_free(t);
 }
 
+struct ctx_scan {
+        gr_context *ctx;
+        gr_proc_table *t;
+        int r;
+};
+
+static void *scan_in(void *userdata)
+{
+        struct ctx_scan *cs = userdata;
+        cs->r = gr_proc_scan(&(gr_proc_options){ .ctx = cs->ctx }, &cs->t);
+        return NULL;
+}
+
+/* Two contexts in one process, scanning at once in two threads: each scan has its own context's
+ * root, device directory and scan mode, and the default context is left as it was */
+static void contexts_do_not_mix(void **state)
+{
+        gr_context *a = NULL, *b = NULL;
+        assert_int_equal(gr_context_new(&a), 0);
+        assert_int_equal(gr_context_new(&b), 0);
+        gr_context_set_proc_root(a, fixture);
+        gr_context_set_dev_dir(a, "/dev");
+        gr_context_set_scan_mode(a, GR_SCAN_MODE_PROC, "context a said so");
+        gr_context_set_proc_root(b, fixture);
+        gr_context_set_dev_dir(b, "/dev/shm"); /* the fixture's holders hold /dev/nvidia* */
+        assert_string_equal(gr_context_proc_root(NULL), "/proc");
+        assert_string_equal(gr_context_dev_dir(b), "/dev/shm");
+        assert_string_equal(gr_context_sys_root(a), "/sys");
+        struct ctx_scan sa = { .ctx = a }, sb = { .ctx = b };
+        pthread_t ta, tb;
+        assert_int_equal(pthread_create(&ta, NULL, scan_in, &sa), 0);
+        assert_int_equal(pthread_create(&tb, NULL, scan_in, &sb), 0);
+        pthread_join(ta, NULL);
+        pthread_join(tb, NULL);
+        assert_int_equal(sa.r, 0);
+        assert_int_equal(sb.r, 0);
+        assert_int_equal(sa.t->n, 5);
+        assert_int_equal(sb.t->n, 5);
+        assert_string_equal(sa.t->scan_fallback, "context a said so");
+        assert_non_null(strstr(sb.t->scan_fallback, "not /proc")); /* auto: the iterator cannot see a recording */
+        assert_non_null(gr_proc_table_find(sa.t, 200)->hold);
+        assert_null(gr_proc_table_find(sb.t, 200)->hold);
+        assert_string_equal(gr_context_proc_root(NULL), "/proc");
+        assert_string_equal(gr_context_dev_dir(NULL), "/dev");
+        gr_proc_table_free(sa.t);
+        gr_proc_table_free(sb.t);
+        gr_context_set_proc_root(a, "");      /* back to the default */
+        assert_string_equal(gr_context_proc_root(a), "/proc");
+        gr_context_free(a);
+        gr_context_free(b);
+        gr_context_free(gr_context_default()); /* not freed: still usable */
+        assert_string_equal(gr_context_proc_root(gr_context_default()), "/proc");
+}
+
 int main(void)
 {
         const char *f = getenv("FIXTURES");
@@ -328,6 +384,7 @@ int main(void)
                 cmocka_unit_test(bounded_file_reads),
                 cmocka_unit_test(only_regular_files_are_read),
                 cmocka_unit_test(defaults_are_the_programs),
+                cmocka_unit_test(contexts_do_not_mix),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
