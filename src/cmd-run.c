@@ -138,8 +138,6 @@ struct run {
         int cgroup_kill_fd;             /* its cgroup.kill, for a crash of gpureap's */
         int group_fd;                   /* a pidfd of the command, which leads a process group of
                                            its own session's (none as a terminal's job) */
-        bool group_termed;              /* that group had its SIGTERM and SIGCONT at the end */
-        pid_t last_pid_at_term;         /* the PID last handed out just before */
         bool out_broken, err_broken; /* our stdout or stderr cannot be written any more */
         bool signal_group;              /* --signal-group: passed on to the command's group */
         int rewrite[_NSIG];             /* --rewrite-signal: what a signal is taken for; 0: itself,
@@ -453,20 +451,7 @@ static struct sampled *records(struct run *r, const gr_tree_proc *t, size_t n, b
         return now_set;
 }
 
-/* The tree's listing, for a caller that goes on with it (the ladder after the end's look) */
-struct listing {
-        gr_tree_proc *t;
-        size_t n;
-        bool valid;
-};
-
-static void listing_drop(struct listing *ls)
-{
-        free(ls->t);
-        *ls = (struct listing){ 0 };
-}
-
-static void sample_gpus(struct run *r, enum sample_mode mode, struct listing *keep)
+static void sample_gpus(struct run *r, enum sample_mode mode)
 {
         if (!driver_present())
                 return;
@@ -475,10 +460,7 @@ static void sample_gpus(struct run *r, enum sample_mode mode, struct listing *ke
         if (gr_tree_list(NULL, getpid(), listing_cgroup(r), NULL, 0, &t, &n) < 0)
                 return;
         struct sampled *now_set = records(r, t, n, mode == SAMPLE_END_POST || mode == SAMPLE_ALL, &k);
-        if (keep)
-                *keep = (struct listing){ t, n, true };
-        else
-                free(t);
+        free(t);
         if (!now_set)
                 return;
         uint64_t now = gr_now_ms(), t0 = gr_now_us();
@@ -761,148 +743,65 @@ static bool tree_gone(struct run *r, int *child_status, bool *child_done)
         return !r->cgroup[0] || gr_cgroup_empty(r->cgroup);
 }
 
-/* The ladder over the whole tree (lib/act/ladder.c), its members found again at every round so
- * that what forks meanwhile gets the current rung, zombies reaped as they appear */
-struct tree_ladder {
+/* gpureap run's part of the tree's end (gr_tree_end, lib/act/tree-end.c does the signals) */
+struct end_hooks {
         struct run *r;
         int *child_status;
         bool *child_done;
-        uint64_t next_us;         /* the next look at the tree: at most a third of the time looking */
-        int post_sample;          /* after the first rung: the GPU look of this mode (0: none) */
-        bool group;               /* the group's SIGTERM came first: its members have had theirs */
-        bool listed;              /* the first listing was taken */
-        unsigned group_ended;     /* members of the group already ended at the first listing */
+        enum sample_mode post_sample; /* the GPU look once the first SIGTERMs went out */
 };
 
-/* Reap one that has ended by its PID: the kernel finds one child in constant time, while a
- * wait for any child walks all of them, and a tree of a thousand orphans made that quadratic.
- * True once it is reaped, or not ours to reap (its own parent waits for it) */
-static bool reap_member(struct tree_ladder *tl, pid_t pid)
+static void end_reaped(pid_t pid, int status, void *userdata)
 {
-        int st;
-        pid_t w = waitpid(pid, &st, WNOHANG);
-        if (w < 0)
-                return errno == ECHILD;
-        if (w != pid)
-                return false;
-        note_gone(tl->r, w);
-        if (w == tl->r->cmd_pid)
-                crash_pgid = 0;
-        if (w == tl->r->child) {
-                *tl->child_status = st;
-                *tl->child_done = true;
-        } else if (w != tl->r->cmd_pid) {
-                tl->r->reaped_orphans++;
+        struct end_hooks *eh = userdata;
+        struct run *r = eh->r;
+        note_gone(r, pid);
+        if (pid == r->cmd_pid)
+                crash_pgid = 0; /* its number may be another group's now */
+        if (pid == r->child) {
+                *eh->child_status = status;
+                *eh->child_done = true;
+        } else if (pid != r->cmd_pid) { /* with a pty the shim leaves the command to us */
+                r->reaped_orphans++;
         }
-        return true;
 }
 
-/* Had it the group's SIGTERM: in the command's group, born before it (a false "born since"
- * costs a second TERM, never a missing one) */
-static bool had_group_term(const struct run *r, const gr_tree_proc *p, pid_t last_pid_now)
+static void end_group_signalled(bool done, void *userdata)
 {
-        return p->pgid == r->cmd_pid && !gr_pid_new_since(p->pid, r->last_pid_at_term, last_pid_now);
+        struct end_hooks *eh = userdata;
+        struct run *r = eh->r;
+        if (done)
+                audit_log(LOG_NOTICE, "'%s' (supervised): SIGTERM and SIGCONT to its process group %d", r->cmd[0],
+                          (int)r->cmd_pid);
+        verbose(r, "ending the tree: SIGTERM and SIGCONT to %s, SIGKILL after %.1fs",
+                done ? "its process group, then to each other process" : "each process", (double)r->grace / 1000);
 }
 
-/* The members listed join the ladder; the zombies among them are reaped by PID (those not
- * reaped here go to the wait for any child at the end, which walks all of them) */
-static void ladder_add_listed(gr_ladder *l, const gr_tree_proc *t, size_t n, struct tree_ladder *tl)
+static void end_after_term(void *userdata)
 {
-        pid_t now = 0; /* read after the listing: every member listed was born by then */
-        bool group = tl->group && gr_last_pid(&now) == 0;
-        for (size_t i = 0; i < n; i++) {
-                bool had = group && had_group_term(tl->r, &t[i], now);
-                if (t[i].state == 'Z') {
-                        if (had && !tl->listed)
-                                tl->group_ended++;
-                        reap_member(tl, t[i].pid);
-                        continue;
-                }
-                int q = had ? gr_ladder_add_signalled(l, t[i].pid, t[i].start_time, NULL)
-                            : gr_ladder_add(l, t[i].pid, t[i].start_time, NULL);
-                if (q > 0)
-                        gr_strlcpy(l->m[l->n - 1].comm, t[i].comm, sizeof(l->m[l->n - 1].comm));
-        }
-        tl->listed = true;
+        struct end_hooks *eh = userdata;
+        sample_gpus(eh->r, eh->post_sample);
 }
 
-static void tree_refresh(gr_ladder *l, void *userdata)
+static void end_tick(void *userdata)
 {
-        struct tree_ladder *tl = userdata;
-        uint64_t t0 = gr_now_us();
-        if (t0 < tl->next_us)
-                return;
-        gr_tree_proc *t = NULL;
-        size_t n = 0;
-        int q = gr_tree_list(NULL, getpid(), listing_cgroup(tl->r), NULL, 0, &t, &n);
-        uint64_t cost = gr_now_us() - t0;
-        tl->next_us = gr_now_us() + (2 * cost > 5000 ? 2 * cost : 5000);
-        if (q < 0)
-                return;
-        ladder_add_listed(l, t, n, tl);
-        free(t);
-}
-
-/* Reap what has ended, each by its PID */
-static void tree_tick(gr_ladder *l, void *userdata)
-{
-        struct tree_ladder *tl = userdata;
-        if (tl->post_sample) { /* the first tick comes right after the first rung */
-                enum sample_mode mode = (enum sample_mode)tl->post_sample;
-                tl->post_sample = 0;
-                sample_gpus(tl->r, mode, NULL);
-        }
-        for (size_t i = 0; i < l->n; i++) {
-                gr_ladder_member *m = &l->m[i];
-                if (m->done && !m->reaped)
-                        m->reaped = reap_member(tl, m->ref.pid);
-        }
+        struct end_hooks *eh = userdata;
         struct signalfd_siginfo si;
-        while (read(tl->r->sigfd, &si, sizeof(si)) == sizeof(si))
+        while (read(eh->r->sigfd, &si, sizeof(si)) == sizeof(si))
                 ; /* SIGCHLD and what we forward: the tree is ending anyway */
 }
 
-static void tree_before_kill(void *userdata)
+static void end_member(const gr_ladder_member *m, bool term, void *userdata)
 {
-        struct tree_ladder *tl = userdata;
-        if (tl->r->cgroup[0])
-                gr_cgroup_kill(tl->r->cgroup);
-}
-
-/* One ladder over what the tree holds now (listed just before by the caller, or listed here);
- * grace 0: straight to SIGKILL (a later round). Every member is checked against its start time
- * through a pidfd before its signal, however old the listing. */
-static void ladder_round(struct run *r, int *child_status, bool *child_done, uint64_t grace, struct listing *ls,
-                         int post_sample)
-{
-        struct tree_ladder tl = { r, child_status, child_done, 0, post_sample, r->group_termed && grace > 0, false, 0 };
-        gr_ladder l;
-        gr_ladder_options lo = { .grace_ms = grace, .deadline_ms = grace + 10000, .refresh = tree_refresh,
-                                 .tick = tree_tick, .before_kill = tree_before_kill, .userdata = &tl };
-        gr_ladder_init(&l, &lo);
-        if (ls && ls->valid) {
-                ladder_add_listed(&l, ls->t, ls->n, &tl);
-                tl.next_us = gr_now_us() + 5000;
-        } else {
-                tree_refresh(&l, &tl);
-        }
-        if (ls)
-                listing_drop(ls);
-        if (l.n > 0)
-                gr_ladder_run(&l);
-        for (size_t i = 0; i < l.n; i++) {
-                if (l.m[i].ref.pid == r->tty.shim)
-                        continue; /* gpureap's own part of the tree: it ends with the command */
-                r->killed_term += l.m[i].signalled && grace > 0;
-                r->killed_kill += l.m[i].result == GR_KILL_KILLED;
-                if (l.m[i].signalled || gr_kill_result_failed(l.m[i].result))
-                        audit_log(gr_kill_result_failed(l.m[i].result) ? LOG_WARNING : LOG_NOTICE,
-                                  "'%s' (supervised): pid %d start %llu comm '%s': a member of its tree: %s",
-                                  r->cmd[0], (int)l.m[i].ref.pid, (unsigned long long)l.m[i].ref.start_time,
-                                  l.m[i].comm, gr_kill_result_name(l.m[i].result));
-        }
-        r->killed_term += tl.group_ended;
-        gr_ladder_done(&l);
+        struct end_hooks *eh = userdata;
+        struct run *r = eh->r;
+        if (m->ref.pid == r->tty.shim)
+                return; /* gpureap's own part of the tree: it ends with the command */
+        r->killed_term += m->signalled && term;
+        r->killed_kill += m->result == GR_KILL_KILLED;
+        audit_log(gr_kill_result_failed(m->result) ? LOG_WARNING : LOG_NOTICE,
+                  "'%s' (supervised): pid %d start %llu comm '%s': a member of its tree: %s", r->cmd[0],
+                  (int)m->ref.pid, (unsigned long long)m->ref.start_time, m->comm, gr_kill_result_name(m->result));
 }
 
 /* The signal that ended gpureap (INT, HUP, QUIT), to the command alone, and time to act on it:
@@ -944,31 +843,6 @@ static uint64_t pass_on_and_wait(struct run *r, int sig, uint64_t grace)
         return spent < grace ? spent : grace;
 }
 
-/* The end's SIGTERM and SIGCONT to the command's process group at once, as 'tini -g' and
- * 'kill -- -PGID' send them, before anything is listed: its members start exiting while the
- * tree is listed and pinned, where one signal each after that kept them all waiting for it
- * (the listing and pinning of 100 took 3-6 ms on the CI machine). Only that group: it is in the
- * command's own session (or the pty shim's), which holds the command's descendants alone, and
- * the pidfd names that group whatever process gets its number later (before Linux 6.9, a kill
- * of the group while the command, our child, is not reaped: its PID is the group's). Not at a
- * terminal's job: its group is in the caller's session. The ladder then passes by who had it
- * (in the group, born before: tree_ladder.group); the rest of the tree gets its TERM there. */
-static void group_term(struct run *r)
-{
-        if (r->group_fd < 0 || gr_last_pid(&r->last_pid_at_term) < 0)
-                return;
-        int q = gr_pidfd_signal_group(r->group_fd, SIGTERM);
-        if (q == -EINVAL && crash_pgid > 0)
-                q = kill(-r->cmd_pid, SIGTERM) < 0 ? -errno : 0;
-        if (q < 0)
-                return; /* nobody left in the group, or no way to reach it safely */
-        if (gr_pidfd_signal_group(r->group_fd, SIGCONT) == -EINVAL && crash_pgid > 0)
-                kill(-r->cmd_pid, SIGCONT);
-        r->group_termed = true;
-        audit_log(LOG_NOTICE, "'%s' (supervised): SIGTERM and SIGCONT to its process group %d", r->cmd[0],
-                  (int)r->cmd_pid);
-}
-
 static void end_tree(struct run *r, int ending, int *child_status, bool *child_done)
 {
         if (tree_gone(r, child_status, child_done))
@@ -985,46 +859,28 @@ static void end_tree(struct run *r, int ending, int *child_status, bool *child_d
          * everyone is walked. */
         bool host_pids = gr_proc_in_init_pidns();
         if (host_pids)
-                sample_gpus(r, SAMPLE_END_PRE, NULL);
+                sample_gpus(r, SAMPLE_END_PRE);
         /* The signal that ended gpureap (INT, HUP, QUIT) reaches the command first, as itself,
          * with time to act on it (pass_on_and_wait), but only after the last look: passed on at
          * once, it ended the command before that look could see its GPU. The time it takes is
          * the command's own: the rest of the tree then has the whole grace after its SIGTERM
          * (taken from the grace, it got TERM and KILL back to back, and its handlers never ran).
-         * Then the command's group its SIGTERM at once (group_term), and one ladder over the
+         * Then the command's group its SIGTERM at once (gr_tree_end), and one ladder over the
          * tree: each member gets SIGTERM and SIGCONT once (the ladder passes by who had the
          * group's: a second TERM told a handler twice, and to many servers a second TERM means
          * "quit now"), the never looked at get their look after it. */
         if (!*child_done && ending && ending != SIGTERM)
                 pass_on_and_wait(r, ending, r->grace);
-        group_term(r);
-        verbose(r, "ending the tree: SIGTERM and SIGCONT to %s, SIGKILL after %.1fs",
-                r->group_termed ? "its process group, then to each other process" : "each process",
-                (double)r->grace / 1000);
-        ladder_round(r, child_status, child_done, r->grace, NULL,
-                     host_pids ? SAMPLE_END_POST : SAMPLE_ALL);
-        /* Return only when nothing is left: every child reaped (orphans of the tree come to us,
-         * as a subreaper, some only as their parents finish exiting) and the cgroup empty. What
-         * forked after the ladder's last look gets SIGKILL in a round of its own. */
-        for (int round = 0; round < 1000 && !tree_gone(r, child_status, child_done); round++) {
-                struct listing now = { 0 };
-                size_t alive = 0;
-                if (gr_tree_list(NULL, getpid(), listing_cgroup(r), NULL, 0, &now.t, &now.n) == 0) {
-                        now.valid = true;
-                        for (size_t i = 0; i < now.n; i++)
-                                alive += now.t[i].state != 'Z';
-                }
-                if (alive > 0) {
-                        ladder_round(r, child_status, child_done, 0, &now, 0); /* the same listing */
-                        continue;
-                }
-                listing_drop(&now);
-                if (round == 100 && r->cgroup[0])
-                        gr_cgroup_kill(r->cgroup); /* 100 ms and still members that no listing shows
-                                                       alive: whatever they are, ours to end */
-                else
-                        poll(NULL, 0, 1); /* zombies on their way to us */
-        }
+        struct end_hooks eh = { r, child_status, child_done, host_pids ? SAMPLE_END_POST : SAMPLE_ALL };
+        gr_tree_end_options to = {
+                .grace_ms = r->grace, .cgroup = r->cgroup, .cgroup_complete = !r->cgroup_partial,
+                .group_fd = r->group_fd, .pgid = r->cmd_pid, .pgid_held = crash_pgid > 0,
+                .reaped = end_reaped, .group_signalled = end_group_signalled, .after_term = end_after_term,
+                .tick = end_tick, .member = end_member, .userdata = &eh,
+        };
+        gr_tree_end_result tr;
+        gr_tree_end(&to, &tr);
+        r->killed_term += tr.group_ended;
 reaped:
         crash_pgid = 0; /* reaped: the number may be another group's */
         if (r->cgroup[0])
@@ -1519,7 +1375,7 @@ static void supervise(struct run *r, bool want_ready, struct run_end *e)
                          * the subreaper */
                         if (!r->no_cgroup && !r->cgroup_tried && !child_ended(r))
                                 contain(r);
-                        sample_gpus(r, SAMPLE_DUE, NULL);
+                        sample_gpus(r, SAMPLE_DUE);
                         next_sample = now + 250;
                 }
                 struct pollfd p[5] = { { .fd = r->sigfd, .events = POLLIN },

@@ -201,6 +201,45 @@ typedef struct gr_kill_options {
 
 int gr_kill_plan(const gr_plan *p, const gr_kill_options *o, gr_kill_outcome **ret, size_t *ret_n);
 
+/* ---- the end of a supervised tree (lib/act/tree-end.c): gpureap run's teardown ---- */
+/* The caller is the tree's child subreaper (PR_SET_CHILD_SUBREAPER: every orphan of the tree
+ * comes back to it), and may have put the tree in a leaf cgroup of its own (tree.h). The tree
+ * is its descendants and that cgroup's members: nothing else is signalled. First the command's
+ * process group gets SIGTERM and SIGCONT at once through group_fd (a pidfd of the group's
+ * leader: it names that group whatever process gets the number later); then one ladder over
+ * the tree, listed again at every round so that what forks meanwhile gets the current rung,
+ * each member checked against its start time through a pidfd just before its signal (who had
+ * the group's SIGTERM is passed by: a second TERM means "quit now" to many servers); then
+ * rounds of SIGKILL (cgroup.kill first) until no child is left and the cgroup is empty. */
+typedef struct gr_tree_end_options {
+        uint64_t grace_ms;           /* between SIGTERM and SIGKILL */
+        const char *cgroup;          /* the tree's leaf cgroup; NULL or "": none */
+        bool cgroup_complete;        /* every member was moved into it: the listings take its
+                                        members for the tree without asking them for children */
+        int group_fd;                /* the command's pidfd, -1: no group signal */
+        pid_t pgid;                  /* the command's process group (its PID) */
+        bool pgid_held;              /* the group's leader is our child, not yet reaped: before
+                                        Linux 6.9 the group is signalled by kill(-pgid) */
+        /* each may be NULL; userdata is theirs */
+        void (*reaped)(pid_t pid, int status, void *userdata);     /* every child reaped here */
+        void (*group_signalled)(bool done, void *userdata);        /* after the group's try */
+        void (*after_term)(void *userdata);   /* once the first round's SIGTERMs went out */
+        void (*tick)(void *userdata);         /* every round of the ladder */
+        /* every member signalled or failed, once its ladder is done; term: of the SIGTERM
+         * round (else a later SIGKILL round) */
+        void (*member)(const gr_ladder_member *m, bool term, void *userdata);
+        void *userdata;
+} gr_tree_end_options;
+
+typedef struct gr_tree_end_result {
+        bool group_termed;           /* the group had its SIGTERM */
+        unsigned group_ended;        /* its members that were already zombies at the first listing */
+} gr_tree_end_result;
+
+/* true once nothing of the tree is left; false after 1000 rounds of SIGKILL with something
+ * still there (a member in state D the kernel does not let go) */
+bool gr_tree_end(const gr_tree_end_options *o, gr_tree_end_result *ret);
+
 #pragma GCC visibility pop
 
 #endif

@@ -30,7 +30,7 @@ ok "soname libgpureap.so.0"
 nm -D --defined-only "$so" | awk '{ print $NF }' >"$T/exports"
 bad=$(grep -v '^gr_' "$T/exports" || true)
 [ -z "$bad" ] || fail "exported, not gr_*: $(echo $bad)"
-for f in gr_snapshot_take gr_diagnose gr_plan_make gr_reap gr_wait_until gr_context_new gr_context_set_nvml_library gr_context_set_scan_mode; do
+for f in gr_snapshot_take gr_diagnose gr_plan_make gr_reap gr_tree_end gr_wait_until gr_context_new gr_context_set_nvml_library gr_context_set_scan_mode; do
         grep -qx "$f" "$T/exports" || fail "$f is not exported"
 done
 # a gr_* function of lib/ that no public header declares stays inside (lib/gpu/helper.h)

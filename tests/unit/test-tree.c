@@ -14,6 +14,7 @@
 #include <cmocka.h>
 
 #include "gpureap/basic.h"
+#include "gpureap/act.h"
 #include "gpureap/tree.h"
 
 static pid_t spawn_sleeper(void)
@@ -169,12 +170,112 @@ static int end_our_tree(void **state)
         return 0;
 }
 
+struct end_seen {
+        pid_t cmd;
+        bool cmd_reaped, group_told, after_term;
+        unsigned killed, termed, ticks;
+};
+
+static void seen_reaped(pid_t pid, int status, void *userdata)
+{
+        struct end_seen *e = userdata;
+        e->cmd_reaped = e->cmd_reaped || pid == e->cmd;
+}
+
+static void seen_group(bool done, void *userdata)
+{
+        ((struct end_seen *)userdata)->group_told = done;
+}
+
+static void seen_after_term(void *userdata)
+{
+        ((struct end_seen *)userdata)->after_term = true;
+}
+
+static void seen_tick(void *userdata)
+{
+        ((struct end_seen *)userdata)->ticks++;
+}
+
+static void seen_member(const gr_ladder_member *m, bool term, void *userdata)
+{
+        struct end_seen *e = userdata;
+        e->killed += m->result == GR_KILL_KILLED;
+        e->termed += m->result == GR_KILL_ENDED;
+}
+
+/* The end of a supervised tree (gr_tree_end): a command that leads its own process group, a
+ * member of that group, one in a session of its own, an orphan handed to us, and one that
+ * ignores SIGTERM; nothing is left, the one that ignored TERM needed SIGKILL, the group had its
+ * TERM as one, and the command's status was reaped through the hook */
+static void tree_end_leaves_nothing(void **state)
+{
+        prctl(PR_SET_CHILD_SUBREAPER, 1);
+        int ready[2];
+        assert_int_equal(pipe(ready), 0);
+        pid_t cmd = fork();
+        if (cmd == 0) {
+                setpgid(0, 0);
+                close(ready[0]);
+                spawn_family(ready[1]);
+                pid_t stubborn = fork();
+                if (stubborn == 0) {
+                        signal(SIGTERM, SIG_IGN);
+                        char c = 'i';
+                        if (write(ready[1], &c, 1) != 1)
+                                _exit(1);
+                        for (;;)
+                                pause();
+                }
+                for (;;)
+                        pause();
+        }
+        assert_true(cmd > 0);
+        setpgid(cmd, cmd); /* either side may run first */
+        close(ready[1]);
+        char buf[3];
+        size_t got = 0;
+        while (got < 3) { /* the setsid'd one, the orphan's parent, the stubborn one */
+                ssize_t k = read(ready[0], buf, 3 - got);
+                assert_true(k > 0);
+                got += (size_t)k;
+        }
+        close(ready[0]);
+        gr_tree_proc *t = NULL;
+        size_t n = 0;
+        assert_int_equal(gr_tree_list(NULL, getpid(), NULL, NULL, 0, &t, &n), 0);
+        free(t);
+        assert_true(n >= 6); /* cmd, its sleeper, the family's child and its two, the stubborn one */
+        int gfd = gr_pidfd_open(cmd);
+        assert_true(gfd >= 0);
+        struct end_seen e = { .cmd = cmd };
+        gr_tree_end_options o = { .grace_ms = 300, .group_fd = gfd, .pgid = cmd, .pgid_held = true,
+                                  .reaped = seen_reaped, .group_signalled = seen_group,
+                                  .after_term = seen_after_term, .tick = seen_tick, .member = seen_member,
+                                  .userdata = &e };
+        gr_tree_end_result res;
+        assert_true(gr_tree_end(&o, &res));
+        close(gfd);
+        assert_int_equal(gr_tree_list_by_walk(NULL, getpid(), NULL, NULL, 0, &t, &n), 0);
+        free(t);
+        assert_int_equal(n, 0);
+        assert_true(res.group_termed);
+        assert_true(e.group_told);
+        assert_true(e.after_term);
+        assert_true(e.ticks > 0);
+        assert_true(e.cmd_reaped);
+        assert_true(e.killed >= 1); /* the stubborn one */
+        assert_true(e.termed >= 1); /* the setsid'd one: not in the group, its TERM from the ladder */
+        assert_int_equal(waitpid(-1, NULL, WNOHANG), -1); /* no child left */
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_teardown(same_tree_both_ways, end_our_tree),
                 cmocka_unit_test_teardown(pid_born_since, end_our_tree),
                 cmocka_unit_test_teardown(zombie_children_listed, end_our_tree),
+                cmocka_unit_test_teardown(tree_end_leaves_nothing, end_our_tree),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

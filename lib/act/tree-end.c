@@ -1,0 +1,232 @@
+/* The end of a supervised tree (act.h, gr_tree_end): what 'gpureap run' does once its command
+ * is to end or has ended and left processes. The caller is the tree's child subreaper (every
+ * orphan of the tree comes back to it) and may have a leaf cgroup that holds the tree. First
+ * the command's process group gets SIGTERM and SIGCONT at once, through a pidfd that names that
+ * group whatever process gets its number later; then one ladder over the whole tree, listed
+ * again at every round so that what forks meanwhile gets the current rung, each member checked
+ * against its start time through a pidfd before its signal; then rounds of SIGKILL until no
+ * child is left and the cgroup is empty. Zombies are reaped by PID as they appear. */
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "gpureap/act.h"
+#include "gpureap/basic.h"
+#include "gpureap/tree.h"
+
+struct tree_end {
+        const gr_tree_end_options *o;
+        gr_tree_end_result *res;
+        bool pgid_held;           /* the group's leader is our child, not reaped: kill(-pgid) is safe */
+        pid_t last_pid_at_term;   /* ns_last_pid when the group had its SIGTERM */
+        uint64_t next_us;         /* the next look at the tree: at most a third of the time looking */
+        bool first_tick;          /* the first tick comes right after the first rung */
+        bool group;               /* this round passes by who had the group's SIGTERM */
+        bool listed;              /* this round's first listing was taken */
+};
+
+static void reaped(struct tree_end *te, pid_t pid, int status)
+{
+        if (pid == te->o->pgid)
+                te->pgid_held = false; /* its number may be another group's now */
+        if (te->o->reaped)
+                te->o->reaped(pid, status, te->o->userdata);
+}
+
+/* Reap one that has ended by its PID: the kernel finds one child in constant time, while a wait
+ * for any child walks all of them, and a tree of a thousand orphans made that quadratic. True
+ * once it is reaped, or not ours to reap (its own parent waits for it) */
+static bool reap_member(struct tree_end *te, pid_t pid)
+{
+        int st;
+        pid_t w = waitpid(pid, &st, WNOHANG);
+        if (w < 0)
+                return errno == ECHILD;
+        if (w != pid)
+                return false;
+        reaped(te, w, st);
+        return true;
+}
+
+/* Reap every zombie child; true when no child is left at all */
+static bool reap_children(struct tree_end *te)
+{
+        for (;;) {
+                int st;
+                pid_t w = waitpid(-1, &st, WNOHANG);
+                if (w < 0)
+                        return errno == ECHILD;
+                if (w == 0)
+                        return false;
+                reaped(te, w, st);
+        }
+}
+
+/* No child left (every descendant has one of our children as its ancestor) and an empty
+ * cgroup: the tree is gone, no need to read /proc at all */
+static bool tree_gone(struct tree_end *te)
+{
+        if (!reap_children(te))
+                return false;
+        return !te->o->cgroup || !te->o->cgroup[0] || gr_cgroup_empty(te->o->cgroup);
+}
+
+static int list_tree(const struct tree_end *te, gr_tree_proc **t, size_t *n)
+{
+        return gr_tree_list(NULL, getpid(), te->o->cgroup_complete ? te->o->cgroup : NULL, NULL, 0, t, n);
+}
+
+/* Had it the group's SIGTERM: in the command's group, born before it (a false "born since"
+ * costs a second TERM, never a missing one) */
+static bool had_group_term(const struct tree_end *te, const gr_tree_proc *p, pid_t last_pid_now)
+{
+        return p->pgid == te->o->pgid && !gr_pid_new_since(p->pid, te->last_pid_at_term, last_pid_now);
+}
+
+/* The members listed join the ladder; the zombies among them are reaped by PID (those not
+ * reaped here go to the wait for any child at the end, which walks all of them) */
+static void add_listed(gr_ladder *l, const gr_tree_proc *t, size_t n, struct tree_end *te)
+{
+        pid_t now = 0; /* read after the listing: every member listed was born by then */
+        bool group = te->group && gr_last_pid(&now) == 0;
+        for (size_t i = 0; i < n; i++) {
+                bool had = group && had_group_term(te, &t[i], now);
+                if (t[i].state == 'Z') {
+                        if (had && !te->listed)
+                                te->res->group_ended++;
+                        reap_member(te, t[i].pid);
+                        continue;
+                }
+                int q = had ? gr_ladder_add_signalled(l, t[i].pid, t[i].start_time, NULL)
+                            : gr_ladder_add(l, t[i].pid, t[i].start_time, NULL);
+                if (q > 0)
+                        gr_strlcpy(l->m[l->n - 1].comm, t[i].comm, sizeof(l->m[l->n - 1].comm));
+        }
+        te->listed = true;
+}
+
+static void refresh(gr_ladder *l, void *userdata)
+{
+        struct tree_end *te = userdata;
+        uint64_t t0 = gr_now_us();
+        if (t0 < te->next_us)
+                return;
+        gr_tree_proc *t = NULL;
+        size_t n = 0;
+        int q = list_tree(te, &t, &n);
+        uint64_t cost = gr_now_us() - t0;
+        te->next_us = gr_now_us() + (2 * cost > 5000 ? 2 * cost : 5000);
+        if (q < 0)
+                return;
+        add_listed(l, t, n, te);
+        free(t);
+}
+
+static void tick(gr_ladder *l, void *userdata)
+{
+        struct tree_end *te = userdata;
+        if (te->first_tick) {
+                te->first_tick = false;
+                if (te->o->after_term)
+                        te->o->after_term(te->o->userdata);
+        }
+        for (size_t i = 0; i < l->n; i++) {
+                gr_ladder_member *m = &l->m[i];
+                if (m->done && !m->reaped)
+                        m->reaped = reap_member(te, m->ref.pid);
+        }
+        if (te->o->tick)
+                te->o->tick(te->o->userdata);
+}
+
+static void before_kill(void *userdata)
+{
+        struct tree_end *te = userdata;
+        if (te->o->cgroup && te->o->cgroup[0])
+                gr_cgroup_kill(te->o->cgroup);
+}
+
+/* One ladder over what the tree holds now (the listing given, or listed here); grace 0:
+ * straight to SIGKILL (a later round) */
+static void ladder_round(struct tree_end *te, uint64_t grace, gr_tree_proc *t, size_t n, bool listed, bool first)
+{
+        te->next_us = 0;
+        te->first_tick = first;
+        te->group = te->res->group_termed && grace > 0;
+        te->listed = false;
+        gr_ladder l;
+        gr_ladder_options lo = { .grace_ms = grace, .deadline_ms = grace + 10000, .refresh = refresh,
+                                 .tick = tick, .before_kill = before_kill, .userdata = te };
+        gr_ladder_init(&l, &lo);
+        if (listed) {
+                add_listed(&l, t, n, te);
+                te->next_us = gr_now_us() + 5000;
+        } else {
+                refresh(&l, te);
+        }
+        if (l.n > 0)
+                gr_ladder_run(&l);
+        for (size_t i = 0; te->o->member && i < l.n; i++)
+                if (l.m[i].signalled || gr_kill_result_failed(l.m[i].result))
+                        te->o->member(&l.m[i], grace > 0, te->o->userdata);
+        gr_ladder_done(&l);
+}
+
+/* SIGTERM and SIGCONT to the command's group at once, as 'tini -g' and 'kill -- -PGID' send
+ * them, before anything is listed: its members start exiting while the tree is listed and
+ * pinned. Only through the group's pidfd (or, before Linux 6.9, a kill of the group while its
+ * leader, our child, is not reaped: its PID is the group's) */
+static void group_term(struct tree_end *te)
+{
+        const gr_tree_end_options *o = te->o;
+        if (o->group_fd < 0 || o->pgid <= 0 || gr_last_pid(&te->last_pid_at_term) < 0)
+                return;
+        int q = gr_pidfd_signal_group(o->group_fd, SIGTERM);
+        if (q == -EINVAL && te->pgid_held)
+                q = kill(-o->pgid, SIGTERM) < 0 ? -errno : 0;
+        if (q < 0)
+                return; /* nobody left in the group, or no way to reach it safely */
+        if (gr_pidfd_signal_group(o->group_fd, SIGCONT) == -EINVAL && te->pgid_held)
+                kill(-o->pgid, SIGCONT);
+        te->res->group_termed = true;
+}
+
+bool gr_tree_end(const gr_tree_end_options *o, gr_tree_end_result *res)
+{
+        memset(res, 0, sizeof(*res));
+        struct tree_end te = { .o = o, .res = res, .pgid_held = o->pgid_held };
+        if (tree_gone(&te))
+                return true;
+        group_term(&te);
+        if (o->group_signalled)
+                o->group_signalled(res->group_termed, o->userdata);
+        ladder_round(&te, o->grace_ms, NULL, 0, false, true);
+        /* Return only when nothing is left: every child reaped (orphans of the tree come to us,
+         * as a subreaper, some only as their parents finish exiting) and the cgroup empty. What
+         * forked after the ladder's last look gets SIGKILL in a round of its own. */
+        for (int round = 0; round < 1000; round++) {
+                if (tree_gone(&te))
+                        return true;
+                gr_tree_proc *t = NULL;
+                size_t n = 0, alive = 0;
+                bool listed = list_tree(&te, &t, &n) == 0;
+                for (size_t i = 0; listed && i < n; i++)
+                        alive += t[i].state != 'Z';
+                if (alive > 0) {
+                        ladder_round(&te, 0, t, n, true, false); /* the same listing */
+                        free(t);
+                        continue;
+                }
+                free(t);
+                if (round == 100 && o->cgroup && o->cgroup[0])
+                        gr_cgroup_kill(o->cgroup); /* 100 ms and still members that no listing shows
+                                                      alive: whatever they are, ours to end */
+                else
+                        poll(NULL, 0, 1); /* zombies on their way to us */
+        }
+        return tree_gone(&te);
+}
