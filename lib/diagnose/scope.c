@@ -16,12 +16,10 @@
  * what reap may end. */
 #include "gpureap/basic.h"
 #include "gpureap/diagnose.h"
+#include "basic/names.h"
 
-const char *gr_finding_scope_name(gr_finding_scope fs)
-{
-        static const char *const n[] = { "out", "in", "gpu" };
-        return (unsigned)fs < GR_ELEMENTSOF(n) ? n[fs] : "gpu";
-}
+GR_NAME_TABLE(gr_finding_scope_name, gr_finding_scope, GR_FINDING_GPU, "gpu",
+              [GR_FINDING_OUT] = "out", [GR_FINDING_IN] = "in", [GR_FINDING_GPU] = "gpu")
 
 static bool scoped(const gr_scope *sc)
 {

@@ -39,11 +39,9 @@ int gr_kubelet_answer_assign(gr_kubelet_answer *a, const gr_kubelet_assignment *
         return 0;
 }
 
-const char *gr_kubelet_state_name(gr_kubelet_state s)
-{
-        static const char *const n[] = { "off", "no_socket", "no_module", "ok", "timeout", "error" };
-        return (unsigned)s < GR_ELEMENTSOF(n) ? n[s] : "error";
-}
+GR_NAME_TABLE(gr_kubelet_state_name, gr_kubelet_state, GR_KUBELET_ERROR, "error",
+              [GR_KUBELET_OFF] = "off", [GR_KUBELET_NO_SOCKET] = "no_socket", [GR_KUBELET_NO_MODULE] = "no_module",
+              [GR_KUBELET_OK] = "ok", [GR_KUBELET_TIMEOUT] = "timeout", [GR_KUBELET_ERROR] = "error")
 
 int gr_kubelet_answer_add(gr_kubelet_answer *a, const gr_kubelet_device *d)
 {
