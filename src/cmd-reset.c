@@ -313,6 +313,23 @@ static int verify_reset(struct reset *rs, unsigned gi)
         return met ? EXIT_CLEAN : EXIT_NOT_CLEAN;
 }
 
+/* The GPU --gpu names, once the driver has answered: EXIT_CLEAN with its index, else the exit
+ * code, said */
+static int pick_gpu(const struct reset *rs, const gr_snapshot *s, unsigned *ret)
+{
+        if (s->gpu->status != GR_GPU_OK) {
+                error_msg("%s", s->gpu->error);
+                return EXIT_DRIVER;
+        }
+        for (unsigned i = 0; i < s->gpu->n_gpus; i++)
+                if (gr_gpu_matches(&s->gpu->gpus[i], rs->gpu)) {
+                        *ret = i;
+                        return EXIT_CLEAN;
+                }
+        error_msg("no GPU matches '%s' (this machine has %u)", QUOTED(rs->gpu), s->gpu->n_gpus);
+        return EXIT_USAGE;
+}
+
 int cmd_reset(int argc, char **argv)
 {
         struct reset rs = { .timeout = 60000, .smi_fd = -1 };
@@ -330,21 +347,9 @@ int cmd_reset(int argc, char **argv)
                 goto out;
         }
         unsigned gi = 0;
-        bool found = false;
-        for (unsigned i = 0; i < s->gpu->n_gpus && !found; i++)
-                if (gr_gpu_matches(&s->gpu->gpus[i], rs.gpu)) {
-                        gi = i;
-                        found = true;
-                }
-        if (s->gpu->status != GR_GPU_OK) {
-                error_msg("%s", s->gpu->error);
+        if ((code = pick_gpu(&rs, s, &gi)) != EXIT_CLEAN)
                 goto out;
-        }
-        if (!found) {
-                error_msg("no GPU matches '%s' (this machine has %u)", QUOTED(rs.gpu), s->gpu->n_gpus);
-                code = EXIT_USAGE;
-                goto out;
-        }
+        code = EXIT_DRIVER;
         if ((r = gr_diagnose(s, getuid(), &d)) < 0) {
                 error_msg("cannot diagnose: %s", strerror(-r));
                 goto out;
