@@ -120,6 +120,10 @@ int kubelet_socket_option(gr_snapshot_options *so, const char *given)
         /* the device manager's checkpoint: read by default only beside the default socket */
         const char *cp = getenv("GPUREAP_KUBELET_CHECKPOINT");
         so->kubelet.checkpoint = cp && cp[0] ? cp : NULL;
+        /* the container runtime's CRI socket, asked whether a pod no listed pod names is gone:
+         * by default only beside the default socket (containerd's) */
+        const char *cri = getenv("GPUREAP_CRI_SOCKET");
+        so->kubelet.cri_socket = cri && cri[0] ? cri : NULL;
         return 0;
 }
 

@@ -130,6 +130,14 @@ static json_object *kubernetes_json(const gr_pod *pod)
                                 json_object_array_add(g, json_object_new_int(i));
                 add(o, "gpus_assigned", g);
         }
+        if (pod->gone != GR_POD_GONE_NOT_ASKED) { /* is its pod gone: the runtime's names, the kubelet's Get */
+                json_object *g = json_object_new_object();
+                add(g, "state", json_object_new_string(gr_pod_gone_name(pod->gone)));
+                add(g, "pod", pod->gone_name[0] ? j_str(pod->gone_name) : NULL);
+                add(g, "namespace", pod->gone_ns[0] ? j_str(pod->gone_ns) : NULL);
+                add(g, "why", pod->gone_why[0] ? j_str(pod->gone_why) : NULL);
+                add(o, "gone", g);
+        }
         return o;
 }
 

@@ -508,7 +508,10 @@ static void role_text(const struct out *o, const gr_process *p, char *buf, size_
 static void pod_text(const gr_process *p, const char *cgroup_name, char *buf, size_t size)
 {
         const gr_pod *pod = p->pod;
-        if (!pod || pod->naming != GR_POD_NAMED) {
+        if (pod && pod->gone == GR_POD_GONE_CONFIRMED) {
+                snprintf(buf, size, "  pod %s/%s %s (gone: the kubelet knows no such pod)", pod->gone_ns, pod->gone_name,
+                         pod->uid);
+        } else if (!pod || pod->naming != GR_POD_NAMED) {
                 bool why = pod && pod->naming != GR_POD_NOT_ASKED;
                 snprintf(buf, size, "  pod %s%s%s%s", pod && pod->uid[0] ? pod->uid : cgroup_name, why ? " (not named: " : "",
                          why ? pod_naming_words(pod->naming) : "", why ? ")" : "");

@@ -77,6 +77,17 @@ typedef struct gr_kubelet_answer {
         size_t n_assigned, cap_assigned;
 } gr_kubelet_answer;
 
+/* What the container runtime's labels say of a container (CRI ContainerStatus): the kubelet
+ * wrote them when it created the container */
+typedef struct gr_cri_container {
+        char pod[GR_K8S_NAME_MAX];
+        char ns[64];
+        char uid[40];
+        char container[64];
+} gr_cri_container;
+
+#define GR_CRI_SOCKET_DEFAULT "/run/containerd/containerd.sock"
+
 typedef struct gr_kubelet_options {
         const char *socket;      /* NULL: GR_KUBELET_SOCKET_DEFAULT */
         gr_context *ctx;         /* NULL: gr_context_default() */
@@ -84,6 +95,9 @@ typedef struct gr_kubelet_options {
                                     installed one (GR_KUBELET_MODULE_PATH) */
         const char *checkpoint;  /* the device manager's checkpoint; NULL: the default where the
                                     socket is the default one, else none is read */
+        const char *cri_socket;  /* the container runtime's CRI socket; NULL: the default
+                                    (GR_CRI_SOCKET_DEFAULT) where the socket is the default one,
+                                    else none is asked */
         uint64_t timeout_ms;     /* the whole call's deadline; 0: 1000 */
         bool off;                /* do not ask (GR_KUBELET_OFF) */
 } gr_kubelet_options;
@@ -113,6 +127,22 @@ typedef int (*gr_kubelet_module_list_fn)(const char *socket, uint64_t deadline_m
 typedef int (*gr_kubelet_module_checkpoint_fn)(int fd, gr_kubelet_answer *a,
                                                int (*assign)(gr_kubelet_answer *, const gr_kubelet_assignment *),
                                                char *err, size_t err_size);
+
+/* Get for one pod (by namespace and name): 1 the kubelet knows it, 0 it answers that it does
+ * not, else -errno with why in err (one line). The socket and module as gr_kubelet_ask's */
+int gr_kubelet_get(const gr_kubelet_options *opts, uint64_t deadline_ms, const char *ns, const char *name, char *err,
+                   size_t err_size);
+/* The container runtime's labels of one container (CRI ContainerStatus on opts->cri_socket, or
+ * the default one beside the default kubelet socket): 1 known, 0 the runtime does not know it,
+ * -ENOENT no CRI socket to ask, else -errno; why in err */
+int gr_cri_container_status(const gr_kubelet_options *opts, uint64_t deadline_ms, const char *container_id,
+                            gr_cri_container *ret, char *err, size_t err_size);
+#define GR_KUBELET_MODULE_GET_SYMBOL "gr_kubelet_module_get_v1"
+typedef int (*gr_kubelet_module_get_fn)(const char *socket, uint64_t deadline_ms, const char *ns, const char *name,
+                                        char *err, size_t err_size);
+#define GR_KUBELET_MODULE_CRI_SYMBOL "gr_kubelet_module_cri_status_v1"
+typedef int (*gr_kubelet_module_cri_fn)(const char *socket, uint64_t deadline_ms, const char *container_id,
+                                        gr_cri_container *ret, char *err, size_t err_size);
 
 #pragma GCC visibility pop
 

@@ -241,6 +241,18 @@ typedef enum gr_pod_naming {
 } gr_pod_naming;
 
 #define GR_POD_NAME_MAX 254      /* a DNS subdomain and its NUL (GR_K8S_NAME_MAX) */
+
+/* Is the pod of a process that no listed pod names, and that holds a GPU, gone
+ * (gr_snapshot_confirm_gone)? Asked of the container runtime (the labels of the container its
+ * cgroup names: the pod's name, namespace and UID) and then of the kubelet (Get by that name) */
+typedef enum gr_pod_gone {
+        GR_POD_GONE_NOT_ASKED,   /* named, holds no GPU, or the kubelet's List did not answer */
+        GR_POD_GONE_CONFIRMED,   /* the runtime names its pod, with the UID its cgroup carries, and
+                                    the kubelet's Get answers that it knows no pod of that name */
+        GR_POD_GONE_PRESENT,     /* Get knows a pod of that name: the same pod, or a new one of the
+                                    same name (a StatefulSet's): not proved gone */
+        GR_POD_GONE_UNKNOWN,     /* asked, and nothing proved either (gone_why) */
+} gr_pod_gone;
 typedef struct gr_pod {
         char uid[40];            /* the pod's UID from the cgroup path, with '-'; "" not there */
         char container_id[72];   /* the container's full ID from the cgroup path, "" none */
@@ -253,6 +265,11 @@ typedef struct gr_pod {
          * names a GPU of the report (not a MIG device) */
         bool assigned_known;
         uint64_t gpus_assigned;
+        gr_pod_gone gone;
+        char gone_name[GR_POD_NAME_MAX]; /* the runtime's names of its pod (with CONFIRMED and
+                                            PRESENT) */
+        char gone_ns[64];
+        char gone_why[200];      /* with UNKNOWN: why not */
 } gr_pod;
 
 typedef struct gr_process {

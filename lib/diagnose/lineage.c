@@ -539,8 +539,9 @@ static void set_job(const struct dx *x, gr_holder_verdict *v, const gr_process *
  * seconds), and no pod it lists was assigned the GPUs that the processes of the holder's pod
  * hold: its pod is gone (deleted, its leftover outlived it), or it holds a GPU it was not
  * assigned. The two cannot be told apart without the pod's name (List carries no UID, and Get
- * asks by name): evidence, and for a holder its lineage left unsure, a likely leftover; never
- * sure, never against a live verdict */
+ * asks by name): evidence, and for a holder its lineage left unsure, a likely leftover. Sure
+ * only where the container runtime named the pod and the kubelet's Get knows no such pod
+ * (gr_snapshot_confirm_gone); never against a live verdict */
 static void pod_evidence(const struct dx *x, const gr_process *p, gr_evidence_list *ev, struct judged *j)
 {
         const gr_snapshot *s = x->s;
@@ -553,6 +554,18 @@ static void pod_evidence(const struct dx *x, const gr_process *p, gr_evidence_li
                 return; /* the answer may predate its pod */
         ev_add(ev, GR_EV_KUBELET, GR_LEAN_LEFTOVER, "pod %s: none of the %u pods the kubelet lists was assigned the GPUs it holds",
                pod->uid, s->kubelet.n_pods);
+        if (pod->gone == GR_POD_GONE_CONFIRMED) {
+                /* the runtime's labels name its pod for the UID of its cgroup, and the kubelet
+                 * says it knows no pod of that name: the pod is gone, its process outlived it.
+                 * Sure, but never against a live verdict (a launcher alive beside it) */
+                ev_add(ev, GR_EV_KUBELET, GR_LEAN_LEFTOVER,
+                       "pod %s/%s (UID %s) is gone: the kubelet's Get answers that it knows no such pod", pod->gone_ns,
+                       pod->gone_name, pod->uid);
+                if (j->judgement == GR_JUDGE_UNSURE || (j->judgement == GR_JUDGE_LEFTOVER && j->confidence != GR_SURE))
+                        judge(j, GR_JUDGE_LEFTOVER, GR_SURE, "its pod %s/%s is gone (the kubelet knows no such pod): it outlived it",
+                              pod->gone_ns, pod->gone_name);
+                return;
+        }
         if (j->judgement == GR_JUDGE_UNSURE)
                 judge(j, GR_JUDGE_LEFTOVER, GR_LIKELY,
                       "its pod %s is not among the pods the kubelet lists (none was assigned the GPUs it holds)", pod->uid);

@@ -23,6 +23,7 @@
 #include "gpureap/basic.h"
 #include "gpureap/kubelet.h"
 #include "podresources.pb-c.h"
+#include "cri.pb-c.h"
 
 #define ANSWER_MAX (16u << 20) /* the kubelet's own gRPC limit is 16 MiB */
 
@@ -196,16 +197,26 @@ static void copy(char *dst, size_t size, const char *src)
         snprintf(dst, size, "%s", src ? src : "");
 }
 
+/* The one gRPC message of an answer: a flag byte (0: not compressed), a 4-byte big-endian length */
+static const uint8_t *answer_message(const struct call *c, size_t *ret_len)
+{
+        if (c->body_len < 5 || c->body[0] != 0)
+                return NULL;
+        size_t len = (size_t)c->body[1] << 24 | (size_t)c->body[2] << 16 | (size_t)c->body[3] << 8 | c->body[4];
+        if (len != c->body_len - 5)
+                return NULL;
+        *ret_len = len;
+        return c->body + 5;
+}
+
 static int take_answer(const struct call *c, gr_kubelet_answer *a,
                        int (*add)(gr_kubelet_answer *, const gr_kubelet_device *))
 {
-        /* one gRPC message: a flag byte (0: not compressed), a 4-byte big-endian length */
-        if (c->body_len < 5 || c->body[0] != 0)
+        size_t len;
+        const uint8_t *msg = answer_message(c, &len);
+        if (!msg)
                 return -EBADMSG;
-        size_t len = (size_t)c->body[1] << 24 | (size_t)c->body[2] << 16 | (size_t)c->body[3] << 8 | c->body[4];
-        if (len != c->body_len - 5)
-                return -EBADMSG;
-        V1__ListPodResourcesResponse *m = v1__list_pod_resources_response__unpack(NULL, len, c->body + 5);
+        V1__ListPodResourcesResponse *m = v1__list_pod_resources_response__unpack(NULL, len, msg);
         if (!m)
                 return -EBADMSG;
         int r = 0;
@@ -233,30 +244,31 @@ static int take_answer(const struct call *c, gr_kubelet_answer *a,
 }
 
 #define NV(n, v) { (uint8_t *)(n), (uint8_t *)(v), sizeof(n) - 1, sizeof(v) - 1, NGHTTP2_NV_FLAG_NONE }
+#define NVS(n, v) { (uint8_t *)(n), (uint8_t *)(v), sizeof(n) - 1, strlen(v), NGHTTP2_NV_FLAG_NONE }
 
-int gr_kubelet_module_list_v1(const char *socket, uint64_t deadline_ms, gr_kubelet_answer *a,
-                              int (*add)(gr_kubelet_answer *, const gr_kubelet_device *))
+/* One unary call: the message (packed by pack into its gRPC frame) to path, the answer framed in
+ * c->body and its grpc-status in c->grpc_status. 0 once the stream closed, else -errno with why
+ * in err (what names the call there) */
+static int unary(const char *socket, const char *path, const char *what, size_t mlen,
+                 size_t (*pack)(const void *m, uint8_t *out), const void *m, uint64_t deadline_ms, struct call *c,
+                 char *err, size_t err_size)
 {
-        struct call c = { .grpc_status = -1 };
-        V1__ListPodResourcesRequest req = V1__LIST_POD_RESOURCES_REQUEST__INIT;
-        size_t mlen = v1__list_pod_resources_request__get_packed_size(&req);
-        c.req_len = 5 + mlen;
-        c.req = calloc(1, c.req_len);
-        if (!c.req)
+        *c = (struct call){ .grpc_status = -1 };
+        c->req_len = 5 + mlen;
+        c->req = calloc(1, c->req_len);
+        if (!c->req)
                 return -ENOMEM;
-        c.req[1] = (uint8_t)(mlen >> 24);
-        c.req[2] = (uint8_t)(mlen >> 16);
-        c.req[3] = (uint8_t)(mlen >> 8);
-        c.req[4] = (uint8_t)mlen;
-        v1__list_pod_resources_request__pack(&req, c.req + 5);
-
+        c->req[1] = (uint8_t)(mlen >> 24);
+        c->req[2] = (uint8_t)(mlen >> 16);
+        c->req[3] = (uint8_t)(mlen >> 8);
+        c->req[4] = (uint8_t)mlen;
+        pack(m, c->req + 5);
         int r, fd = connect_unix(socket);
         if (fd < 0) {
                 if (fd == -EPERM)
-                        snprintf(a->error, sizeof(a->error), "'%s' is served by neither root nor this user: not believed", socket);
+                        snprintf(err, err_size, "'%s' is served by neither root nor this user: not believed", socket);
                 else
-                        snprintf(a->error, sizeof(a->error), "cannot connect to '%s': %s", socket, strerror(-fd));
-                free(c.req);
+                        snprintf(err, err_size, "cannot connect to '%s': %s", socket, strerror(-fd));
                 return fd;
         }
         nghttp2_session_callbacks *cb = NULL;
@@ -268,41 +280,161 @@ int gr_kubelet_module_list_v1(const char *socket, uint64_t deadline_ms, gr_kubel
         nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cb, on_data);
         nghttp2_session_callbacks_set_on_header_callback(cb, on_header);
         nghttp2_session_callbacks_set_on_stream_close_callback(cb, on_close);
-        if (nghttp2_session_client_new(&s, cb, &c) != 0) {
+        if (nghttp2_session_client_new(&s, cb, c) != 0) {
                 r = -ENOMEM;
                 goto out;
         }
         nghttp2_submit_settings(s, NGHTTP2_FLAG_NONE, NULL, 0);
         const nghttp2_nv hdrs[] = {
                 NV(":method", "POST"), NV(":scheme", "http"),
-                NV(":path", "/v1.PodResourcesLister/List"), NV(":authority", "localhost"),
+                NVS(":path", path), NV(":authority", "localhost"),
                 NV("content-type", "application/grpc"), NV("te", "trailers"),
         };
         nghttp2_data_provider dp = { .read_callback = read_request };
-        c.stream = nghttp2_submit_request(s, NULL, hdrs, GR_ELEMENTSOF(hdrs), &dp, &c);
-        if (c.stream < 0) {
+        c->stream = nghttp2_submit_request(s, NULL, hdrs, GR_ELEMENTSOF(hdrs), &dp, c);
+        if (c->stream < 0) {
                 r = -EPROTO;
                 goto out;
         }
-        r = exchange(fd, s, &c, deadline_ms);
+        r = exchange(fd, s, c, deadline_ms);
         if (r == -ETIMEDOUT)
-                snprintf(a->error, sizeof(a->error), "the kubelet at '%s' did not answer List in time", socket);
+                snprintf(err, err_size, "'%s' did not answer %s in time", socket, what);
         else if (r < 0)
-                snprintf(a->error, sizeof(a->error), "List at '%s' failed: %s", socket, strerror(-r));
-        else if (c.grpc_status != 0) {
-                snprintf(a->error, sizeof(a->error), "List at '%s' answered grpc-status %d%s%s", socket,
-                         c.grpc_status, c.grpc_message[0] ? ": " : "", c.grpc_message);
-                r = -EREMOTEIO;
-        } else if ((r = take_answer(&c, a, add)) < 0 && r != -ENOMEM)
-                snprintf(a->error, sizeof(a->error), "List at '%s' gave a malformed answer", socket);
+                snprintf(err, err_size, "%s at '%s' failed: %s", what, socket, strerror(-r));
 out:
         if (s)
                 nghttp2_session_del(s);
         if (cb)
                 nghttp2_session_callbacks_del(cb);
         close(fd);
-        free(c.req);
-        free(c.body);
+        return r;
+}
+
+static void call_release(struct call *c)
+{
+        free(c->req);
+        free(c->body);
+        c->req = c->body = NULL;
+}
+
+static size_t pack_list(const void *m, uint8_t *out)
+{
+        return v1__list_pod_resources_request__pack(m, out);
+}
+
+int gr_kubelet_module_list_v1(const char *socket, uint64_t deadline_ms, gr_kubelet_answer *a,
+                              int (*add)(gr_kubelet_answer *, const gr_kubelet_device *))
+{
+        struct call c;
+        V1__ListPodResourcesRequest req = V1__LIST_POD_RESOURCES_REQUEST__INIT;
+        int r = unary(socket, "/v1.PodResourcesLister/List", "List", v1__list_pod_resources_request__get_packed_size(&req),
+                      pack_list, &req, deadline_ms, &c, a->error, sizeof(a->error));
+        if (r == -ETIMEDOUT)
+                snprintf(a->error, sizeof(a->error), "the kubelet at '%s' did not answer List in time", socket);
+        if (r == 0 && c.grpc_status != 0) {
+                snprintf(a->error, sizeof(a->error), "List at '%s' answered grpc-status %d%s%s", socket,
+                         c.grpc_status, c.grpc_message[0] ? ": " : "", c.grpc_message);
+                r = -EREMOTEIO;
+        } else if (r == 0 && (r = take_answer(&c, a, add)) < 0 && r != -ENOMEM) {
+                snprintf(a->error, sizeof(a->error), "List at '%s' gave a malformed answer", socket);
+        }
+        call_release(&c);
+        return r;
+}
+
+static size_t pack_get(const void *m, uint8_t *out)
+{
+        return v1__get_pod_resources_request__pack(m, out);
+}
+
+/* Get for one pod: 1 found, 0 not found (grpc-status NOT_FOUND, or UNKNOWN with the kubelet's
+ * own words for it, "pod NAME in namespace NS not found"), else -errno with why in err */
+int gr_kubelet_module_get_v1(const char *socket, uint64_t deadline_ms, const char *ns, const char *name, char *err,
+                             size_t err_size);
+int gr_kubelet_module_get_v1(const char *socket, uint64_t deadline_ms, const char *ns, const char *name, char *err,
+                             size_t err_size)
+{
+        struct call c;
+        V1__GetPodResourcesRequest req = V1__GET_POD_RESOURCES_REQUEST__INIT;
+        req.pod_name = (char *)name;
+        req.pod_namespace = (char *)ns;
+        int r = unary(socket, "/v1.PodResourcesLister/Get", "Get", v1__get_pod_resources_request__get_packed_size(&req),
+                      pack_get, &req, deadline_ms, &c, err, err_size);
+        if (r == 0) {
+                char words[sizeof(c.grpc_message)];
+                snprintf(words, sizeof(words), "pod %s in namespace %s not found", name, ns);
+                size_t len;
+                const uint8_t *msg = answer_message(&c, &len);
+                V1__GetPodResourcesResponse *m = c.grpc_status == 0 && msg ?
+                        v1__get_pod_resources_response__unpack(NULL, len, msg) : NULL;
+                if (c.grpc_status == 5 || (c.grpc_status == 2 && strcmp(c.grpc_message, words) == 0)) {
+                        r = 0;
+                } else if (m && m->pod_resources && m->pod_resources->name &&
+                           strcmp(m->pod_resources->name, name) == 0) {
+                        r = 1;
+                } else {
+                        snprintf(err, err_size, "Get %s/%s at '%s' answered grpc-status %d%s%s", ns, name, socket,
+                                 c.grpc_status, c.grpc_message[0] ? ": " : "", c.grpc_message);
+                        r = -EREMOTEIO;
+                }
+                if (m)
+                        v1__get_pod_resources_response__free_unpacked(m, NULL);
+        }
+        call_release(&c);
+        return r;
+}
+
+static size_t pack_status(const void *m, uint8_t *out)
+{
+        return runtime__v1__container_status_request__pack(m, out);
+}
+
+/* The container runtime's ContainerStatus for one container ID: its labels' pod name, namespace
+ * and UID (each "" where the label is missing). 1 known, 0 the runtime does not know it
+ * (NOT_FOUND), else -errno with why in err */
+int gr_kubelet_module_cri_status_v1(const char *socket, uint64_t deadline_ms, const char *container_id,
+                                    gr_cri_container *ret, char *err, size_t err_size);
+int gr_kubelet_module_cri_status_v1(const char *socket, uint64_t deadline_ms, const char *container_id,
+                                    gr_cri_container *ret, char *err, size_t err_size)
+{
+        memset(ret, 0, sizeof(*ret));
+        struct call c;
+        Runtime__V1__ContainerStatusRequest req = RUNTIME__V1__CONTAINER_STATUS_REQUEST__INIT;
+        req.container_id = (char *)container_id;
+        int r = unary(socket, "/runtime.v1.RuntimeService/ContainerStatus", "ContainerStatus",
+                      runtime__v1__container_status_request__get_packed_size(&req), pack_status, &req, deadline_ms, &c,
+                      err, err_size);
+        if (r == 0) {
+                size_t len;
+                const uint8_t *msg = answer_message(&c, &len);
+                Runtime__V1__ContainerStatusResponse *m = c.grpc_status == 0 && msg ?
+                        runtime__v1__container_status_response__unpack(NULL, len, msg) : NULL;
+                if (c.grpc_status == 5) {
+                        r = 0;
+                } else if (m && m->status && m->status->id && strcmp(m->status->id, container_id) == 0) {
+                        for (size_t i = 0; i < m->status->n_labels; i++) {
+                                const Runtime__V1__LabelEntry *l = m->status->labels[i];
+                                if (!l->key || !l->value)
+                                        continue;
+                                if (strcmp(l->key, "io.kubernetes.pod.name") == 0)
+                                        copy(ret->pod, sizeof(ret->pod), l->value);
+                                else if (strcmp(l->key, "io.kubernetes.pod.namespace") == 0)
+                                        copy(ret->ns, sizeof(ret->ns), l->value);
+                                else if (strcmp(l->key, "io.kubernetes.pod.uid") == 0)
+                                        copy(ret->uid, sizeof(ret->uid), l->value);
+                                else if (strcmp(l->key, "io.kubernetes.container.name") == 0)
+                                        copy(ret->container, sizeof(ret->container), l->value);
+                        }
+                        r = 1;
+                } else {
+                        snprintf(err, err_size, "ContainerStatus at '%s' answered grpc-status %d%s%s", socket,
+                                 c.grpc_status, c.grpc_message[0] ? ": " : "", c.grpc_message);
+                        r = -EREMOTEIO;
+                }
+                if (m)
+                        runtime__v1__container_status_response__free_unpacked(m, NULL);
+        }
+        call_release(&c);
         return r;
 }
 

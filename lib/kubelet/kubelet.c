@@ -143,6 +143,75 @@ static int read_checkpoint(void *dl, const char *path, gr_kubelet_answer *a)
         return 0;
 }
 
+/* The gRPC module, loaded once per process: it is code, so loaded only as gr_open_trusted
+ * allows (every directory and link on the way root's or ours, not writable by others), through
+ * the descriptor checked, never by its path again. Kept loaded: serve asks again, and nghttp2
+ * and protobuf-c keep no state between calls. NULL with why */
+static void *module_load(const gr_kubelet_options *opts, char *why, size_t why_size)
+{
+        const char *mod = opts && opts->module ? opts->module : gr_ctx_kubelet_module(opts ? opts->ctx : NULL);
+        if (!mod)
+                mod = GR_KUBELET_MODULE_PATH;
+        char reason[200];
+        int fd = gr_open_trusted(mod, O_RDONLY | O_CLOEXEC, geteuid(), reason, sizeof(reason));
+        if (fd < 0) {
+                snprintf(why, why_size, "not loading the kubelet module: %s", reason);
+                return NULL;
+        }
+        char by_fd[64];
+        snprintf(by_fd, sizeof(by_fd), "/proc/self/fd/%d", fd);
+        void *dl = dlopen(by_fd, RTLD_NOW | RTLD_LOCAL);
+        close(fd);
+        if (!dl)
+                snprintf(why, why_size, "cannot load the kubelet module '%s' (needs libnghttp2-14 and libprotobuf-c1)", mod);
+        return dl;
+}
+
+static bool is_socket(const char *path)
+{
+        struct stat st;
+        return stat(path, &st) == 0 && S_ISSOCK(st.st_mode);
+}
+
+int gr_kubelet_get(const gr_kubelet_options *opts, uint64_t deadline_ms, const char *ns, const char *name, char *err,
+                   size_t err_size)
+{
+        const char *sock = opts && opts->socket ? opts->socket : GR_KUBELET_SOCKET_DEFAULT;
+        if (!is_socket(sock)) {
+                snprintf(err, err_size, "no kubelet socket at '%s'", sock);
+                return -ENOENT;
+        }
+        void *dl = module_load(opts, err, err_size);
+        gr_kubelet_module_get_fn get = dl ? (gr_kubelet_module_get_fn)dlsym(dl, GR_KUBELET_MODULE_GET_SYMBOL) : NULL;
+        if (!get) {
+                if (dl)
+                        snprintf(err, err_size, "the kubelet module has no Get");
+                return -ENOSYS;
+        }
+        return get(sock, deadline_ms, ns, name, err, err_size);
+}
+
+int gr_cri_container_status(const gr_kubelet_options *opts, uint64_t deadline_ms, const char *container_id,
+                            gr_cri_container *ret, char *err, size_t err_size)
+{
+        const char *sock = opts && opts->socket ? opts->socket : GR_KUBELET_SOCKET_DEFAULT;
+        const char *cri = opts && opts->cri_socket ? opts->cri_socket
+                          : strcmp(sock, GR_KUBELET_SOCKET_DEFAULT) == 0 ? GR_CRI_SOCKET_DEFAULT : NULL;
+        if (!cri || !is_socket(cri)) {
+                snprintf(err, err_size, cri ? "no container runtime socket at '%s'" : "no container runtime socket named%s",
+                         cri ? cri : "");
+                return -ENOENT;
+        }
+        void *dl = module_load(opts, err, err_size);
+        gr_kubelet_module_cri_fn fn = dl ? (gr_kubelet_module_cri_fn)dlsym(dl, GR_KUBELET_MODULE_CRI_SYMBOL) : NULL;
+        if (!fn) {
+                if (dl)
+                        snprintf(err, err_size, "the kubelet module has no ContainerStatus");
+                return -ENOSYS;
+        }
+        return fn(cri, deadline_ms, container_id, ret, err, err_size);
+}
+
 int gr_kubelet_ask(const gr_kubelet_options *opts, gr_kubelet_answer **ret)
 {
         gr_kubelet_answer *a = calloc(1, sizeof(*a));
@@ -162,28 +231,12 @@ int gr_kubelet_ask(const gr_kubelet_options *opts, gr_kubelet_answer **ret)
                 snprintf(a->error, sizeof(a->error), "no kubelet socket at '%s'", sock);
                 return 0;
         }
-        const char *mod = opts && opts->module ? opts->module : gr_ctx_kubelet_module(opts ? opts->ctx : NULL);
-        if (!mod)
-                mod = GR_KUBELET_MODULE_PATH;
-        /* The module is code: loaded only as gr_open_trusted allows (every directory and link
-         * on the way root's or ours, not writable by others), through the descriptor checked,
-         * never by its path again. Kept loaded: serve asks again, and nghttp2 and protobuf-c
-         * keep no state between calls */
         char why[200];
-        int fd = gr_open_trusted(mod, O_RDONLY | O_CLOEXEC, geteuid(), why, sizeof(why));
-        if (fd < 0) {
-                a->state = GR_KUBELET_NO_MODULE;
-                snprintf(a->error, sizeof(a->error), "not loading the kubelet module: %s", why);
-                return 0;
-        }
-        char by_fd[64];
-        snprintf(by_fd, sizeof(by_fd), "/proc/self/fd/%d", fd);
-        void *dl = dlopen(by_fd, RTLD_NOW | RTLD_LOCAL);
-        close(fd);
+        void *dl = module_load(opts, why, sizeof(why));
         gr_kubelet_module_list_fn list = dl ? (gr_kubelet_module_list_fn)dlsym(dl, GR_KUBELET_MODULE_SYMBOL) : NULL;
         if (!list) {
                 a->state = GR_KUBELET_NO_MODULE;
-                snprintf(a->error, sizeof(a->error), "cannot load the kubelet module '%s' (needs libnghttp2-14 and libprotobuf-c1)", mod);
+                snprintf(a->error, sizeof(a->error), "%s", dl ? "the kubelet module has no List" : why);
                 return 0;
         }
         uint64_t timeout = opts && opts->timeout_ms ? opts->timeout_ms : 1000;

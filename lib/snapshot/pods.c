@@ -328,3 +328,75 @@ int gr_snapshot_name_pods(gr_snapshot *s, const gr_kubelet_answer *a)
         join_release(&j);
         return r;
 }
+
+GR_NAME_TABLE(gr_pod_gone_name, gr_pod_gone, GR_POD_GONE_UNKNOWN, "unknown",
+              [GR_POD_GONE_NOT_ASKED] = "not_asked", [GR_POD_GONE_CONFIRMED] = "confirmed",
+              [GR_POD_GONE_PRESENT] = "present", [GR_POD_GONE_UNKNOWN] = "unknown")
+
+/* One pod: the runtime's labels of the container its cgroup names, then the kubelet's Get */
+static void confirm_one(gr_pod *pod, const gr_kubelet_options *ko, uint64_t deadline_ms)
+{
+        pod->gone = GR_POD_GONE_UNKNOWN;
+        if (!pod->container_id[0]) {
+                snprintf(pod->gone_why, sizeof(pod->gone_why), "its cgroup names no container to ask the runtime about");
+                return;
+        }
+        gr_cri_container c;
+        char err[200] = "";
+        int r = gr_cri_container_status(ko, deadline_ms, pod->container_id, &c, err, sizeof(err));
+        if (r <= 0) {
+                gr_text_sanitize(err);
+                snprintf(pod->gone_why, sizeof(pod->gone_why), "%s",
+                         r == 0 ? "the container runtime does not know its container" : err);
+                return;
+        }
+        gr_text_sanitize(c.pod);
+        gr_text_sanitize(c.ns);
+        gr_text_sanitize(c.uid);
+        if (!c.pod[0] || !c.ns[0] || strcmp(c.uid, pod->uid) != 0) {
+                snprintf(pod->gone_why, sizeof(pod->gone_why),
+                         "the container runtime's labels of its container name %s (UID %.40s), not its cgroup's pod",
+                         c.pod[0] ? "that pod" : "no pod", c.uid[0] ? c.uid : "none");
+                return;
+        }
+        /* a name the kubelet wrote when it created the container, for the UID the kernel's
+         * cgroup carries; only the kubelet's own "no such pod" makes it gone */
+        r = gr_kubelet_get(ko, deadline_ms, c.ns, c.pod, err, sizeof(err));
+        if (r < 0) {
+                gr_text_sanitize(err);
+                snprintf(pod->gone_why, sizeof(pod->gone_why), "%s", err);
+                return;
+        }
+        gr_strlcpy(pod->gone_name, c.pod, sizeof(pod->gone_name));
+        gr_strlcpy(pod->gone_ns, c.ns, sizeof(pod->gone_ns));
+        pod->gone = r == 0 ? GR_POD_GONE_CONFIRMED : GR_POD_GONE_PRESENT;
+}
+
+int gr_snapshot_confirm_gone(gr_snapshot *s, const gr_kubelet_options *ko, uint64_t deadline_ms)
+{
+        if (!s->procs || s->kubelet.state != GR_KUBELET_OK)
+                return 0;
+        for (size_t i = 0; i < s->procs->n; i++) {
+                gr_pod *pod = s->procs->procs[i].pod;
+                if (!pod || !s->procs->procs[i].hold || pod->naming != GR_POD_UNASSIGNED || pod->gone != GR_POD_GONE_NOT_ASKED ||
+                    !pod->uid[0])
+                        continue;
+                if (gr_now_ms() >= deadline_ms) {
+                        pod->gone = GR_POD_GONE_UNKNOWN;
+                        snprintf(pod->gone_why, sizeof(pod->gone_why), "no time left to ask");
+                } else {
+                        confirm_one(pod, ko, deadline_ms);
+                }
+                /* the answer is the pod UID's: every other process of it, holder or not, gets it */
+                for (size_t k = 0; k < s->procs->n; k++) {
+                        gr_pod *o = s->procs->procs[k].pod;
+                        if (k == i || !o || strcmp(o->uid, pod->uid) != 0 || o->naming != GR_POD_UNASSIGNED)
+                                continue;
+                        o->gone = pod->gone;
+                        gr_strlcpy(o->gone_name, pod->gone_name, sizeof(o->gone_name));
+                        gr_strlcpy(o->gone_ns, pod->gone_ns, sizeof(o->gone_ns));
+                        gr_strlcpy(o->gone_why, pod->gone_why, sizeof(o->gone_why));
+                }
+        }
+        return 0;
+}

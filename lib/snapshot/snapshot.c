@@ -268,6 +268,16 @@ int gr_snapshot_take(const gr_snapshot_options *opts, gr_snapshot **ret)
         }
         r = gr_snapshot_name_pods(s, asked ? asked : opts ? opts->kubelet_answer : NULL);
         gr_kubelet_answer_free(asked);
+        if (r == 0 && opts && (opts->kubelet_ask || opts->kubelet_answer)) {
+                gr_kubelet_options ko = opts->kubelet;
+                if (!ko.ctx)
+                        ko.ctx = opts->ctx;
+                uint64_t now = gr_now_ms(), t = ko.timeout_ms ? ko.timeout_ms : 1000;
+                uint64_t deadline = now + t;
+                if (opts->gpu.deadline_ms && opts->gpu.deadline_ms < deadline)
+                        deadline = opts->gpu.deadline_ms > now ? opts->gpu.deadline_ms : now + 1;
+                r = gr_snapshot_confirm_gone(s, &ko, deadline);
+        }
         if (r < 0) {
                 gr_snapshot_free(s);
                 return r;

@@ -14,7 +14,13 @@ FIXTURE: {"pods": [{"name", "namespace", "containers": [{"name", "devices":
                                                      pods that are not active)
           "allocatable": [{"resource", "ids"}]}
 The fixture is read again at every call, so a test changes the kubelet's answer by rewriting it.
+          "containers": {"ID": {"labels": {...}}}       the container runtime's (with --cri)
+          "get_unknown": true                        Get answers a pod it does not know as the
+                                                     kubelet does (UNKNOWN, "pod N in namespace
+                                                     NS not found"), else NOT_FOUND
 --hang: every call is accepted and never answered (a kubelet that hangs).
+--cri SOCKET: also the container runtime's CRI (runtime.v1.RuntimeService: ContainerStatus) on
+  SOCKET, answered from "containers" (an ID not there: NOT_FOUND); logged "ContainerStatus ID".
 --log: one line per call ("List", "Get NAMESPACE/NAME", "GetAllocatableResources").
 --ready: written once the socket listens.
 """
@@ -72,6 +78,34 @@ def build_messages():
 M = build_messages()
 
 
+def build_cri_messages():
+    fd = descriptor_pb2.FileDescriptorProto(name="fake_cri_v1.proto", package="runtime.v1", syntax="proto3")
+    one, rep = F.LABEL_OPTIONAL, F.LABEL_REPEATED
+
+    def message(name, *fields):
+        m = fd.message_type.add(name=name)
+        for number, fname, ftype, label, type_name in fields:
+            f = m.field.add(name=fname, number=number, type=ftype, label=label)
+            if type_name:
+                f.type_name = ".runtime.v1." + type_name
+
+    message("ContainerStatusRequest", (1, "container_id", F.TYPE_STRING, one, None), (2, "verbose", F.TYPE_BOOL, one, None))
+    message("ContainerMetadata", (1, "name", F.TYPE_STRING, one, None), (2, "attempt", F.TYPE_UINT32, one, None))
+    # labels: a map<string, string> on the wire, as repeated key/value entries
+    message("LabelEntry", (1, "key", F.TYPE_STRING, one, None), (2, "value", F.TYPE_STRING, one, None))
+    message("ContainerStatus", (1, "id", F.TYPE_STRING, one, None),
+            (2, "metadata", F.TYPE_MESSAGE, one, "ContainerMetadata"),
+            (12, "labels", F.TYPE_MESSAGE, rep, "LabelEntry"))
+    message("ContainerStatusResponse", (1, "status", F.TYPE_MESSAGE, one, "ContainerStatus"))
+    pool = descriptor_pool.DescriptorPool()
+    pool.Add(fd)
+    factory = message_factory.MessageFactory(pool)
+    return {m.name: factory.GetPrototype(pool.FindMessageTypeByName("runtime.v1." + m.name)) for m in fd.message_type}
+
+
+CRI = build_cri_messages()
+
+
 def main():
     args = sys.argv[1:]
     if len(args) < 2:
@@ -80,6 +114,7 @@ def main():
     hang = "--hang" in args
     log = args[args.index("--log") + 1] if "--log" in args else None
     ready = args[args.index("--ready") + 1] if "--ready" in args else None
+    cri_sock = args[args.index("--cri") + 1] if "--cri" in args else None
     lock = threading.Lock()
 
     def note(line):
@@ -121,8 +156,21 @@ def main():
             if p["name"] == req.pod_name and p.get("namespace", "default") == req.pod_namespace:
                 return M["GetPodResourcesResponse"](pod_resources=pod_message(p))
         # the kubelet's own answer for a pod it does not know
-        context.abort(grpc.StatusCode.NOT_FOUND,
-                      "pod %s in namespace %s not found" % (req.pod_name, req.pod_namespace))
+        code = grpc.StatusCode.UNKNOWN if fx.get("get_unknown") else grpc.StatusCode.NOT_FOUND
+        context.abort(code, "pod %s in namespace %s not found" % (req.pod_name, req.pod_namespace))
+
+    def container_status(req, context):
+        note("ContainerStatus %s" % req.container_id)
+        if hang:
+            stall(context)
+        c = load().get("containers", {}).get(req.container_id)
+        if c is None:
+            context.abort(grpc.StatusCode.NOT_FOUND, "an error occurred when try to find container %s" % req.container_id)
+        st = CRI["ContainerStatus"](id=req.container_id)
+        st.metadata.name = c.get("name", "c")
+        for k, v in c.get("labels", {}).items():
+            st.labels.add(key=k, value=v)
+        return CRI["ContainerStatusResponse"](status=st)
 
     def allocatable(req, context):
         note("GetAllocatableResources")
@@ -148,6 +196,18 @@ def main():
         os.unlink(sock)
     server.add_insecure_port("unix:" + sock)
     server.start()
+    if cri_sock:
+        cri_handler = grpc.method_handlers_generic_handler("runtime.v1.RuntimeService", {
+            "ContainerStatus": grpc.unary_unary_rpc_method_handler(
+                container_status, request_deserializer=CRI["ContainerStatusRequest"].FromString,
+                response_serializer=lambda m: m.SerializeToString()),
+        })
+        cri_server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
+        cri_server.add_generic_rpc_handlers((cri_handler,))
+        if os.path.exists(cri_sock):
+            os.unlink(cri_sock)
+        cri_server.add_insecure_port("unix:" + cri_sock)
+        cri_server.start()
     if ready:
         with open(ready + ".tmp", "w") as f:
             f.write("%d\n" % os.getpid())

@@ -287,6 +287,77 @@ if command -v setpriv >/dev/null && [ "$(id -u)" = 0 ]; then
 else
         ok "# SKIP a foreign kubelet needs root and setpriv"
 fi
+# the container runtime (CRI ContainerStatus, GPUREAP_CRI_SOCKET) names pod C's container's pod
+# by its labels, for pod C's UID: ml/old-c; the kubelet's Get knows no such pod: it is gone, and
+# the holder a sure leftover (issue 23's verdict). Controls: Get knows it, the labels give
+# another UID, the runtime does not know the container, no runtime socket
+cri() { # LABEL_UID [JQ_EXTRA]: the CRI kubelet's fixture, the pods as the kubelet's
+        jq --arg c "$(hex c)" --arg uid "$1" '. + {"containers": {($c): {"name": "w", "labels": {
+                "io.kubernetes.pod.name": "old-c", "io.kubernetes.pod.namespace": "ml",
+                "io.kubernetes.pod.uid": $uid, "io.kubernetes.container.name": "w"}}}}'"${2:-}" \
+                "$T/pods.json" >"$T/cri.json.tmp" && mv "$T/cri.json.tmp" "$T/cri.json"
+}
+cri "$C"
+rm -f "$T/cri-k.ready"
+/usr/bin/python3 "$FAKE_KUBELET" "$T/cri-k.sock" "$T/cri.json" --cri "$T/cri.sock" --ready "$T/cri-k.ready" \
+        --log "$T/cri.log" 2>"$T/cri-k.err" &
+LAUNCHED="$LAUNCHED $!"
+for _ in $(seq 1 300); do [ -s "$T/cri-k.ready" ] && break; sleep 0.05; done
+[ -s "$T/cri-k.ready" ] || fail "the CRI kubelet did not start: $(cat "$T/cri-k.err")"
+KC="--kubelet-socket $T/cri-k.sock"
+export GPUREAP_CRI_SOCKET=$T/cri.sock
+gone() { echo "($(pod "$1") | .gone)"; }
+# shellcheck disable=SC2086
+gr status --json --direct $KC
+jqok "$(gone "$pf") == {\"state\": \"confirmed\", \"pod\": \"old-c\", \"namespace\": \"ml\", \"why\": null}" \
+        "the runtime names its pod ml/old-c, the kubelet's Get knows none: gone"
+jqok "$(verdict "$pf") | .judgement == \"leftover\" and .confidence == \"sure\" and (.reason | test(\"its pod ml/old-c is gone\"))" \
+        "its holder: a sure leftover"
+jqok "$(verdict "$pc") | .judgement == \"live\"" "pod C's process with a live parent stays live (the pod's end never overrules that)"
+grep -q "^ContainerStatus $(hex c)\$" "$T/cri.log" || fail "no ContainerStatus for pod C's container: $(cat "$T/cri.log")"
+grep -q "^Get ml/old-c\$" "$T/cri.log" || fail "no Get of ml/old-c: $(cat "$T/cri.log")"
+[ "$(grep -c '^ContainerStatus' "$T/cri.log")" = 1 ] || fail "ContainerStatus asked $(grep -c '^ContainerStatus' "$T/cri.log") times for one pod"
+ok "one ContainerStatus and one Get for the one unnamed pod"
+# shellcheck disable=SC2086
+gr reap --dry-run --json $KC
+jqok "[.plan.targets[] | select(.pid == $pf) | .judgement] == [\"leftover\"]" "reap without --likely plans it"
+jqok "[.plan.targets[] | select(.pid == $pc)] == []" "and not the live one"
+# shellcheck disable=SC2086
+gr status --wide --direct $KC
+has out "^ *$pf .* pod ml/old-c $C \\(gone: the kubelet knows no such pod\\)" "the table says its pod is gone"
+cri "$C" ' | .get_unknown = true'
+# shellcheck disable=SC2086
+gr status --json --direct $KC
+jqok "$(gone "$pf") | .state == \"confirmed\"" "Get's not-found in the kubelet's own words (UNKNOWN, 'pod old-c in namespace ml not found'): gone"
+cri "$C" ' | .get_only = [{"name": "old-c", "namespace": "ml"}]'
+# shellcheck disable=SC2086
+gr status --json --direct $KC
+jqok "($(gone "$pf") | .state == \"present\") and ($(verdict "$pf") | .confidence == \"likely\")" \
+        "Get knows a pod ml/old-c (maybe a new one of that name): not proved gone, likely (control)"
+cri "$E"
+# shellcheck disable=SC2086
+gr status --json --direct $KC
+jqok "($(gone "$pf") | .state == \"unknown\" and (.why | test(\"not its cgroup's pod\"))) and ($(verdict "$pf") | .confidence == \"likely\")" \
+        "the runtime's labels name another UID: unknown, likely (control)"
+jq 'del(.containers)' "$T/cri.json" >"$T/cri.json.tmp" && mv "$T/cri.json.tmp" "$T/cri.json"
+# shellcheck disable=SC2086
+gr status --json --direct $KC
+jqok "$(gone "$pf") | .state == \"unknown\" and (.why | test(\"does not know its container\"))" \
+        "the runtime does not know the container: unknown, said why (control)"
+cri "$C"
+# shellcheck disable=SC2086
+GPUREAP_CRI_SOCKET=$T/no-such-cri.sock gr status --json --direct $KC
+jqok "($(gone "$pf") | .state == \"unknown\" and (.why | test(\"no container runtime socket\"))) and ($(verdict "$pf") | .confidence == \"likely\")" \
+        "no runtime socket: unknown, likely (control)"
+# through serve (both served forms): the same verdict
+serve_start --interval 100ms --listen none $KC --nvml-timeout 2s
+for wire in 1 0; do
+        GPUREAP_SERVE_WIRE=$wire gr_served status --json
+        jqok "($(gone "$pf") | .state == \"confirmed\") and ($(verdict "$pf") | .confidence == \"sure\")" \
+                "served (wire $wire): its pod gone, a sure leftover"
+done
+term_and_wait "$SERVE"
+unset GPUREAP_CRI_SOCKET
 fixture ', {"name": "c-pod", "namespace": "ml", "containers": [{"name": "w", "devices": [{"resource": "nvidia.com/gpu", "ids": ["'"$(uuid 2)"'"]}]}]}'
 gr status --json --direct $K
 jqok "$(verdict "$pf") | .judgement == \"unsure\"" "its pod listed (with the GPU): unsure again (control)"
