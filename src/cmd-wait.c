@@ -19,7 +19,8 @@ static void wait_usage(FILE *f)
                 "benchmark or a server started with --mem-fraction-static. Without an NVIDIA driver,\n"
                 "the AMD and Intel GPUs: no DRM client or KFD ghost left (docs/drm.md).\n"
                 "\n"
-                "  --gpu SEL, -i SEL  only these GPUs (index, UUID prefix, PCI bus id)\n"
+                "  --gpu SEL, -i SEL  only these GPUs (index, UUID prefix, PCI bus id; AMD and Intel GPUs\n"
+                "                     by PCI address)\n"
                 SCOPE_USAGE_21
                 "                     (with a scope: until none of its processes holds a GPU and the\n"
                 "                     GPUs they held are clean)\n"
@@ -43,19 +44,25 @@ struct wait_args {
         bool free_set;
 };
 
-/* The AMD and Intel GPUs (docs/drm.md), on a machine without an NVIDIA driver, where no --gpu
- * list or scope was given (those name NVML's GPUs and holders): clean, or with --free that much
- * VRAM free where the driver says how much is used (amdgpu's mem_info_vram_used; unknown: not
- * met). Beside an NVIDIA driver they do not count: a workstation's desktop keeps its
- * integrated GPU busy, and the wait is for the NVIDIA GPUs */
+/* The AMD and Intel GPUs (docs/drm.md), on a machine without an NVIDIA driver, where no scope
+ * was given (a scope names NVML's holders): those --gpu names by their PCI addresses, else
+ * every one; clean, or with --free that much VRAM free where the driver says how much is used
+ * (amdgpu's mem_info_vram_used; unknown: not met). Beside an NVIDIA driver they do not count:
+ * a workstation's desktop keeps its integrated GPU busy, and the wait is for the NVIDIA GPUs */
 static bool drm_cond(const gr_snapshot *s, const gr_diagnosis *d, const struct wait_args *a)
 {
-        if (!s->drm || !d->drm || a->sel.list || a->scope.kind != GR_SCOPE_NONE || s->gpu->status == GR_GPU_OK)
+        if (!s->drm || !d->drm || a->scope.kind != GR_SCOPE_NONE || s->gpu->status == GR_GPU_OK)
                 return true;
-        if (!a->free_set)
-                return gr_drm_gpus_free(s, d, false);
-        for (unsigned i = 0; i < s->drm->n_gpus && i < GR_DRM_GPUS_MAX; i++) {
+        for (unsigned i = 0; s->drm && i < s->drm->n_gpus && i < GR_DRM_GPUS_MAX; i++) {
                 const gr_drm_gpu *g = &s->drm->gpus[i];
+                if (!drm_gpu_selected(&a->sel, g))
+                        continue;
+                gr_gpu_state st = d->drm->gpus[i].state;
+                if (!a->free_set) {
+                        if (st != GR_GPU_CLEAN)
+                                return false;
+                        continue;
+                }
                 if (g->vram_total == GR_UNKNOWN_U64 || g->vram_used == GR_UNKNOWN_U64 || g->vram_used > g->vram_total)
                         return false;
                 uint64_t want = a->free_percent ? g->vram_total / 100 * a->free_percent : a->free_bytes;
@@ -235,7 +242,12 @@ static int wait_outcome(const struct wait_cmd *w, const gr_snapshot *s, const gr
                 error_msg("%s", s->gpu->error);
                 return EXIT_DRIVER;
         }
-        if (gpu_selection_unmatched(&w->a.sel, s->gpu, bad, sizeof(bad))) {
+        if (drm_answers && drm_selection_unmatched(&w->a.sel, s->drm, bad, sizeof(bad))) {
+                error_msg("no AMD or Intel GPU matches '%s' (give its PCI address, as 'gpureap status' shows it)",
+                          QUOTED(bad));
+                return EXIT_USAGE;
+        }
+        if (!drm_answers && gpu_selection_unmatched(&w->a.sel, s->gpu, bad, sizeof(bad))) {
                 gpu_selection_error(&w->a.sel, s->gpu);
                 return EXIT_USAGE;
         }

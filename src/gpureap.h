@@ -61,6 +61,11 @@ int scope_option(const char *option, const char *value, gr_scope *sc);
 uint64_t scope_gpus(const gr_snapshot *s, const gr_scope *sc);
 
 bool gpu_selected(const struct gpu_selection *sel, const gr_gpu *g);
+/* An AMD or Intel GPU that --gpu names by its PCI address (0000:03:00.0, or 03:00.0 in any
+ * domain); every one without --gpu */
+bool drm_gpu_selected(const struct gpu_selection *sel, const gr_drm_gpu *g);
+/* A selector that names no AMD or Intel GPU, or more than one: returns it, else NULL */
+const char *drm_selection_unmatched(const struct gpu_selection *sel, const gr_drm_report *r, char *buf, size_t size);
 /* An unknown or ambiguous selector: returns it (why in *ret_ambiguous), or NULL when every
  * selector names exactly one GPU */
 const char *gpu_selection_unmatched(const struct gpu_selection *sel, const gr_gpu_report *rep,

@@ -1,5 +1,6 @@
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 #include "gpureap/basic.h"
 #include "gpureap.h"
@@ -112,4 +113,60 @@ const char *scope_arg(const gr_scope *sc, char *buf, size_t size)
         else
                 snprintf(buf, size, " --%s %s", opt[sc->kind], sc->id);
         return buf;
+}
+
+/* An AMD or Intel GPU by its PCI address (docs/drm.md): lspci's spelling with the domain
+ * (0000:03:00.0), or without it (03:00.0, any domain), in either case */
+static bool drm_matches(const gr_drm_gpu *g, const char *sel)
+{
+        if (!g->pdev[0] || !sel[0])
+                return false;
+        if (strcasecmp(g->pdev, sel) == 0)
+                return true;
+        const char *colon = strchr(g->pdev, ':');
+        return strchr(sel, ':') == strrchr(sel, ':') && colon && strcasecmp(colon + 1, sel) == 0;
+}
+
+struct drm_sel {
+        const gr_drm_gpu *g;
+        const gr_drm_report *r;
+        char *buf;
+        size_t size;
+        bool hit;
+};
+
+static bool drm_hit_cb(const char *sel, void *ud)
+{
+        struct drm_sel *ds = ud;
+        ds->hit = ds->hit || drm_matches(ds->g, sel);
+        return false;
+}
+
+bool drm_gpu_selected(const struct gpu_selection *sel, const gr_drm_gpu *g)
+{
+        if (!sel || !sel->list)
+                return true;
+        struct drm_sel ds = { .g = g };
+        gr_gpu_list_each(sel->list, drm_hit_cb, &ds);
+        return ds.hit;
+}
+
+static bool drm_unmatched_cb(const char *sel, void *ud)
+{
+        struct drm_sel *ds = ud;
+        unsigned n = 0;
+        for (unsigned i = 0; i < ds->r->n_gpus && i < GR_DRM_GPUS_MAX; i++)
+                n += drm_matches(&ds->r->gpus[i], sel);
+        if (n == 1)
+                return false;
+        gr_strlcpy(ds->buf, sel, ds->size);
+        return true;
+}
+
+const char *drm_selection_unmatched(const struct gpu_selection *sel, const gr_drm_report *r, char *buf, size_t size)
+{
+        if (!sel || !sel->list)
+                return NULL;
+        struct drm_sel ds = { .r = r, .buf = buf, .size = size };
+        return gr_gpu_list_each(sel->list, drm_unmatched_cb, &ds) ? buf : NULL;
 }

@@ -58,6 +58,26 @@ expect_rc 0 "1 GiB used: 90% free"
 on amd gr wait --timeout 0 --direct --free 64GiB
 expect_rc 1 "64 GiB free is more than there is"
 
+# --gpu by PCI address (with or without the domain): GPU 03 made clean (its leftover and the KFD
+# ghost it kept gone), GPU 83 still has its live job
+cp -r "$FIX/drm-amdgpu" "$T/amd3"
+mkdir -p "$T/gone3"
+mv "$T/amd3/proc/710" "$T/gone3/710"
+mv "$T/amd3/sys/class/kfd/kfd/proc/700" "$T/gone3/kfd-700"
+on amd3 gr wait --timeout 0 --direct
+expect_rc 1 "without --gpu: GPU 83 is busy with a live job, not clean (control)"
+on amd3 gr wait --timeout 0 --direct --gpu 0000:03:00.0
+expect_rc 0 "--gpu 0000:03:00.0: that GPU is clean"
+on amd3 gr wait --timeout 0 --direct --gpu 03:00.0
+expect_rc 0 "--gpu 03:00.0 (no domain): the same"
+on amd3 gr wait --timeout 0 --direct --gpu 83:00.0
+expect_rc 1 "--gpu 83:00.0: busy, not clean"
+on amd3 gr wait --timeout 0 --direct --gpu 03:00.0,0000:83:00.0
+expect_rc 1 "both: not clean"
+on amd3 gr wait --timeout 0 --direct --gpu 0000:99:00.0
+expect_rc 2 "an address no GPU has: a usage error"
+has err "^gpureap: no AMD or Intel GPU matches '0000:99:00.0'" "said which"
+
 # Intel: a live client keeps it busy, and wait is for clean
 on intel gr wait --timeout 0 --direct
 expect_rc 1 "i915 with a live client: busy, not clean"
