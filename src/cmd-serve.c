@@ -125,6 +125,10 @@ struct serve {
          * KUBELET_EVERY_MS, or KUBELET_SOON_MS after a look found a pod it could not name */
         gr_kubelet_answer *kubelet;
         uint64_t kubelet_at_ms;   /* monotonic */
+        /* the pods proved gone (the runtime's names, the kubelet's Get): a UID never comes back,
+         * so they are not asked about again; the oldest forgotten past 64 */
+        gr_gone_pod gone[64];
+        size_t n_gone, next_gone;
         bool kubelet_unnamed;
 };
 
@@ -394,6 +398,28 @@ static bool pods_unnamed(const gr_snapshot *s)
         return false;
 }
 
+/* The pods this look proved gone join serve's memory */
+static void remember_gone(struct serve *sv, const gr_snapshot *s)
+{
+        for (size_t i = 0; s->procs && i < s->procs->n; i++) {
+                const gr_pod *pod = s->procs->procs[i].pod;
+                if (!pod || pod->gone != GR_POD_GONE_CONFIRMED)
+                        continue;
+                bool known = false;
+                for (size_t k = 0; k < sv->n_gone && !known; k++)
+                        known = strcmp(sv->gone[k].uid, pod->uid) == 0;
+                if (known)
+                        continue;
+                gr_gone_pod *g = &sv->gone[sv->next_gone];
+                sv->next_gone = (sv->next_gone + 1) % GR_ELEMENTSOF(sv->gone);
+                if (sv->n_gone < GR_ELEMENTSOF(sv->gone))
+                        sv->n_gone++;
+                gr_strlcpy(g->uid, pod->uid, sizeof(g->uid));
+                gr_strlcpy(g->name, pod->gone_name, sizeof(g->name));
+                gr_strlcpy(g->ns, pod->gone_ns, sizeof(g->ns));
+        }
+}
+
 static void refresh(struct serve *sv)
 {
         uint64_t now = gr_wall_ms();
@@ -401,6 +427,8 @@ static void refresh(struct serve *sv)
         pid_t stuck = stuck_helper();
         gr_snapshot_options so = sv->so;
         so.kubelet_answer = kubelet_for_look(sv);
+        so.gone_known = sv->gone;
+        so.n_gone_known = sv->n_gone;
         if (stuck) {
                 snprintf(down, sizeof(down), "the driver has not answered a call of gpureap serve's NVML helper (PID %d) "
                          "since an earlier look; not asked again until it returns", (int)stuck);
@@ -412,6 +440,7 @@ static void refresh(struct serve *sv)
                 return; /* out of memory: the last answer stands */
         s->served_by = getpid();
         sv->kubelet_unnamed = pods_unnamed(s);
+        remember_gone(sv, s);
         if (s->procs && !sv->scan_said[0])
                 snprintf(sv->scan_said, sizeof(sv->scan_said), "%s%s%s%s",
                          s->procs->scan == GR_SCAN_BPF ? "BPF" : "/proc", s->procs->scan_fallback[0] ? " (" : "",

@@ -70,6 +70,14 @@ typedef struct gr_snapshot {
                                      none of them is seen (an NVIDIA machine's snapshot is as it was) */
 } gr_snapshot;
 
+/* A pod proved gone (gr_pod_gone CONFIRMED): a pod UID is never used again, so a resident
+ * caller keeps these and hands them to later looks, which then do not ask again */
+typedef struct gr_gone_pod {
+        char uid[40];
+        char name[GR_POD_NAME_MAX];
+        char ns[64];
+} gr_gone_pod;
+
 typedef struct gr_snapshot_options {
         gr_context *ctx;          /* the settings of every part below that names none (gpu,
                                      proc, kubelet, the DRM readers); NULL: gr_context_default() */
@@ -87,6 +95,8 @@ typedef struct gr_snapshot_options {
         bool kubelet_ask;
         gr_kubelet_options kubelet;
         const gr_kubelet_answer *kubelet_answer;
+        const gr_gone_pod *gone_known;  /* pods proved gone by earlier looks (serve's memory) */
+        size_t n_gone_known;
 } gr_snapshot_options;
 
 int gr_snapshot_take(const gr_snapshot_options *opts, gr_snapshot **ret);

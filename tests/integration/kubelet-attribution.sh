@@ -349,13 +349,19 @@ cri "$C"
 GPUREAP_CRI_SOCKET=$T/no-such-cri.sock gr status --json --direct $KC
 jqok "($(gone "$pf") | .state == \"unknown\" and (.why | test(\"no container runtime socket\"))) and ($(verdict "$pf") | .confidence == \"likely\")" \
         "no runtime socket: unknown, likely (control)"
-# through serve (both served forms): the same verdict
+# through serve (both served forms): the same verdict; serve remembers the pods proved gone (a
+# UID never comes back), so it asks the runtime once, not at every look
+: >"$T/cri.log"
 serve_start --interval 100ms --listen none $KC --nvml-timeout 2s
 for wire in 1 0; do
         GPUREAP_SERVE_WIRE=$wire gr_served status --json
         jqok "($(gone "$pf") | .state == \"confirmed\") and ($(verdict "$pf") | .confidence == \"sure\")" \
                 "served (wire $wire): its pod gone, a sure leftover"
 done
+sleep 1
+[ "$(grep -c '^ContainerStatus' "$T/cri.log")" = 1 ] ||
+        fail "serve asked ContainerStatus $(grep -c '^ContainerStatus' "$T/cri.log") times in a second of looks every 100 ms"
+ok "serve asked the runtime once about the pod it proved gone"
 term_and_wait "$SERVE"
 unset GPUREAP_CRI_SOCKET
 fixture ', {"name": "c-pod", "namespace": "ml", "containers": [{"name": "w", "devices": [{"resource": "nvidia.com/gpu", "ids": ["'"$(uuid 2)"'"]}]}]}'
