@@ -132,6 +132,7 @@ struct run {
                                            again at the end: it may have opened one since */
         unsigned reaped_orphans;
         unsigned killed_term, killed_kill;
+        unsigned not_ended;             /* members still alive when the teardown gave up */
         bool cgroup_tried;
         int cgroup_lock;                /* the leaf's directory, flocked while the run lives */
         bool cgroup_partial;            /* not every member was moved into it (cut short) */
@@ -879,7 +880,17 @@ static void end_tree(struct run *r, int ending, int *child_status, bool *child_d
                 .tick = end_tick, .member = end_member, .userdata = &eh,
         };
         gr_tree_end_result tr;
-        gr_tree_end(&to, &tr);
+        if (!gr_tree_end(&to, &tr) && tr.n_left > 0) {
+                /* denied every signal (a setuid program's, another user's) or held in state D:
+                 * said, and in the result, never reported as ended */
+                char pids[96] = "";
+                size_t n = 0;
+                for (unsigned i = 0; i < tr.n_left && i < GR_ELEMENTSOF(tr.left) && n < sizeof(pids); i++)
+                        n += (size_t)snprintf(pids + n, sizeof(pids) - n, "%s%d", i ? ", " : "", (int)tr.left[i]);
+                r->not_ended = tr.n_left;
+                error_msg("%u process%s of the tree could not be ended (PID %s%s): still running", tr.n_left,
+                          tr.n_left == 1 ? "" : "es", pids, tr.n_left > GR_ELEMENTSOF(tr.left) ? ", ..." : "");
+        }
         r->killed_term += tr.group_ended;
 reaped:
         crash_pgid = 0; /* reaped: the number may be another group's */
@@ -1146,6 +1157,7 @@ static bool write_result(const struct run *r, int code, const char *ended, const
         json_object_object_add(lo, "ended", json_object_new_int64(r->killed_term));
         json_object_object_add(lo, "needed_sigkill", json_object_new_int64(r->killed_kill));
         json_object_object_add(lo, "orphans_reaped", json_object_new_int64(r->reaped_orphans));
+        json_object_object_add(lo, "not_ended", json_object_new_int64(r->not_ended));
         json_object_object_add(lo, "teardown_ms", json_object_new_int64((int64_t)end_ms));
         json_object_object_add(o, "leftovers", lo);
         json_object *minors = json_object_new_array();
@@ -1252,9 +1264,12 @@ static void say_end(const struct run *r, const struct run_end *e, const char *gp
                 snprintf(how, sizeof(how), "exited %d", WEXITSTATUS(e->child_status));
         else
                 snprintf(how, sizeof(how), "exited %d", e->code);
-        fprintf(stderr, "gpureap run: '%s' %s%s after %.1fs; %u leftover process%s ended (%u needed SIGKILL), %u reaped%s%s\n",
+        char left[64] = "";
+        if (r->not_ended)
+                snprintf(left, sizeof(left), ", %u NOT ended", r->not_ended);
+        fprintf(stderr, "gpureap run: '%s' %s%s after %.1fs; %u leftover process%s ended (%u needed SIGKILL)%s, %u reaped%s%s\n",
                 r->cmd[0], how, e->remapped ? " (exit 0: --remap-exit)" : "", (double)now_ms_since(r) / 1000,
-                r->killed_term, r->killed_term == 1 ? "" : "es", r->killed_kill, r->reaped_orphans, gpu_note,
+                r->killed_term, r->killed_term == 1 ? "" : "es", r->killed_kill, left, r->reaped_orphans, gpu_note,
                 r->cgroup[0] || (!r->cgroup_tried && !r->no_cgroup) ? "" : "; no cgroup (subreaper only)");
 }
 

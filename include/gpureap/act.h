@@ -212,6 +212,8 @@ int gr_kill_plan(const gr_plan *p, const gr_kill_options *o, gr_kill_outcome **r
  * the group's SIGTERM is passed by: a second TERM means "quit now" to many servers); then
  * rounds of SIGKILL (cgroup.kill first) until no child is left and the cgroup is empty. */
 typedef struct gr_tree_end_options {
+        gr_context *ctx;             /* its /proc root, for the listings and the ladder alike;
+                                        NULL: gr_context_default() */
         uint64_t grace_ms;           /* between SIGTERM and SIGKILL */
         const char *cgroup;          /* the tree's leaf cgroup; NULL or "": none */
         bool cgroup_complete;        /* every member was moved into it: the listings take its
@@ -226,7 +228,8 @@ typedef struct gr_tree_end_options {
         void (*after_term)(void *userdata);   /* once the first round's SIGTERMs went out */
         void (*tick)(void *userdata);         /* every round of the ladder */
         /* every member signalled or failed, once its ladder is done; term: of the SIGTERM
-         * round (else a later SIGKILL round) */
+         * round (else a later SIGKILL round). A member whose signal failed (denied, an
+         * error) is told once, not at every round */
         void (*member)(const gr_ladder_member *m, bool term, void *userdata);
         void *userdata;
 } gr_tree_end_options;
@@ -234,6 +237,8 @@ typedef struct gr_tree_end_options {
 typedef struct gr_tree_end_result {
         bool group_termed;           /* the group had its SIGTERM */
         unsigned group_ended;        /* its members that were already zombies at the first listing */
+        unsigned n_left;             /* with false: the members still alive at the end */
+        pid_t left[8];               /* the first of them */
 } gr_tree_end_result;
 
 /* true once nothing of the tree is left; false after 1000 rounds of SIGKILL with something

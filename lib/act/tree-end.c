@@ -27,6 +27,9 @@ struct tree_end {
         bool first_tick;          /* the first tick comes right after the first rung */
         bool group;               /* this round passes by who had the group's SIGTERM */
         bool listed;              /* this round's first listing was taken */
+        const char *proc_root;    /* the context's: the listings' and the ladder's */
+        gr_pidref told[64];       /* members whose failed signal the caller was told of */
+        size_t n_told;
 };
 
 static void reaped(struct tree_end *te, pid_t pid, int status)
@@ -77,7 +80,7 @@ static bool tree_gone(struct tree_end *te)
 
 static int list_tree(const struct tree_end *te, gr_tree_proc **t, size_t *n)
 {
-        return gr_tree_list(NULL, getpid(), te->o->cgroup_complete ? te->o->cgroup : NULL, NULL, 0, t, n);
+        return gr_tree_list(te->proc_root, getpid(), te->o->cgroup_complete ? te->o->cgroup : NULL, NULL, 0, t, n);
 }
 
 /* Had it the group's SIGTERM: in the command's group, born before it (a false "born since"
@@ -150,6 +153,18 @@ static void before_kill(void *userdata)
                 gr_cgroup_kill(te->o->cgroup);
 }
 
+/* Was the caller told of this member's failed signal already? (Noted now if not: the first
+ * 64 such members; past them each is told every round, as is better than never) */
+static bool told_before(struct tree_end *te, const gr_pidref *ref)
+{
+        for (size_t i = 0; i < te->n_told; i++)
+                if (te->told[i].pid == ref->pid && te->told[i].start_time == ref->start_time)
+                        return true;
+        if (te->n_told < GR_ELEMENTSOF(te->told))
+                te->told[te->n_told++] = *ref;
+        return false;
+}
+
 /* One ladder over what the tree holds now (the listing given, or listed here); grace 0:
  * straight to SIGKILL (a later round) */
 static void ladder_round(struct tree_end *te, uint64_t grace, gr_tree_proc *t, size_t n, bool listed, bool first)
@@ -159,7 +174,7 @@ static void ladder_round(struct tree_end *te, uint64_t grace, gr_tree_proc *t, s
         te->group = te->res->group_termed && grace > 0;
         te->listed = false;
         gr_ladder l;
-        gr_ladder_options lo = { .grace_ms = grace, .deadline_ms = grace + 10000, .refresh = refresh,
+        gr_ladder_options lo = { .proc_root = te->proc_root, .grace_ms = grace, .deadline_ms = grace + 10000, .refresh = refresh,
                                  .tick = tick, .before_kill = before_kill, .userdata = te };
         gr_ladder_init(&l, &lo);
         if (listed) {
@@ -170,9 +185,14 @@ static void ladder_round(struct tree_end *te, uint64_t grace, gr_tree_proc *t, s
         }
         if (l.n > 0)
                 gr_ladder_run(&l);
-        for (size_t i = 0; te->o->member && i < l.n; i++)
-                if (l.m[i].signalled || gr_kill_result_failed(l.m[i].result))
-                        te->o->member(&l.m[i], grace > 0, te->o->userdata);
+        for (size_t i = 0; te->o->member && i < l.n; i++) {
+                const gr_ladder_member *m = &l.m[i];
+                if (!m->signalled && !gr_kill_result_failed(m->result))
+                        continue;
+                if (gr_kill_result_failed(m->result) && told_before(te, &m->ref))
+                        continue; /* a member the kernel will not let us end: said once */
+                te->o->member(m, grace > 0, te->o->userdata);
+        }
         gr_ladder_done(&l);
 }
 
@@ -198,7 +218,7 @@ static void group_term(struct tree_end *te)
 bool gr_tree_end(const gr_tree_end_options *o, gr_tree_end_result *res)
 {
         memset(res, 0, sizeof(*res));
-        struct tree_end te = { .o = o, .res = res, .pgid_held = o->pgid_held };
+        struct tree_end te = { .o = o, .res = res, .pgid_held = o->pgid_held, .proc_root = gr_context_proc_root(o->ctx) };
         if (tree_gone(&te))
                 return true;
         group_term(&te);
@@ -228,5 +248,19 @@ bool gr_tree_end(const gr_tree_end_options *o, gr_tree_end_result *res)
                 else
                         poll(NULL, 0, 1); /* zombies on their way to us */
         }
-        return tree_gone(&te);
+        if (tree_gone(&te))
+                return true;
+        /* what is still there: members the kernel does not let go (state D) or that refused
+         * every signal (another user's, a setuid program's) */
+        gr_tree_proc *t = NULL;
+        size_t n = 0;
+        if (list_tree(&te, &t, &n) == 0)
+                for (size_t i = 0; i < n; i++)
+                        if (t[i].state != 'Z') {
+                                if (res->n_left < GR_ELEMENTSOF(res->left))
+                                        res->left[res->n_left] = t[i].pid;
+                                res->n_left++;
+                        }
+        free(t);
+        return false;
 }

@@ -2,6 +2,7 @@
  * (gpureap-kubelet.so, lib/kubelet/grpc-module.c) is loaded and asked List once, with a
  * deadline. No socket, no module: an answer that says it was not asked, and why. */
 #include <dlfcn.h>
+#include <pthread.h>
 #include <errno.h>
 #include <unistd.h>
 #include <fcntl.h>
@@ -143,10 +144,22 @@ static int read_checkpoint(void *dl, const char *path, gr_kubelet_answer *a)
         return 0;
 }
 
-/* The gRPC module, loaded once per process: it is code, so loaded only as gr_open_trusted
- * allows (every directory and link on the way root's or ours, not writable by others), through
- * the descriptor checked, never by its path again. Kept loaded: serve asks again, and nghttp2
- * and protobuf-c keep no state between calls. NULL with why */
+/* The gRPC modules loaded: each file (device and inode) once, its descriptor kept open. A
+ * module is loaded through /proc/self/fd/N, and the loader takes a name it has loaded before for
+ * that library again: with the descriptor closed, the next module opened got the same number,
+ * and two contexts that name two modules both ran the first (seventh adversarial round) */
+static pthread_mutex_t modules_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct module {
+        dev_t dev;
+        ino_t ino;
+        void *dl;
+} modules[8];
+static size_t n_modules;
+
+/* The gRPC module, loaded once per file: it is code, so loaded only as gr_open_trusted allows
+ * (every directory and link on the way root's or ours, not writable by others), through the
+ * descriptor checked, never by its path again. Kept loaded: serve asks again, and nghttp2 and
+ * protobuf-c keep no state between calls. NULL with why */
 static void *module_load(const gr_kubelet_options *opts, char *why, size_t why_size)
 {
         const char *mod = opts && opts->module ? opts->module : gr_ctx_kubelet_module(opts ? opts->ctx : NULL);
@@ -158,12 +171,36 @@ static void *module_load(const gr_kubelet_options *opts, char *why, size_t why_s
                 snprintf(why, why_size, "not loading the kubelet module: %s", reason);
                 return NULL;
         }
-        char by_fd[64];
-        snprintf(by_fd, sizeof(by_fd), "/proc/self/fd/%d", fd);
-        void *dl = dlopen(by_fd, RTLD_NOW | RTLD_LOCAL);
-        close(fd);
-        if (!dl)
-                snprintf(why, why_size, "cannot load the kubelet module '%s' (needs libnghttp2-14 and libprotobuf-c1)", mod);
+        struct stat st;
+        if (fstat(fd, &st) < 0) {
+                snprintf(why, why_size, "cannot load the kubelet module '%s': %s", mod, strerror(errno));
+                close(fd);
+                return NULL;
+        }
+        pthread_mutex_lock(&modules_lock);
+        void *dl = NULL;
+        for (size_t i = 0; i < n_modules && !dl; i++)
+                if (modules[i].dev == st.st_dev && modules[i].ino == st.st_ino)
+                        dl = modules[i].dl;
+        if (dl) {
+                close(fd);
+        } else if (n_modules == GR_ELEMENTSOF(modules)) {
+                close(fd);
+                snprintf(why, why_size, "not loading the kubelet module '%s': %zu modules are loaded already", mod,
+                         n_modules);
+        } else {
+                char by_fd[64];
+                snprintf(by_fd, sizeof(by_fd), "/proc/self/fd/%d", fd);
+                dl = dlopen(by_fd, RTLD_NOW | RTLD_LOCAL);
+                if (dl) /* the descriptor stays open: no later module gets its number, nor its name */
+                        modules[n_modules++] = (struct module){ st.st_dev, st.st_ino, dl };
+                else
+                        close(fd);
+                if (!dl)
+                        snprintf(why, why_size, "cannot load the kubelet module '%s' (needs libnghttp2-14 and libprotobuf-c1)",
+                                 mod);
+        }
+        pthread_mutex_unlock(&modules_lock);
         return dl;
 }
 

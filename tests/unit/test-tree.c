@@ -249,12 +249,20 @@ static void tree_end_leaves_nothing(void **state)
         int gfd = gr_pidfd_open(cmd);
         assert_true(gfd >= 0);
         struct end_seen e = { .cmd = cmd };
-        gr_tree_end_options o = { .grace_ms = 300, .group_fd = gfd, .pgid = cmd, .pgid_held = true,
+        /* the default context names another /proc (a program that reads a recording): the
+         * end's listings and its ladder both take the context given (seventh adversarial round:
+         * the ladder took the default's, and settled every member "gone" unsignalled) */
+        gr_context *live = NULL;
+        assert_int_equal(gr_context_new(&live), 0);
+        gr_context_set_proc_root(NULL, "/nonexistent-proc");
+        gr_tree_end_options o = { .ctx = live, .grace_ms = 300, .group_fd = gfd, .pgid = cmd, .pgid_held = true,
                                   .reaped = seen_reaped, .group_signalled = seen_group,
                                   .after_term = seen_after_term, .tick = seen_tick, .member = seen_member,
                                   .userdata = &e };
         gr_tree_end_result res;
         assert_true(gr_tree_end(&o, &res));
+        gr_context_set_proc_root(NULL, NULL);
+        gr_context_free(live);
         close(gfd);
         assert_int_equal(gr_tree_list_by_walk(NULL, getpid(), NULL, NULL, 0, &t, &n), 0);
         free(t);
