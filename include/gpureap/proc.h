@@ -66,6 +66,9 @@ int gr_proc_read_stat(const char *proc_root, pid_t pid, gr_stat *st);
 /* A process whose stat says Z although other threads of it still run (its main thread called
  * pthread_exit): alive, and to be ended like any other */
 bool gr_proc_zombie_leader_alive(const char *proc_root, pid_t pid);
+/* The same for a zombie whose stat line st was just read: its num_threads answers where it is 1
+ * (the leader alone), task/ is read otherwise */
+bool gr_proc_zombie_threads_alive(const char *proc_root, pid_t pid, const gr_stat *st);
 
 typedef struct gr_status {
         uid_t uid;       /* real uid */

@@ -50,26 +50,27 @@ bool gr_proc_zombie_leader_alive(const char *proc_root, pid_t pid)
         return n >= 2;
 }
 
-/* A state that means the process has ended: Z or X, unless other threads of it still run */
-static bool ended(const char *proc_root, pid_t pid, char state)
+bool gr_proc_zombie_threads_alive(const char *proc_root, pid_t pid, const gr_stat *st)
 {
-        return (state == 'Z' || state == 'X') && !gr_proc_zombie_leader_alive(proc_root, pid);
+        /* num_threads counts the group's threads not yet released, as task/ lists them: the
+         * zombie leader's own until it is reaped, a live thread's until it has exited. 1: the
+         * leader is all that is left, known without opening task/; 0 (unknown: the stat line
+         * of a process being released, a recorded tree) or more: task/ says */
+        return st->n_threads != 1 && gr_proc_zombie_leader_alive(proc_root, pid);
 }
 
-/* What /proc shows for pid now: start time, owner, state. -ESRCH when there is no such process */
-static int look(const char *proc_root, pid_t pid, uint64_t *ret_start, uid_t *ret_uid, bool *ret_has_uid,
-                char *ret_state)
+/* A state that means the process has ended: Z or X, unless other threads of it still run */
+static bool ended(const char *proc_root, pid_t pid, const gr_stat *st)
 {
-        if (!ret_uid) {
-                gr_stat st;
-                int r = gr_proc_read_stat(proc_root, pid, &st);
-                if (r < 0)
-                        return r;
-                *ret_start = st.start_time;
-                if (ret_state)
-                        *ret_state = st.state;
-                return 0;
-        }
+        return (st->state == 'Z' || st->state == 'X') && !gr_proc_zombie_threads_alive(proc_root, pid, st);
+}
+
+/* What /proc shows for pid now: its stat line (start time, state, threads) and owner. -ESRCH
+ * when there is no such process */
+static int look(const char *proc_root, pid_t pid, gr_stat *ret_st, uid_t *ret_uid, bool *ret_has_uid)
+{
+        if (!ret_uid)
+                return gr_proc_read_stat(proc_root, pid, ret_st);
         char path[4096];
         int n = snprintf(path, sizeof(path), "%s/%d", proc_root ? proc_root : gr_context_proc_root(NULL), (int)pid);
         if (n < 0 || (size_t)n >= sizeof(path))
@@ -96,25 +97,22 @@ static int look(const char *proc_root, pid_t pid, uint64_t *ret_start, uid_t *re
         close(fd);
         if (r < 0)
                 return r;
-        *ret_start = st.start_time;
-        if (ret_state)
-                *ret_state = st.state;
+        *ret_st = st;
         return 0;
 }
 
 /* 0 when pid still names the planned process; -ESTALE another; -ESRCH none; other -errno */
 static int verify(const char *proc_root, pid_t pid, uint64_t start_time, const uid_t *want_uid)
 {
-        uint64_t st;
+        gr_stat st;
         uid_t uid = 0;
         bool has_uid = false;
-        char state = '?';
-        int r = look(proc_root, pid, &st, want_uid ? &uid : NULL, &has_uid, &state);
+        int r = look(proc_root, pid, &st, want_uid ? &uid : NULL, &has_uid);
         if (r < 0)
                 return r;
-        if (st != start_time)
+        if (st.start_time != start_time)
                 return -ESTALE;
-        if (ended(proc_root, pid, state))
+        if (ended(proc_root, pid, &st))
                 return -ESRCH;
         if (want_uid && (!has_uid || uid != *want_uid))
                 return -ESTALE; /* setuid since the plan, or not readable: not what was planned */
@@ -164,10 +162,9 @@ bool gr_pidref_gone(const gr_pidref *r, const char *proc_root)
 {
         if (r->fd >= 0)
                 return gr_pidfd_exited(r->fd, 0);
-        uint64_t st;
-        char state = '?';
-        int q = look(proc_root, r->pid, &st, NULL, NULL, &state);
-        return q == -ESRCH || (q == 0 && (st != r->start_time || ended(proc_root, r->pid, state)));
+        gr_stat st;
+        int q = look(proc_root, r->pid, &st, NULL, NULL);
+        return q == -ESRCH || (q == 0 && (st.start_time != r->start_time || ended(proc_root, r->pid, &st)));
 }
 
 void gr_pidref_done(gr_pidref *r)

@@ -281,6 +281,28 @@ static int cmp_drm_fd(const void *a, const void *b)
         return (x > y) - (x < y);
 }
 
+/* The entries of a directory, read with getdents64 into a buffer of the caller's: the fd
+ * directory of every process is read at each look, and fdopendir's fstat and two fcntl calls
+ * were 3 of its 14 system calls (1-2 us each on a 16-core VM) */
+struct dents {
+        int fd;
+        ssize_t n, off;
+        char buf[8192] __attribute__((aligned(8)));
+};
+
+static struct dirent64 *dents_next(struct dents *d)
+{
+        if (d->off >= d->n) {
+                d->n = getdents64(d->fd, d->buf, sizeof(d->buf));
+                d->off = 0;
+                if (d->n <= 0)
+                        return NULL; /* the end, or an error: as readdir, the entries so far */
+        }
+        struct dirent64 *de = (struct dirent64 *)(d->buf + d->off);
+        d->off += de->d_reclen;
+        return de;
+}
+
 static int scan_fds(int piddir, const char *devdir, size_t devdir_len, gr_holding **ret,
                     struct sock_list *socks, unsigned *ret_entries, const struct drm_class *drm_c,
                     gr_drm_holding **ret_drm)
@@ -288,18 +310,15 @@ static int scan_fds(int piddir, const char *devdir, size_t devdir_len, gr_holdin
         int fdd = openat(piddir, "fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
         if (fdd < 0)
                 return errno == ENOENT ? -ESRCH : -errno;
-        DIR *d = fdopendir(fdd);
-        if (!d) {
-                int r = -errno;
-                close(fdd);
-                return r;
-        }
+        struct dents d;
+        d.fd = fdd;
+        d.n = d.off = 0;
         gr_holding *h = NULL;
         gr_drm_holding *dh = NULL;
-        struct dirent *de;
+        struct dirent64 *de;
         char target[512];
         unsigned entries = 0;
-        while ((de = readdir(d))) {
+        while ((de = dents_next(&d))) {
                 if (de->d_name[0] == '.')
                         continue;
                 entries++;
@@ -323,7 +342,7 @@ static int scan_fds(int piddir, const char *devdir, size_t devdir_len, gr_holdin
                                             : drm_by_number(fdd, de->d_name, target, drm_c, &node, &minor)) &&
                             drm_add(&dh, (int)fd, node, minor) < 0) {
                                 free(h);
-                                closedir(d);
+                                close(fdd);
                                 return -ENOMEM;
                         }
                         continue;
@@ -332,7 +351,7 @@ static int scan_fds(int piddir, const char *devdir, size_t devdir_len, gr_holdin
                         h = calloc(1, sizeof(*h));
                         if (!h) {
                                 free(dh);
-                                closedir(d);
+                                close(fdd);
                                 return -ENOMEM;
                         }
                 }
@@ -345,7 +364,7 @@ static int scan_fds(int piddir, const char *devdir, size_t devdir_len, gr_holdin
                 default: h->n_other++; break;
                 }
         }
-        closedir(d);
+        close(fdd);
         /* GPUs in minor order, whatever order readdir gave the fds in */
         for (unsigned i = 1; h && i < h->n_gpus; i++)
                 for (unsigned j = i; j > 0 && h->gpus[j - 1].minor > h->gpus[j].minor; j--) {
