@@ -495,6 +495,21 @@ static void sample_gpus(struct run *r, enum sample_mode mode)
         r->n_sampled = k;
 }
 
+/* A child reaped (here or by the teardown, gr_tree_end): noted for the drain, and its status
+ * kept where it is the command's */
+static void child_reaped(struct run *r, pid_t pid, int status, int *child_status, bool *child_done)
+{
+        note_gone(r, pid);
+        if (pid == r->cmd_pid)
+                crash_pgid = 0; /* its number may be another group's now */
+        if (pid == r->child) {
+                *child_status = status;
+                *child_done = true;
+        } else if (pid != r->cmd_pid) { /* with a pty the shim leaves the command to us */
+                r->reaped_orphans++;
+        }
+}
+
 /* reap every zombie child; true when no child is left at all */
 static bool reap_children(struct run *r, int *child_status, bool *child_done)
 {
@@ -505,15 +520,7 @@ static bool reap_children(struct run *r, int *child_status, bool *child_done)
                         return errno == ECHILD;
                 if (w == 0)
                         return false;
-                note_gone(r, w);
-                if (w == r->cmd_pid)
-                        crash_pgid = 0; /* its number may be another group's now */
-                if (w == r->child) {
-                        *child_status = st;
-                        *child_done = true;
-                } else if (w != r->cmd_pid) { /* with a pty the shim leaves the command to us */
-                        r->reaped_orphans++;
-                }
+                child_reaped(r, w, st, child_status, child_done);
         }
 }
 
@@ -755,16 +762,7 @@ struct end_hooks {
 static void end_reaped(pid_t pid, int status, void *userdata)
 {
         struct end_hooks *eh = userdata;
-        struct run *r = eh->r;
-        note_gone(r, pid);
-        if (pid == r->cmd_pid)
-                crash_pgid = 0; /* its number may be another group's now */
-        if (pid == r->child) {
-                *eh->child_status = status;
-                *eh->child_done = true;
-        } else if (pid != r->cmd_pid) { /* with a pty the shim leaves the command to us */
-                r->reaped_orphans++;
-        }
+        child_reaped(eh->r, pid, status, eh->child_status, eh->child_done);
 }
 
 static void end_group_signalled(bool done, void *userdata)

@@ -5,7 +5,7 @@ GetAllocatableResources) over gRPC on a unix socket, answered from a JSON fixtur
 The few protobuf messages are built here with python3-protobuf's descriptor API, from the field
 numbers of k8s.io/kubelet/pkg/apis/podresources/v1 (nothing generated, nothing downloaded).
 
-  fake-kubelet.py SOCKET FIXTURE [--hang] [--log FILE] [--ready FILE]
+  fake-kubelet.py SOCKET FIXTURE [--hang] [--log FILE] [--ready FILE] [--cri SOCKET]
 
 FIXTURE: {"pods": [{"name", "namespace", "containers": [{"name", "devices":
           [{"resource", "ids": [...]}]}]}],          listed by List and found by Get
@@ -37,16 +37,28 @@ from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 F = descriptor_pb2.FieldDescriptorProto
 
 
-def build_messages():
-    fd = descriptor_pb2.FileDescriptorProto(name="fake_podresources_v1.proto", package="v1", syntax="proto3")
+def proto_file(name, package):
+    """A FileDescriptorProto, its message() adder, and a function that builds the classes"""
+    fd = descriptor_pb2.FileDescriptorProto(name=name, package=package, syntax="proto3")
 
-    def message(name, *fields):
-        m = fd.message_type.add(name=name)
+    def message(mname, *fields):
+        m = fd.message_type.add(name=mname)
         for number, fname, ftype, label, type_name in fields:
             f = m.field.add(name=fname, number=number, type=ftype, label=label)
             if type_name:
-                f.type_name = ".v1." + type_name
+                f.type_name = "." + package + "." + type_name
 
+    def classes():
+        pool = descriptor_pool.DescriptorPool()
+        pool.Add(fd)
+        factory = message_factory.MessageFactory(pool)
+        return {m.name: factory.GetPrototype(pool.FindMessageTypeByName(package + "." + m.name)) for m in fd.message_type}
+
+    return message, classes
+
+
+def build_messages():
+    message, classes = proto_file("fake_podresources_v1.proto", "v1")
     one, rep = F.LABEL_OPTIONAL, F.LABEL_REPEATED
     message("ContainerDevices",
             (1, "resource_name", F.TYPE_STRING, one, None),
@@ -69,26 +81,15 @@ def build_messages():
     message("AllocatableResourcesResponse",
             (1, "devices", F.TYPE_MESSAGE, rep, "ContainerDevices"),
             (2, "cpu_ids", F.TYPE_INT64, rep, None))
-    pool = descriptor_pool.DescriptorPool()
-    pool.Add(fd)
-    factory = message_factory.MessageFactory(pool)
-    return {m.name: factory.GetPrototype(pool.FindMessageTypeByName("v1." + m.name)) for m in fd.message_type}
+    return classes()
 
 
 M = build_messages()
 
 
 def build_cri_messages():
-    fd = descriptor_pb2.FileDescriptorProto(name="fake_cri_v1.proto", package="runtime.v1", syntax="proto3")
+    message, classes = proto_file("fake_cri_v1.proto", "runtime.v1")
     one, rep = F.LABEL_OPTIONAL, F.LABEL_REPEATED
-
-    def message(name, *fields):
-        m = fd.message_type.add(name=name)
-        for number, fname, ftype, label, type_name in fields:
-            f = m.field.add(name=fname, number=number, type=ftype, label=label)
-            if type_name:
-                f.type_name = ".runtime.v1." + type_name
-
     message("ContainerStatusRequest", (1, "container_id", F.TYPE_STRING, one, None), (2, "verbose", F.TYPE_BOOL, one, None))
     message("ContainerMetadata", (1, "name", F.TYPE_STRING, one, None), (2, "attempt", F.TYPE_UINT32, one, None))
     # labels: a map<string, string> on the wire, as repeated key/value entries
@@ -97,10 +98,7 @@ def build_cri_messages():
             (2, "metadata", F.TYPE_MESSAGE, one, "ContainerMetadata"),
             (12, "labels", F.TYPE_MESSAGE, rep, "LabelEntry"))
     message("ContainerStatusResponse", (1, "status", F.TYPE_MESSAGE, one, "ContainerStatus"))
-    pool = descriptor_pool.DescriptorPool()
-    pool.Add(fd)
-    factory = message_factory.MessageFactory(pool)
-    return {m.name: factory.GetPrototype(pool.FindMessageTypeByName("runtime.v1." + m.name)) for m in fd.message_type}
+    return classes()
 
 
 CRI = build_cri_messages()
@@ -109,7 +107,7 @@ CRI = build_cri_messages()
 def main():
     args = sys.argv[1:]
     if len(args) < 2:
-        sys.exit("usage: fake-kubelet.py SOCKET FIXTURE [--hang] [--log FILE] [--ready FILE]")
+        sys.exit("usage: fake-kubelet.py SOCKET FIXTURE [--hang] [--log FILE] [--ready FILE] [--cri SOCKET]")
     sock, fixture = args[0], args[1]
     hang = "--hang" in args
     log = args[args.index("--log") + 1] if "--log" in args else None
