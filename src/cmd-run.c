@@ -510,18 +510,25 @@ static void child_reaped(struct run *r, pid_t pid, int status, int *child_status
         }
 }
 
+/* gpureap run's part of the tree's end (gr_tree_end, lib/act/tree-end.c does the signals) */
+struct end_hooks {
+        struct run *r;
+        int *child_status;
+        bool *child_done;
+        enum sample_mode post_sample; /* the GPU look once the first SIGTERMs went out */
+};
+
+static void end_reaped(pid_t pid, int status, void *userdata)
+{
+        struct end_hooks *eh = userdata;
+        child_reaped(eh->r, pid, status, eh->child_status, eh->child_done);
+}
+
 /* reap every zombie child; true when no child is left at all */
 static bool reap_children(struct run *r, int *child_status, bool *child_done)
 {
-        for (;;) {
-                int st;
-                pid_t w = waitpid(-1, &st, WNOHANG);
-                if (w < 0)
-                        return errno == ECHILD;
-                if (w == 0)
-                        return false;
-                child_reaped(r, w, st, child_status, child_done);
-        }
+        struct end_hooks eh = { r, child_status, child_done, SAMPLE_ALL };
+        return gr_reap_children(end_reaped, &eh);
 }
 
 static bool port_open(int port)
@@ -749,20 +756,6 @@ static bool tree_gone(struct run *r, int *child_status, bool *child_done)
         if (!reap_children(r, child_status, child_done))
                 return false;
         return !r->cgroup[0] || gr_cgroup_empty(r->cgroup);
-}
-
-/* gpureap run's part of the tree's end (gr_tree_end, lib/act/tree-end.c does the signals) */
-struct end_hooks {
-        struct run *r;
-        int *child_status;
-        bool *child_done;
-        enum sample_mode post_sample; /* the GPU look once the first SIGTERMs went out */
-};
-
-static void end_reaped(pid_t pid, int status, void *userdata)
-{
-        struct end_hooks *eh = userdata;
-        child_reaped(eh->r, pid, status, eh->child_status, eh->child_done);
 }
 
 static void end_group_signalled(bool done, void *userdata)

@@ -53,16 +53,15 @@ static bool drm_cond(const gr_snapshot *s, const gr_diagnosis *d, const struct w
 {
         if (!s->drm || !d->drm || a->scope.kind != GR_SCOPE_NONE || s->gpu->status == GR_GPU_OK)
                 return true;
-        for (unsigned i = 0; s->drm && i < s->drm->n_gpus && i < GR_DRM_GPUS_MAX; i++) {
+        uint64_t gpus = 0;
+        for (unsigned i = 0; i < s->drm->n_gpus && i < GR_DRM_GPUS_MAX; i++)
+                gpus |= (uint64_t)drm_gpu_selected(&a->sel, &s->drm->gpus[i]) << i;
+        if (!a->free_set)
+                return gr_drm_gpus_free(s, d, gpus, false);
+        for (unsigned i = 0; i < s->drm->n_gpus && i < GR_DRM_GPUS_MAX; i++) {
                 const gr_drm_gpu *g = &s->drm->gpus[i];
-                if (!drm_gpu_selected(&a->sel, g))
+                if (!(gpus >> i & 1))
                         continue;
-                gr_gpu_state st = d->drm->gpus[i].state;
-                if (!a->free_set) {
-                        if (st != GR_GPU_CLEAN)
-                                return false;
-                        continue;
-                }
                 if (g->vram_total == GR_UNKNOWN_U64 || g->vram_used == GR_UNKNOWN_U64 || g->vram_used > g->vram_total)
                         return false;
                 uint64_t want = a->free_percent ? g->vram_total / 100 * a->free_percent : a->free_bytes;

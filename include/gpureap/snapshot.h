@@ -107,9 +107,11 @@ int gr_snapshot_take(const gr_snapshot_options *opts, gr_snapshot **ret);
 int gr_snapshot_name_pods(gr_snapshot *s, const gr_kubelet_answer *a);
 const char *gr_pod_naming_name(gr_pod_naming n);
 /* For each pod whose processes hold a GPU and that no listed pod names (GR_POD_UNASSIGNED),
- * where the kubelet's List answered: is it gone (gr_pod_gone)? One container runtime question
- * and one Get per pod UID, all within deadline_ms (gr_now_ms()'s clock). 0 or -ENOMEM */
-int gr_snapshot_confirm_gone(gr_snapshot *s, const gr_kubelet_options *ko, uint64_t deadline_ms);
+ * where the kubelet's List answered: is it gone (gr_pod_gone)? A pod UID among known was proved
+ * gone before and is not asked about again; for each other, one container runtime question and
+ * one Get, all within deadline_ms (gr_now_ms()'s clock). 0 or -ENOMEM */
+int gr_snapshot_confirm_gone(gr_snapshot *s, const gr_kubelet_options *ko, const gr_gone_pod *known, size_t n_known,
+                             uint64_t deadline_ms);
 const char *gr_pod_gone_name(gr_pod_gone g);
 void gr_snapshot_free(gr_snapshot *s);
 /* The GPUs (bit i: NVML index i < 64) that processes of the scope hold a device file of */

@@ -38,6 +38,10 @@ int gr_tree_list_by_walk(const char *proc_root, pid_t root, const char *cgroup, 
 int gr_tree_group_members(const char *proc_root, const pid_t *pgids, size_t n_pgids, gr_tree_proc **ret,
                           size_t *ret_n);
 
+/* Reap every child that has ended (waitpid(-1, WNOHANG)), each told to cb (NULL: none); true
+ * when no child is left at all */
+bool gr_reap_children(void (*cb)(pid_t pid, int status, void *userdata), void *userdata);
+
 /* The PID last handed out in this PID namespace (/proc/sys/kernel/ns_last_pid) */
 int gr_last_pid(pid_t *ret);
 /* Was pid handed out after 'before' was the last one, 'now' the last one since? The kernel hands

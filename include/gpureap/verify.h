@@ -50,9 +50,10 @@ void gr_drain_targets(const gr_snapshot *s, const gr_diagnosis *d, const gr_plan
  * for, and nothing verified) */
 bool gr_gpus_free_of_leftovers(const gr_snapshot *s, const gr_diagnosis *d, uint64_t gpus, bool *ret_unknown);
 
-/* Is every AMD and Intel GPU of the snapshot clean (no DRM client, no KFD ghost)? true where the
- * snapshot has none; with busy_ok, a GPU with live or unsure clients only counts as free too */
-bool gr_drm_gpus_free(const gr_snapshot *s, const gr_diagnosis *d, bool busy_ok);
+/* Are these AMD and Intel GPUs of the snapshot (bit i: s->drm->gpus[i]; UINT64_MAX every one)
+ * clean (no DRM client, no KFD ghost)? true where the snapshot has none; with busy_ok, a GPU with
+ * live or unsure clients only counts as free too */
+bool gr_drm_gpus_free(const gr_snapshot *s, const gr_diagnosis *d, uint64_t gpus, bool busy_ok);
 
 #pragma GCC visibility pop
 

@@ -55,8 +55,7 @@ static bool reap_member(struct tree_end *te, pid_t pid)
         return true;
 }
 
-/* Reap every zombie child; true when no child is left at all */
-static bool reap_children(struct tree_end *te)
+bool gr_reap_children(void (*cb)(pid_t pid, int status, void *userdata), void *userdata)
 {
         for (;;) {
                 int st;
@@ -65,15 +64,21 @@ static bool reap_children(struct tree_end *te)
                         return errno == ECHILD;
                 if (w == 0)
                         return false;
-                reaped(te, w, st);
+                if (cb)
+                        cb(w, st, userdata);
         }
+}
+
+static void reaped_cb(pid_t pid, int status, void *userdata)
+{
+        reaped(userdata, pid, status);
 }
 
 /* No child left (every descendant has one of our children as its ancestor) and an empty
  * cgroup: the tree is gone, no need to read /proc at all */
 static bool tree_gone(struct tree_end *te)
 {
-        if (!reap_children(te))
+        if (!gr_reap_children(reaped_cb, te))
                 return false;
         return !te->o->cgroup || !te->o->cgroup[0] || gr_cgroup_empty(te->o->cgroup);
 }

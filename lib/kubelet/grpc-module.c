@@ -317,6 +317,15 @@ static void call_release(struct call *c)
         c->req = c->body = NULL;
 }
 
+/* A call that the peer answered with an error status (or an answer not understood): said in err,
+ * -EREMOTEIO */
+static int answered_error(char *err, size_t err_size, const char *what, const char *socket, const struct call *c)
+{
+        snprintf(err, err_size, "%s at '%s' answered grpc-status %d%s%s", what, socket, c->grpc_status,
+                 c->grpc_message[0] ? ": " : "", c->grpc_message);
+        return -EREMOTEIO;
+}
+
 static size_t pack_list(const void *m, uint8_t *out)
 {
         return v1__list_pod_resources_request__pack(m, out);
@@ -331,11 +340,9 @@ int gr_kubelet_module_list_v1(const char *socket, uint64_t deadline_ms, gr_kubel
                       pack_list, &req, deadline_ms, &c, a->error, sizeof(a->error));
         if (r == -ETIMEDOUT)
                 snprintf(a->error, sizeof(a->error), "the kubelet at '%s' did not answer List in time", socket);
-        if (r == 0 && c.grpc_status != 0) {
-                snprintf(a->error, sizeof(a->error), "List at '%s' answered grpc-status %d%s%s", socket,
-                         c.grpc_status, c.grpc_message[0] ? ": " : "", c.grpc_message);
-                r = -EREMOTEIO;
-        } else if (r == 0 && (r = take_answer(&c, a, add)) < 0 && r != -ENOMEM) {
+        if (r == 0 && c.grpc_status != 0)
+                r = answered_error(a->error, sizeof(a->error), "List", socket, &c);
+        else if (r == 0 && (r = take_answer(&c, a, add)) < 0 && r != -ENOMEM) {
                 snprintf(a->error, sizeof(a->error), "List at '%s' gave a malformed answer", socket);
         }
         call_release(&c);
@@ -373,9 +380,9 @@ int gr_kubelet_module_get_v1(const char *socket, uint64_t deadline_ms, const cha
                            strcmp(m->pod_resources->name, name) == 0) {
                         r = 1;
                 } else {
-                        snprintf(err, err_size, "Get %s/%s at '%s' answered grpc-status %d%s%s", ns, name, socket,
-                                 c.grpc_status, c.grpc_message[0] ? ": " : "", c.grpc_message);
-                        r = -EREMOTEIO;
+                        char what[GR_K8S_NAME_MAX + 72];
+                        snprintf(what, sizeof(what), "Get %s/%s", ns, name);
+                        r = answered_error(err, err_size, what, socket, &c);
                 }
                 if (m)
                         v1__get_pod_resources_response__free_unpacked(m, NULL);
@@ -427,9 +434,7 @@ int gr_kubelet_module_cri_status_v1(const char *socket, uint64_t deadline_ms, co
                         }
                         r = 1;
                 } else {
-                        snprintf(err, err_size, "ContainerStatus at '%s' answered grpc-status %d%s%s", socket,
-                                 c.grpc_status, c.grpc_message[0] ? ": " : "", c.grpc_message);
-                        r = -EREMOTEIO;
+                        r = answered_error(err, err_size, "ContainerStatus", socket, &c);
                 }
                 if (m)
                         runtime__v1__container_status_response__free_unpacked(m, NULL);

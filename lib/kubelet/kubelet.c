@@ -204,6 +204,18 @@ static void *module_load(const gr_kubelet_options *opts, char *why, size_t why_s
         return dl;
 }
 
+/* One entry point of the module (loaded as module_load allows), or NULL with why in err:
+ * "the kubelet module has no WHAT" where the module lacks it */
+static void *module_symbol(const gr_kubelet_options *opts, const char *symbol, const char *what, char *err,
+                           size_t err_size)
+{
+        void *dl = module_load(opts, err, err_size);
+        void *fn = dl ? dlsym(dl, symbol) : NULL;
+        if (dl && !fn)
+                snprintf(err, err_size, "the kubelet module has no %s", what);
+        return fn;
+}
+
 static bool is_socket(const char *path)
 {
         struct stat st;
@@ -218,13 +230,10 @@ int gr_kubelet_get(const gr_kubelet_options *opts, uint64_t deadline_ms, const c
                 snprintf(err, err_size, "no kubelet socket at '%s'", sock);
                 return -ENOENT;
         }
-        void *dl = module_load(opts, err, err_size);
-        gr_kubelet_module_get_fn get = dl ? (gr_kubelet_module_get_fn)dlsym(dl, GR_KUBELET_MODULE_GET_SYMBOL) : NULL;
-        if (!get) {
-                if (dl)
-                        snprintf(err, err_size, "the kubelet module has no Get");
+        gr_kubelet_module_get_fn get = (gr_kubelet_module_get_fn)module_symbol(opts, GR_KUBELET_MODULE_GET_SYMBOL, "Get",
+                                                                                err, err_size);
+        if (!get)
                 return -ENOSYS;
-        }
         return get(sock, deadline_ms, ns, name, err, err_size);
 }
 
@@ -239,13 +248,10 @@ int gr_cri_container_status(const gr_kubelet_options *opts, uint64_t deadline_ms
                          cri ? cri : "");
                 return -ENOENT;
         }
-        void *dl = module_load(opts, err, err_size);
-        gr_kubelet_module_cri_fn fn = dl ? (gr_kubelet_module_cri_fn)dlsym(dl, GR_KUBELET_MODULE_CRI_SYMBOL) : NULL;
-        if (!fn) {
-                if (dl)
-                        snprintf(err, err_size, "the kubelet module has no ContainerStatus");
+        gr_kubelet_module_cri_fn fn = (gr_kubelet_module_cri_fn)module_symbol(opts, GR_KUBELET_MODULE_CRI_SYMBOL,
+                                                                              "ContainerStatus", err, err_size);
+        if (!fn)
                 return -ENOSYS;
-        }
         return fn(cri, deadline_ms, container_id, ret, err, err_size);
 }
 

@@ -372,7 +372,21 @@ static void confirm_one(gr_pod *pod, const gr_kubelet_options *ko, uint64_t dead
         pod->gone = r == 0 ? GR_POD_GONE_CONFIRMED : GR_POD_GONE_PRESENT;
 }
 
-int gr_snapshot_confirm_gone(gr_snapshot *s, const gr_kubelet_options *ko, uint64_t deadline_ms)
+/* A pod proved gone by an earlier look: known so, without asking */
+static bool known_gone(gr_pod *pod, const gr_gone_pod *known, size_t n_known)
+{
+        for (size_t k = 0; k < n_known; k++)
+                if (strcmp(known[k].uid, pod->uid) == 0) {
+                        pod->gone = GR_POD_GONE_CONFIRMED;
+                        gr_strlcpy(pod->gone_name, known[k].name, sizeof(pod->gone_name));
+                        gr_strlcpy(pod->gone_ns, known[k].ns, sizeof(pod->gone_ns));
+                        return true;
+                }
+        return false;
+}
+
+int gr_snapshot_confirm_gone(gr_snapshot *s, const gr_kubelet_options *ko, const gr_gone_pod *known, size_t n_known,
+                             uint64_t deadline_ms)
 {
         if (!s->procs || s->kubelet.state != GR_KUBELET_OK)
                 return 0;
@@ -381,7 +395,9 @@ int gr_snapshot_confirm_gone(gr_snapshot *s, const gr_kubelet_options *ko, uint6
                 if (!pod || !s->procs->procs[i].hold || pod->naming != GR_POD_UNASSIGNED || pod->gone != GR_POD_GONE_NOT_ASKED ||
                     !pod->uid[0])
                         continue;
-                if (gr_now_ms() >= deadline_ms) {
+                if (known_gone(pod, known, n_known)) {
+                        ; /* proved before: a UID never comes back */
+                } else if (gr_now_ms() >= deadline_ms) {
                         pod->gone = GR_POD_GONE_UNKNOWN;
                         snprintf(pod->gone_why, sizeof(pod->gone_why), "no time left to ask");
                 } else {

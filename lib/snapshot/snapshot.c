@@ -276,16 +276,7 @@ int gr_snapshot_take(const gr_snapshot_options *opts, gr_snapshot **ret)
                 uint64_t deadline = now + t;
                 if (opts->gpu.deadline_ms && opts->gpu.deadline_ms < deadline)
                         deadline = opts->gpu.deadline_ms > now ? opts->gpu.deadline_ms : now + 1;
-                for (size_t i = 0; s->procs && i < s->procs->n; i++) {
-                        gr_pod *pod = s->procs->procs[i].pod;
-                        for (size_t k = 0; pod && pod->naming == GR_POD_UNASSIGNED && k < opts->n_gone_known; k++)
-                                if (strcmp(opts->gone_known[k].uid, pod->uid) == 0) {
-                                        pod->gone = GR_POD_GONE_CONFIRMED;
-                                        gr_strlcpy(pod->gone_name, opts->gone_known[k].name, sizeof(pod->gone_name));
-                                        gr_strlcpy(pod->gone_ns, opts->gone_known[k].ns, sizeof(pod->gone_ns));
-                                }
-                }
-                r = gr_snapshot_confirm_gone(s, &ko, deadline);
+                r = gr_snapshot_confirm_gone(s, &ko, opts->gone_known, opts->n_gone_known, deadline);
         }
         if (r < 0) {
                 gr_snapshot_free(s);

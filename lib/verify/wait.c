@@ -106,9 +106,11 @@ bool gr_gpus_free_of_leftovers(const gr_snapshot *s, const gr_diagnosis *d, uint
         return true;
 }
 
-bool gr_drm_gpus_free(const gr_snapshot *s, const gr_diagnosis *d, bool busy_ok)
+bool gr_drm_gpus_free(const gr_snapshot *s, const gr_diagnosis *d, uint64_t gpus, bool busy_ok)
 {
         for (unsigned i = 0; s->drm && d->drm && i < s->drm->n_gpus && i < GR_DRM_GPUS_MAX; i++) {
+                if (!(gpus >> i & 1))
+                        continue;
                 gr_gpu_state st = d->drm->gpus[i].state;
                 if (st != GR_GPU_CLEAN && !(busy_ok && st == GR_GPU_BUSY))
                         return false;
