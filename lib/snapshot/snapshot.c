@@ -106,8 +106,9 @@ static void load_lineage(const gr_proc_options *po, gr_proc_table *t)
         }
 }
 
-/* The kubelet's List, within its own timeout (1 s) and what is left of the caller's deadline */
-static int kubelet_ask(const gr_snapshot_options *opts, gr_kubelet_answer **ret)
+/* The kubelet's options for a call now: the snapshot's context, and its own timeout (1 s) cut
+ * to what is left of the caller's deadline (at least 1 ms) */
+static gr_kubelet_options kubelet_now(const gr_snapshot_options *opts)
 {
         gr_kubelet_options ko = opts->kubelet;
         if (!ko.ctx)
@@ -118,6 +119,13 @@ static int kubelet_ask(const gr_snapshot_options *opts, gr_kubelet_answer **ret)
                 timeout = left < timeout ? left : timeout;
         }
         ko.timeout_ms = timeout ? timeout : 1;
+        return ko;
+}
+
+/* The kubelet's List */
+static int kubelet_ask(const gr_snapshot_options *opts, gr_kubelet_answer **ret)
+{
+        gr_kubelet_options ko = kubelet_now(opts);
         return gr_kubelet_ask(&ko, ret);
 }
 
@@ -269,14 +277,8 @@ int gr_snapshot_take(const gr_snapshot_options *opts, gr_snapshot **ret)
         r = gr_snapshot_name_pods(s, asked ? asked : opts ? opts->kubelet_answer : NULL);
         gr_kubelet_answer_free(asked);
         if (r == 0 && opts && (opts->kubelet_ask || opts->kubelet_answer)) {
-                gr_kubelet_options ko = opts->kubelet;
-                if (!ko.ctx)
-                        ko.ctx = opts->ctx;
-                uint64_t now = gr_now_ms(), t = ko.timeout_ms ? ko.timeout_ms : 1000;
-                uint64_t deadline = now + t;
-                if (opts->gpu.deadline_ms && opts->gpu.deadline_ms < deadline)
-                        deadline = opts->gpu.deadline_ms > now ? opts->gpu.deadline_ms : now + 1;
-                r = gr_snapshot_confirm_gone(s, &ko, opts->gone_known, opts->n_gone_known, deadline);
+                gr_kubelet_options ko = kubelet_now(opts);
+                r = gr_snapshot_confirm_gone(s, &ko, opts->gone_known, opts->n_gone_known, gr_now_ms() + ko.timeout_ms);
         }
         if (r < 0) {
                 gr_snapshot_free(s);
