@@ -32,8 +32,9 @@ struct tree_end {
         size_t n_told;
 };
 
-static void reaped(struct tree_end *te, pid_t pid, int status)
+static void reaped(pid_t pid, int status, void *userdata)
 {
+        struct tree_end *te = userdata;
         if (pid == te->o->pgid)
                 te->pgid_held = false; /* its number may be another group's now */
         if (te->o->reaped)
@@ -51,34 +52,15 @@ static bool reap_member(struct tree_end *te, pid_t pid)
                 return errno == ECHILD;
         if (w != pid)
                 return false;
-        reaped(te, w, st);
+        reaped(w, st, te);
         return true;
-}
-
-bool gr_reap_children(void (*cb)(pid_t pid, int status, void *userdata), void *userdata)
-{
-        for (;;) {
-                int st;
-                pid_t w = waitpid(-1, &st, WNOHANG);
-                if (w < 0)
-                        return errno == ECHILD;
-                if (w == 0)
-                        return false;
-                if (cb)
-                        cb(w, st, userdata);
-        }
-}
-
-static void reaped_cb(pid_t pid, int status, void *userdata)
-{
-        reaped(userdata, pid, status);
 }
 
 /* No child left (every descendant has one of our children as its ancestor) and an empty
  * cgroup: the tree is gone, no need to read /proc at all */
 static bool tree_gone(struct tree_end *te)
 {
-        if (!gr_reap_children(reaped_cb, te))
+        if (!gr_reap_children(reaped, te))
                 return false;
         return !te->o->cgroup || !te->o->cgroup[0] || gr_cgroup_empty(te->o->cgroup);
 }

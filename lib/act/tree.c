@@ -7,6 +7,7 @@
 #include <sys/file.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -454,6 +455,20 @@ int gr_tree_list_by_walk(const char *proc_root, pid_t root, const char *cgroup, 
                          size_t n_skip, gr_tree_proc **ret, size_t *ret_n)
 {
         return tree_by_walk(proc_root ? proc_root : "/proc", root, cgroup, skip, n_skip, ret, ret_n);
+}
+
+bool gr_reap_children(void (*cb)(pid_t pid, int status, void *userdata), void *userdata)
+{
+        for (;;) {
+                int st;
+                pid_t w = waitpid(-1, &st, WNOHANG);
+                if (w < 0)
+                        return errno == ECHILD;
+                if (w == 0)
+                        return false;
+                if (cb)
+                        cb(w, st, userdata);
+        }
 }
 
 int gr_last_pid(pid_t *ret)
