@@ -262,15 +262,15 @@ static void process_series(FILE *f, const gr_snapshot *s, const gr_diagnosis *d,
                 fputs("\",gpureap_job=\"", f);
                 label(f, job);
                 fprintf(f, "\",judgement=\"%s", v ? gr_judgement_name(v->judgement) : "gone");
-                /* dcgm-exporter's names, where the kubelet named its pod (docs/architecture.md,
-                 * "The kubelet"); "" (no label) where it did not */
-                const gr_pod *pod = p && p->pod && p->pod->naming == GR_POD_NAMED ? p->pod : NULL;
+                /* dcgm-exporter's names, where the kubelet's devices or the runtime named its pod
+                 * (docs/architecture.md, "The kubelet"); "" (no label) where none did */
+                const gr_pod *pod = p && p->pod && p->pod->name[0] ? p->pod : NULL;
                 fputs("\",pod=\"", f);
                 label(f, pod ? pod->name : "");
                 fputs("\",namespace=\"", f);
                 label(f, pod ? pod->ns : "");
                 fputs("\",container=\"", f);
-                label(f, pod && pod->container_naming == GR_POD_NAMED ? pod->container : "");
+                label(f, pod ? pod->container : "");
                 fputs("\"} ", f);
                 value(f, o->used_bytes);
         }

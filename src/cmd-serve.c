@@ -125,10 +125,9 @@ struct serve {
          * KUBELET_EVERY_MS, or KUBELET_SOON_MS after a look found a pod it could not name */
         gr_kubelet_answer *kubelet;
         uint64_t kubelet_at_ms;   /* monotonic */
-        /* the pods proved gone (the runtime's names, the kubelet's Get): a UID never comes back,
-         * so they are not asked about again; the oldest forgotten past 64 */
-        gr_gone_pod gone[64];
-        size_t n_gone, next_gone;
+        /* what the looks learnt of pods the kubelet's devices do not name (the runtime's names,
+         * the kubelet's Get), so that they are not asked about at every look */
+        gr_pod_memory *pods;
         bool kubelet_unnamed;
 };
 
@@ -387,37 +386,17 @@ static const gr_kubelet_answer *kubelet_for_look(struct serve *sv)
 }
 
 /* Did a look find a process in a pod's cgroup that the kubelet's answer could not name for
- * want of a newer one (a pod started since, or one gone)? */
+ * want of a newer one (a pod started since, or one gone)? One the runtime named is not waiting
+ * for the kubelet's list: a time-sliced or gone pod stays as it is */
 static bool pods_unnamed(const gr_snapshot *s)
 {
         for (size_t i = 0; s->kubelet.state == GR_KUBELET_OK && s->procs && i < s->procs->n; i++) {
                 const gr_pod *pod = s->procs->procs[i].pod;
-                if (pod && s->procs->procs[i].hold && (pod->naming == GR_POD_UNASSIGNED || pod->naming == GR_POD_AMBIGUOUS))
+                if (pod && s->procs->procs[i].hold && !pod->runtime_named &&
+                    (pod->naming == GR_POD_UNASSIGNED || pod->naming == GR_POD_AMBIGUOUS))
                         return true;
         }
         return false;
-}
-
-/* The pods this look proved gone join serve's memory */
-static void remember_gone(struct serve *sv, const gr_snapshot *s)
-{
-        for (size_t i = 0; s->procs && i < s->procs->n; i++) {
-                const gr_pod *pod = s->procs->procs[i].pod;
-                if (!pod || pod->gone != GR_POD_GONE_CONFIRMED)
-                        continue;
-                bool known = false;
-                for (size_t k = 0; k < sv->n_gone && !known; k++)
-                        known = strcmp(sv->gone[k].uid, pod->uid) == 0;
-                if (known)
-                        continue;
-                gr_gone_pod *g = &sv->gone[sv->next_gone];
-                sv->next_gone = (sv->next_gone + 1) % GR_ELEMENTSOF(sv->gone);
-                if (sv->n_gone < GR_ELEMENTSOF(sv->gone))
-                        sv->n_gone++;
-                gr_strlcpy(g->uid, pod->uid, sizeof(g->uid));
-                gr_strlcpy(g->name, pod->gone_name, sizeof(g->name));
-                gr_strlcpy(g->ns, pod->gone_ns, sizeof(g->ns));
-        }
 }
 
 static void refresh(struct serve *sv)
@@ -427,8 +406,7 @@ static void refresh(struct serve *sv)
         pid_t stuck = stuck_helper();
         gr_snapshot_options so = sv->so;
         so.kubelet_answer = kubelet_for_look(sv);
-        so.gone_known = sv->gone;
-        so.n_gone_known = sv->n_gone;
+        so.pod_memory = sv->pods;
         if (stuck) {
                 snprintf(down, sizeof(down), "the driver has not answered a call of gpureap serve's NVML helper (PID %d) "
                          "since an earlier look; not asked again until it returns", (int)stuck);
@@ -440,7 +418,6 @@ static void refresh(struct serve *sv)
                 return; /* out of memory: the last answer stands */
         s->served_by = getpid();
         sv->kubelet_unnamed = pods_unnamed(s);
-        remember_gone(sv, s);
         if (s->procs && !sv->scan_said[0])
                 snprintf(sv->scan_said, sizeof(sv->scan_said), "%s%s%s%s",
                          s->procs->scan == GR_SCAN_BPF ? "BPF" : "/proc", s->procs->scan_fallback[0] ? " (" : "",
@@ -1264,6 +1241,7 @@ static void serve_close(struct serve *sv, struct serve_io *io, bool ran)
         if (ran)
                 policy_reap_join(sv); /* a reap runs to its own deadline */
         gr_kubelet_answer_free(sv->kubelet);
+        gr_pod_memory_free(sv->pods);
         history_release(&sv->hist);
 }
 
@@ -1284,6 +1262,8 @@ int cmd_serve(int argc, char **argv)
         if ((code = serve_listen_socket(&sv, &a, gid, &io, hist_shown, sizeof(hist_shown))) >= 0)
                 return code;
         serve_open_state(&sv, &io, hist_shown);
+        if (gr_pod_memory_new(&sv.pods) < 0)
+                sv.pods = NULL; /* each look asks about its pods as if it were the first */
         sv.started_ms = gr_now_ms();
         code = serve_start_http(&sv, &a, &io);
         if (code == EXIT_CLEAN && pthread_create(&io.refresher, NULL, refresher, &sv) != 0) {

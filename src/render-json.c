@@ -123,6 +123,8 @@ static json_object *kubernetes_json(const gr_pod *pod)
         add(o, "container", j_str(pod->container));
         add(o, "naming", json_object_new_string(gr_pod_naming_name(pod->naming)));
         add(o, "container_naming", json_object_new_string(gr_pod_naming_name(pod->container_naming)));
+        /* who gave the names: the kubelet's devices, or the container runtime's labels */
+        add(o, "named_by", json_object_new_string(pod->runtime_named ? "runtime" : pod->naming == GR_POD_NAMED ? "kubelet" : "none"));
         if (pod->assigned_known) { /* the GPUs the checkpoint gave its pod UID */
                 json_object *g = json_object_new_array();
                 for (int i = 0; i < 64; i++)

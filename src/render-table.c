@@ -504,13 +504,16 @@ static void role_text(const struct out *o, const gr_process *p, char *buf, size_
                         n += (size_t)snprintf(buf + n, size - n, ", %s", conds[i].word);
 }
 
-/* its pod as the kubelet names it, else its UID and why it is not named */
+/* its pod as the kubelet (or the runtime) names it, else its UID and why it is not named */
 static void pod_text(const gr_process *p, const char *cgroup_name, char *buf, size_t size)
 {
         const gr_pod *pod = p->pod;
         if (pod && pod->gone == GR_POD_GONE_CONFIRMED) {
                 snprintf(buf, size, "  pod %s/%s %s (gone: the kubelet knows no such pod)", pod->gone_ns, pod->gone_name,
                          pod->uid);
+        } else if (pod && pod->runtime_named) {
+                snprintf(buf, size, "  pod %s/%s%s%s (named by the container runtime: %s)", pod->ns, pod->name,
+                         pod->container[0] ? " container " : "", pod->container, pod_naming_words(pod->naming));
         } else if (!pod || pod->naming != GR_POD_NAMED) {
                 bool why = pod && pod->naming != GR_POD_NOT_ASKED;
                 snprintf(buf, size, "  pod %s%s%s%s", pod && pod->uid[0] ? pod->uid : cgroup_name, why ? " (not named: " : "",

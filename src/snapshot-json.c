@@ -192,9 +192,11 @@ static int load_pod(json_object *jp, gr_process *p)
         get_str(k, "container", pod->container, sizeof(pod->container));
         pod->naming = naming_of(k, "naming");
         pod->container_naming = naming_of(k, "container_naming");
-        if (pod->naming != GR_POD_NAMED)
+        const char *by = json_object_get_string(get(k, "named_by"));
+        pod->runtime_named = by && strcmp(by, "runtime") == 0 && pod->naming != GR_POD_NAMED;
+        if (pod->naming != GR_POD_NAMED && !pod->runtime_named)
                 pod->name[0] = pod->ns[0] = '\0';
-        if (pod->container_naming != GR_POD_NAMED)
+        if (pod->container_naming != GR_POD_NAMED && !pod->runtime_named)
                 pod->container[0] = '\0';
         json_object *ga = get(k, "gpus_assigned");
         if (ga && json_object_get_type(ga) == json_type_array) {

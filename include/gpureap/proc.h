@@ -259,8 +259,11 @@ typedef enum gr_pod_gone {
 typedef struct gr_pod {
         char uid[40];            /* the pod's UID from the cgroup path, with '-'; "" not there */
         char container_id[72];   /* the container's full ID from the cgroup path, "" none */
-        gr_pod_naming naming, container_naming;
-        char name[GR_POD_NAME_MAX]; /* the kubelet's names, "" unless named */
+        gr_pod_naming naming, container_naming; /* what the kubelet's devices say */
+        bool runtime_named;      /* the devices named none, the container runtime's labels did
+                                    (gr_snapshot_confirm_gone): name and ns are its pod's, and
+                                    container its container's where known */
+        char name[GR_POD_NAME_MAX]; /* its names, "" unless named (by the devices or the runtime) */
         char ns[64];
         char container[64];
         /* the GPUs the device manager's checkpoint says its pod UID was assigned (bit i: the

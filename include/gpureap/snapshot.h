@@ -70,13 +70,16 @@ typedef struct gr_snapshot {
                                      none of them is seen (an NVIDIA machine's snapshot is as it was) */
 } gr_snapshot;
 
-/* A pod proved gone (gr_pod_gone CONFIRMED): a pod UID is never used again, so a resident
- * caller keeps these and hands them to later looks, which then do not ask again */
-typedef struct gr_gone_pod {
-        char uid[40];
-        char name[GR_POD_NAME_MAX];
-        char ns[64];
-} gr_gone_pod;
+/* What a resident caller (serve) keeps between looks, so that a pod asked about once is not
+ * asked about at every look: the container runtime's names of each container asked about (a
+ * container ID's labels never change), the pods proved gone (a pod UID never comes back), and
+ * the kubelet's "a pod of that name exists" for GR_POD_PRESENT_KEEP_MS. Bounded (the oldest
+ * entry goes first); one look at a time uses it */
+typedef struct gr_pod_memory gr_pod_memory;
+#define GR_POD_PRESENT_KEEP_MS 5000
+/* 0 or -ENOMEM */
+int gr_pod_memory_new(gr_pod_memory **ret);
+void gr_pod_memory_free(gr_pod_memory *m);
 
 typedef struct gr_snapshot_options {
         gr_context *ctx;          /* the settings of every part below that names none (gpu,
@@ -95,8 +98,8 @@ typedef struct gr_snapshot_options {
         bool kubelet_ask;
         gr_kubelet_options kubelet;
         const gr_kubelet_answer *kubelet_answer;
-        const gr_gone_pod *gone_known;  /* pods proved gone by earlier looks (serve's memory) */
-        size_t n_gone_known;
+        gr_pod_memory *pod_memory;      /* what earlier looks learnt of pods (serve's); NULL: this
+                                           look asks as if it were the first */
 } gr_snapshot_options;
 
 int gr_snapshot_take(const gr_snapshot_options *opts, gr_snapshot **ret);
@@ -106,12 +109,15 @@ int gr_snapshot_take(const gr_snapshot_options *opts, gr_snapshot **ret);
  * reads only s and a. 0 or -ENOMEM */
 int gr_snapshot_name_pods(gr_snapshot *s, const gr_kubelet_answer *a);
 const char *gr_pod_naming_name(gr_pod_naming n);
-/* For each pod whose processes hold a GPU and that no listed pod names (GR_POD_UNASSIGNED),
- * where the kubelet's List answered: is it gone (gr_pod_gone)? A pod UID among known was proved
- * gone before and is not asked about again; for each other, one container runtime question and
- * one Get, all within deadline_ms (gr_now_ms()'s clock). 0 or -ENOMEM */
-int gr_snapshot_confirm_gone(gr_snapshot *s, const gr_kubelet_options *ko, const gr_gone_pod *known, size_t n_known,
-                             uint64_t deadline_ms);
+/* For each pod whose processes hold a GPU and that the kubelet's devices do not name
+ * (GR_POD_UNASSIGNED, _AMBIGUOUS: time-sliced replicas, _UNMAPPED: MIG devices), where the
+ * kubelet's List answered: the container runtime's labels of the container its cgroup names
+ * (its pod's name, namespace and UID, its container's name) name it where the UID is the
+ * cgroup's (gr_pod.runtime_named), and the kubelet's Get by that name says whether it is gone
+ * (gr_pod_gone). A container asked about in memory's earlier looks is not asked again, nor Get
+ * about a pod proved gone; memory NULL: a memory of this call only. All within deadline_ms
+ * (gr_now_ms()'s clock). 0 or -ENOMEM */
+int gr_snapshot_confirm_gone(gr_snapshot *s, const gr_kubelet_options *ko, gr_pod_memory *memory, uint64_t deadline_ms);
 const char *gr_pod_gone_name(gr_pod_gone g);
 void gr_snapshot_free(gr_snapshot *s);
 /* The GPUs (bit i: NVML index i < 64) that processes of the scope hold a device file of */

@@ -541,19 +541,25 @@ static void set_job(const struct dx *x, gr_holder_verdict *v, const gr_process *
  * assigned. The two cannot be told apart without the pod's name (List carries no UID, and Get
  * asks by name): evidence, and for a holder its lineage left unsure, a likely leftover. Sure
  * only where the container runtime named the pod and the kubelet's Get knows no such pod
- * (gr_snapshot_confirm_gone); never against a live verdict */
+ * (gr_snapshot_confirm_gone), whatever the devices said (a time-sliced or MIG pod too); never
+ * against a live verdict */
 static void pod_evidence(const struct dx *x, const gr_process *p, gr_evidence_list *ev, struct judged *j)
 {
         const gr_snapshot *s = x->s;
         const gr_pod *pod = p->pod;
-        if (!pod || pod->naming != GR_POD_UNASSIGNED || s->kubelet.state != GR_KUBELET_OK || !s->procs ||
-            !s->procs->boot_time || s->procs->clock_ticks <= 0)
+        if (!pod || pod->naming == GR_POD_NAMED || s->kubelet.state != GR_KUBELET_OK || !s->procs || !s->procs->boot_time ||
+            s->procs->clock_ticks <= 0)
+                return;
+        bool unassigned = pod->naming == GR_POD_UNASSIGNED;
+        if (!unassigned && pod->gone != GR_POD_GONE_CONFIRMED)
                 return;
         uint64_t started_ms = s->procs->boot_time * 1000 + p->start_time * 1000 / (uint64_t)s->procs->clock_ticks;
         if (started_ms + 2000 > s->kubelet.asked_at_ms)
                 return; /* the answer may predate its pod */
-        ev_add(ev, GR_EV_KUBELET, GR_LEAN_LEFTOVER, "pod %s: none of the %u pods the kubelet lists was assigned the GPUs it holds",
-               pod->uid, s->kubelet.n_pods);
+        if (unassigned)
+                ev_add(ev, GR_EV_KUBELET, GR_LEAN_LEFTOVER,
+                       "pod %s: none of the %u pods the kubelet lists was assigned the GPUs it holds", pod->uid,
+                       s->kubelet.n_pods);
         if (pod->gone == GR_POD_GONE_CONFIRMED) {
                 /* the runtime's labels name its pod for the UID of its cgroup, and the kubelet
                  * says it knows no pod of that name: the pod is gone, its process outlived it.

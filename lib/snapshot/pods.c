@@ -333,86 +333,201 @@ GR_NAME_TABLE(gr_pod_gone_name, gr_pod_gone, GR_POD_GONE_UNKNOWN, "unknown",
               [GR_POD_GONE_NOT_ASKED] = "not_asked", [GR_POD_GONE_CONFIRMED] = "confirmed",
               [GR_POD_GONE_PRESENT] = "present", [GR_POD_GONE_UNKNOWN] = "unknown")
 
-/* One pod: the runtime's labels of the container its cgroup names, then the kubelet's Get */
-static void confirm_one(gr_pod *pod, const gr_kubelet_options *ko, uint64_t deadline_ms)
+/* One container asked about: the runtime's answer (named: its labels name a pod with the UID
+ * its cgroup carries) and the kubelet's Get of that pod's name */
+struct remembered {
+        char container_id[72];
+        char uid[40];            /* the cgroup's pod UID */
+        bool named;
+        gr_cri_container c;      /* with named: the runtime's names */
+        char why[200];           /* without: why not */
+        uint64_t cri_at_ms;
+        gr_pod_gone gone;        /* CONFIRMED (for good), PRESENT (for a while) or NOT_ASKED */
+        uint64_t get_at_ms;
+};
+
+#define MEMORY_MAX 256
+
+struct gr_pod_memory {
+        struct remembered e[MEMORY_MAX];
+        size_t n, next;
+};
+
+int gr_pod_memory_new(gr_pod_memory **ret)
 {
-        pod->gone = GR_POD_GONE_UNKNOWN;
-        if (!pod->container_id[0]) {
-                snprintf(pod->gone_why, sizeof(pod->gone_why), "its cgroup names no container to ask the runtime about");
-                return;
-        }
-        gr_cri_container c;
+        *ret = calloc(1, sizeof(**ret));
+        return *ret ? 0 : -ENOMEM;
+}
+
+void gr_pod_memory_free(gr_pod_memory *m)
+{
+        free(m);
+}
+
+static struct remembered *memory_find(gr_pod_memory *m, const gr_pod *pod)
+{
+        for (size_t k = 0; k < m->n; k++)
+                if (strcmp(m->e[k].container_id, pod->container_id) == 0 && strcmp(m->e[k].uid, pod->uid) == 0)
+                        return &m->e[k];
+        return NULL;
+}
+
+/* A pod proved gone by any of its containers: gone, whichever container asks (a UID never
+ * comes back) */
+static const struct remembered *memory_gone(const gr_pod_memory *m, const char *uid)
+{
+        for (size_t k = 0; k < m->n; k++)
+                if (m->e[k].gone == GR_POD_GONE_CONFIRMED && strcmp(m->e[k].uid, uid) == 0)
+                        return &m->e[k];
+        return NULL;
+}
+
+static struct remembered *memory_add(gr_pod_memory *m, const gr_pod *pod)
+{
+        struct remembered *e = &m->e[m->next];
+        m->next = (m->next + 1) % MEMORY_MAX;
+        if (m->n < MEMORY_MAX)
+                m->n++;
+        *e = (struct remembered){ .gone = GR_POD_GONE_NOT_ASKED };
+        gr_strlcpy(e->container_id, pod->container_id, sizeof(e->container_id));
+        gr_strlcpy(e->uid, pod->uid, sizeof(e->uid));
+        return e;
+}
+
+/* The runtime's labels of the container: named where they name a pod with the cgroup's UID */
+static void ask_runtime(struct remembered *e, const gr_kubelet_options *ko, uint64_t deadline_ms)
+{
         char err[200] = "";
-        int r = gr_cri_container_status(ko, deadline_ms, pod->container_id, &c, err, sizeof(err));
+        int r = gr_cri_container_status(ko, deadline_ms, e->container_id, &e->c, err, sizeof(err));
+        e->cri_at_ms = gr_now_ms();
+        e->named = false;
         if (r <= 0) {
                 gr_text_sanitize(err);
-                snprintf(pod->gone_why, sizeof(pod->gone_why), "%s",
-                         r == 0 ? "the container runtime does not know its container" : err);
+                snprintf(e->why, sizeof(e->why), "%s", r == 0 ? "the container runtime does not know its container" : err);
                 return;
         }
-        gr_text_sanitize(c.pod);
-        gr_text_sanitize(c.ns);
-        gr_text_sanitize(c.uid);
-        if (!c.pod[0] || !c.ns[0] || strcmp(c.uid, pod->uid) != 0) {
-                snprintf(pod->gone_why, sizeof(pod->gone_why),
+        gr_text_sanitize(e->c.pod);
+        gr_text_sanitize(e->c.ns);
+        gr_text_sanitize(e->c.uid);
+        gr_text_sanitize(e->c.container);
+        if (!e->c.pod[0] || !e->c.ns[0] || strcmp(e->c.uid, e->uid) != 0) {
+                snprintf(e->why, sizeof(e->why),
                          "the container runtime's labels of its container name %s (UID %.40s), not its cgroup's pod",
-                         c.pod[0] ? "that pod" : "no pod", c.uid[0] ? c.uid : "none");
+                         e->c.pod[0] ? "that pod" : "no pod", e->c.uid[0] ? e->c.uid : "none");
                 return;
         }
-        /* a name the kubelet wrote when it created the container, for the UID the kernel's
-         * cgroup carries; only the kubelet's own "no such pod" makes it gone */
-        r = gr_kubelet_get(ko, deadline_ms, c.ns, c.pod, err, sizeof(err));
-        if (r < 0) {
-                gr_text_sanitize(err);
-                snprintf(pod->gone_why, sizeof(pod->gone_why), "%s", err);
-                return;
-        }
-        gr_strlcpy(pod->gone_name, c.pod, sizeof(pod->gone_name));
-        gr_strlcpy(pod->gone_ns, c.ns, sizeof(pod->gone_ns));
-        pod->gone = r == 0 ? GR_POD_GONE_CONFIRMED : GR_POD_GONE_PRESENT;
+        e->named = true;
 }
 
-/* A pod proved gone by an earlier look: known so, without asking */
-static bool known_gone(gr_pod *pod, const gr_gone_pod *known, size_t n_known)
+/* One pod's container: the runtime's labels of it (remembered, or asked), then the kubelet's
+ * Get of the pod they name (remembered while it holds, or asked) */
+static void confirm_one(gr_pod *pod, const gr_kubelet_options *ko, gr_pod_memory *m, uint64_t deadline_ms)
 {
-        for (size_t k = 0; k < n_known; k++)
-                if (strcmp(known[k].uid, pod->uid) == 0) {
-                        pod->gone = GR_POD_GONE_CONFIRMED;
-                        gr_strlcpy(pod->gone_name, known[k].name, sizeof(pod->gone_name));
-                        gr_strlcpy(pod->gone_ns, known[k].ns, sizeof(pod->gone_ns));
-                        return true;
+        uint64_t now = gr_now_ms();
+        pod->gone = GR_POD_GONE_UNKNOWN;
+        const struct remembered *g = memory_gone(m, pod->uid);
+        if (g) { /* proved before, by this container or another of its pod */
+                pod->gone = GR_POD_GONE_CONFIRMED;
+                gr_strlcpy(pod->gone_name, g->c.pod, sizeof(pod->gone_name));
+                gr_strlcpy(pod->gone_ns, g->c.ns, sizeof(pod->gone_ns));
+        }
+        if (!pod->container_id[0]) {
+                if (!g)
+                        snprintf(pod->gone_why, sizeof(pod->gone_why), "its cgroup names no container to ask the runtime about");
+                return;
+        }
+        struct remembered *e = memory_find(m, pod);
+        if (!e || (!e->named && now - e->cri_at_ms >= GR_POD_PRESENT_KEEP_MS)) {
+                if (now >= deadline_ms) {
+                        if (!g)
+                                snprintf(pod->gone_why, sizeof(pod->gone_why), "no time left to ask");
+                        return;
                 }
-        return false;
+                if (!e)
+                        e = memory_add(m, pod);
+                ask_runtime(e, ko, deadline_ms);
+        }
+        if (!e->named) {
+                if (!g)
+                        snprintf(pod->gone_why, sizeof(pod->gone_why), "%s", e->why);
+                return;
+        }
+        /* the names the kubelet wrote when it created the container, for the UID the kernel's
+         * cgroup carries: its pod's, whatever Get says */
+        pod->runtime_named = true;
+        gr_strlcpy(pod->name, e->c.pod, sizeof(pod->name));
+        gr_strlcpy(pod->ns, e->c.ns, sizeof(pod->ns));
+        gr_strlcpy(pod->container, e->c.container, sizeof(pod->container));
+        if (g)
+                return;
+        if (e->gone == GR_POD_GONE_NOT_ASKED || (e->gone == GR_POD_GONE_PRESENT && now - e->get_at_ms >= GR_POD_PRESENT_KEEP_MS)) {
+                if (now >= deadline_ms) {
+                        snprintf(pod->gone_why, sizeof(pod->gone_why), "no time left to ask");
+                        return;
+                }
+                /* only the kubelet's own "no such pod" makes it gone */
+                char err[200] = "";
+                int r = gr_kubelet_get(ko, deadline_ms, e->c.ns, e->c.pod, err, sizeof(err));
+                if (r < 0) {
+                        gr_text_sanitize(err);
+                        snprintf(pod->gone_why, sizeof(pod->gone_why), "%s", err);
+                        return;
+                }
+                e->gone = r == 0 ? GR_POD_GONE_CONFIRMED : GR_POD_GONE_PRESENT;
+                e->get_at_ms = gr_now_ms();
+        }
+        gr_strlcpy(pod->gone_name, e->c.pod, sizeof(pod->gone_name));
+        gr_strlcpy(pod->gone_ns, e->c.ns, sizeof(pod->gone_ns));
+        pod->gone = e->gone;
 }
 
-int gr_snapshot_confirm_gone(gr_snapshot *s, const gr_kubelet_options *ko, const gr_gone_pod *known, size_t n_known,
-                             uint64_t deadline_ms)
+/* The devices named no pod for it: the runtime may */
+static bool askable(const gr_pod *pod)
+{
+        return pod->uid[0] && (pod->naming == GR_POD_UNASSIGNED || pod->naming == GR_POD_AMBIGUOUS ||
+                               pod->naming == GR_POD_UNMAPPED);
+}
+
+/* What one process's pod was found to be, given to another of the same pod: all of it to one
+ * of the same container, the pod's names and end to one of another container */
+static void pod_share(const gr_pod *from, gr_pod *to)
+{
+        bool same = strcmp(from->container_id, to->container_id) == 0;
+        to->gone = from->gone;
+        gr_strlcpy(to->gone_name, from->gone_name, sizeof(to->gone_name));
+        gr_strlcpy(to->gone_ns, from->gone_ns, sizeof(to->gone_ns));
+        gr_strlcpy(to->gone_why, from->gone_why, sizeof(to->gone_why));
+        to->runtime_named = from->runtime_named;
+        gr_strlcpy(to->name, from->name, sizeof(to->name));
+        gr_strlcpy(to->ns, from->ns, sizeof(to->ns));
+        gr_strlcpy(to->container, same ? from->container : "", sizeof(to->container));
+}
+
+int gr_snapshot_confirm_gone(gr_snapshot *s, const gr_kubelet_options *ko, gr_pod_memory *memory, uint64_t deadline_ms)
 {
         if (!s->procs || s->kubelet.state != GR_KUBELET_OK)
                 return 0;
+        gr_pod_memory *m = memory;
+        if (!m && gr_pod_memory_new(&m) < 0)
+                return -ENOMEM;
         for (size_t i = 0; i < s->procs->n; i++) {
                 gr_pod *pod = s->procs->procs[i].pod;
-                if (!pod || !s->procs->procs[i].hold || pod->naming != GR_POD_UNASSIGNED || pod->gone != GR_POD_GONE_NOT_ASKED ||
-                    !pod->uid[0])
+                if (!pod || !s->procs->procs[i].hold || !askable(pod) || pod->gone != GR_POD_GONE_NOT_ASKED)
                         continue;
-                if (known_gone(pod, known, n_known)) {
-                        ; /* proved before: a UID never comes back */
-                } else if (gr_now_ms() >= deadline_ms) {
-                        pod->gone = GR_POD_GONE_UNKNOWN;
-                        snprintf(pod->gone_why, sizeof(pod->gone_why), "no time left to ask");
-                } else {
-                        confirm_one(pod, ko, deadline_ms);
-                }
-                /* the answer is the pod UID's: every other process of it, holder or not, gets it */
+                confirm_one(pod, ko, m, deadline_ms);
+                /* the answer is its container's, and its pod's: every other process of the
+                 * same container gets it, and those of another container that no holder of
+                 * theirs will ask about get the pod's part */
                 for (size_t k = 0; k < s->procs->n; k++) {
                         gr_pod *o = s->procs->procs[k].pod;
-                        if (k == i || !o || strcmp(o->uid, pod->uid) != 0 || o->naming != GR_POD_UNASSIGNED)
+                        if (k == i || !o || strcmp(o->uid, pod->uid) != 0 || !askable(o))
                                 continue;
-                        o->gone = pod->gone;
-                        gr_strlcpy(o->gone_name, pod->gone_name, sizeof(o->gone_name));
-                        gr_strlcpy(o->gone_ns, pod->gone_ns, sizeof(o->gone_ns));
-                        gr_strlcpy(o->gone_why, pod->gone_why, sizeof(o->gone_why));
+                        if (strcmp(o->container_id, pod->container_id) == 0 ||
+                            (o->gone == GR_POD_GONE_NOT_ASKED && !s->procs->procs[k].hold))
+                                pod_share(pod, o);
                 }
         }
+        if (m != memory)
+                gr_pod_memory_free(m);
         return 0;
 }

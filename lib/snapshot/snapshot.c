@@ -278,7 +278,7 @@ int gr_snapshot_take(const gr_snapshot_options *opts, gr_snapshot **ret)
         gr_kubelet_answer_free(asked);
         if (r == 0 && opts && (opts->kubelet_ask || opts->kubelet_answer)) {
                 gr_kubelet_options ko = kubelet_now(opts);
-                r = gr_snapshot_confirm_gone(s, &ko, opts->gone_known, opts->n_gone_known, gr_now_ms() + ko.timeout_ms);
+                r = gr_snapshot_confirm_gone(s, &ko, opts->pod_memory, gr_now_ms() + ko.timeout_ms);
         }
         if (r < 0) {
                 gr_snapshot_free(s);

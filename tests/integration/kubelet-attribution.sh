@@ -82,7 +82,7 @@ pod() { echo "(.processes[] | select(.pid == $1) | .kubernetes)"; }
 # shellcheck disable=SC2086
 gr status --json --direct $K
 jqok '.kubelet.state == "ok" and .kubelet.pods == 4 and .kubelet.socket == "'"$T/kubelet.sock"'"' "the kubelet answered, its four pods"
-jqok "$(pod "$pa") == {\"pod_uid\": \"$A\", \"container_id\": \"$(hex a)\", \"pod\": \"train-0\", \"namespace\": \"ml\", \"container\": \"worker\", \"naming\": \"named\", \"container_naming\": \"named\"}" \
+jqok "$(pod "$pa") == {\"pod_uid\": \"$A\", \"container_id\": \"$(hex a)\", \"pod\": \"train-0\", \"namespace\": \"ml\", \"container\": \"worker\", \"naming\": \"named\", \"container_naming\": \"named\", \"named_by\": \"kubelet\"}" \
         "pod A (systemd layout, the GPU's UUID): pod, namespace, container and UID"
 jqok "$(pod "$pb") | .pod == \"infer-1\" and .namespace == \"serving\" and .container == \"server\" and .pod_uid == \"$B\"" \
         "pod B (cgroupfs layout, a time-sliced replica UUID::2): named"
@@ -237,11 +237,16 @@ ok "reap asked the hanging kubelet once: its plan's look, not its verifying one"
 # other process, whose parent is alive, stays live (the kubelet's word never overrules that)
 nohup "$GPUHOLD" pidfile "$PIDS" pflauncher setsid child pidfile "$PIDS" pf cuda 2 2 64 sleep >/dev/null 2>&1 &
 LAUNCHED="$LAUNCHED $!"
-wait_role pflauncher pf
-pf=$(pid_of pf)
+# and one of pod E in the same way, on the time-sliced GPU 3 (its pod ambiguous by the devices)
+nohup "$GPUHOLD" pidfile "$PIDS" pglauncher setsid child pidfile "$PIDS" pg cuda 3 3 32 sleep >/dev/null 2>&1 &
+LAUNCHED="$LAUNCHED $!"
+wait_role pflauncher pf pglauncher pg
+pf=$(pid_of pf); pg=$(pid_of pg)
 cg "kubepods/besteffort/pod$C/$(hex c)" "$pf"
-kill -KILL "$(pid_of pflauncher)"
+cg "kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod${E//-/_}.slice/cri-containerd-$(hex e).scope" "$pg"
+kill -KILL "$(pid_of pflauncher)" "$(pid_of pglauncher)"
 wait_state "$(pid_of pflauncher)" "gone"
+wait_state "$(pid_of pglauncher)" "gone"
 sleep 2.1 # the kubelet's answer must come 2 s after the process started (the boot time is whole seconds)
 verdict() { echo "(.processes[] | select(.pid == $1) | .verdict)"; }
 gr status --json --direct --kubelet-socket "$T/no-such.sock"
@@ -291,10 +296,16 @@ fi
 # by its labels, for pod C's UID: ml/old-c; the kubelet's Get knows no such pod: it is gone, and
 # the holder a sure leftover (issue 23's verdict). Controls: Get knows it, the labels give
 # another UID, the runtime does not know the container, no runtime socket
+# The runtime knows pods D and E too (time-sliced replicas of GPU 3, which the devices cannot
+# tell apart): D is lab/share-a, listed; E is lab/old-e, deleted since
+labels() { # POD NAMESPACE UID CONTAINER
+        printf '{"name": "%s", "labels": {"io.kubernetes.pod.name": "%s", "io.kubernetes.pod.namespace": "%s",
+                "io.kubernetes.pod.uid": "%s", "io.kubernetes.container.name": "%s"}}' "$4" "$1" "$2" "$3" "$4"
+}
 cri() { # LABEL_UID [JQ_EXTRA]: the CRI kubelet's fixture, the pods as the kubelet's
-        jq --arg c "$(hex c)" --arg uid "$1" '. + {"containers": {($c): {"name": "w", "labels": {
-                "io.kubernetes.pod.name": "old-c", "io.kubernetes.pod.namespace": "ml",
-                "io.kubernetes.pod.uid": $uid, "io.kubernetes.container.name": "w"}}}}'"${2:-}" \
+        jq --arg c "$(hex c)" --arg d "$(hex d)" --arg e "$(hex e)" --argjson lc "$(labels old-c ml "$1" w)" \
+                --argjson ld "$(labels share-a lab "$D" nb)" --argjson le "$(labels old-e lab "$E" nb)" \
+                '. + {"containers": {($c): $lc, ($d): $ld, ($e): $le}}'"${2:-}" \
                 "$T/pods.json" >"$T/cri.json.tmp" && mv "$T/cri.json.tmp" "$T/cri.json"
 }
 cri "$C"
@@ -316,15 +327,42 @@ jqok "$(verdict "$pf") | .judgement == \"leftover\" and .confidence == \"sure\" 
 jqok "$(verdict "$pc") | .judgement == \"live\"" "pod C's process with a live parent stays live (the pod's end never overrules that)"
 grep -q "^ContainerStatus $(hex c)\$" "$T/cri.log" || fail "no ContainerStatus for pod C's container: $(cat "$T/cri.log")"
 grep -q "^Get ml/old-c\$" "$T/cri.log" || fail "no Get of ml/old-c: $(cat "$T/cri.log")"
-[ "$(grep -c '^ContainerStatus' "$T/cri.log")" = 1 ] || fail "ContainerStatus asked $(grep -c '^ContainerStatus' "$T/cri.log") times for one pod"
-ok "one ContainerStatus and one Get for the one unnamed pod"
+[ "$(grep -c '^ContainerStatus' "$T/cri.log")" = 3 ] || fail "ContainerStatus asked $(grep -c '^ContainerStatus' "$T/cri.log") times for three containers"
+[ "$(grep -c '^Get' "$T/cri.log")" = 3 ] || fail "Get asked $(grep -c '^Get' "$T/cri.log") times for three pods"
+ok "one ContainerStatus for each unnamed container (pod C's two processes share one), one Get for each pod"
+# time-sliced: pods D and E, ambiguous by the devices, named by the runtime's labels; E is gone:
+# its orphan a sure leftover, its process with a live parent stays live (never against that)
+jqok "$(pod "$pd") | .naming == \"ambiguous\" and .named_by == \"runtime\" and .pod == \"share-a\" and .namespace == \"lab\" and .container == \"nb\" and .gone.state == \"present\"" \
+        "pod D (a time-sliced replica): named lab/share-a by the runtime, present"
+jqok "$(verdict "$pd") | .judgement == \"live\"" "and its process stays live"
+jqok "[$(pod "$pe"), $(pod "$pg")] | all(.named_by == \"runtime\" and .pod == \"old-e\" and .container == \"nb\" and .gone.state == \"confirmed\")" \
+        "pod E (the other replica): named lab/old-e by the runtime, gone"
+jqok "$(verdict "$pg") | .judgement == \"leftover\" and .confidence == \"sure\" and (.reason | test(\"its pod lab/old-e is gone\"))" \
+        "pod E's orphan on a time-sliced GPU: a sure leftover"
+jqok "$(verdict "$pe") | .judgement == \"live\"" "pod E's process with a live parent stays live"
 # shellcheck disable=SC2086
 gr reap --dry-run --json $KC
-jqok "[.plan.targets[] | select(.pid == $pf) | .judgement] == [\"leftover\"]" "reap without --likely plans it"
-jqok "[.plan.targets[] | select(.pid == $pc)] == []" "and not the live one"
+jqok "[.plan.targets[] | select(.pid == $pf or .pid == $pg) | .judgement] == [\"leftover\", \"leftover\"]" "reap without --likely plans both"
+jqok "[.plan.targets[] | select(.pid == $pc or .pid == $pd or .pid == $pe)] == []" "and not the live ones"
 # shellcheck disable=SC2086
 gr status --wide --direct $KC
 has out "^ *$pf .* pod ml/old-c $C \\(gone: the kubelet knows no such pod\\)" "the table says its pod is gone"
+has out "^ *$pd .* pod lab/share-a container nb \\(named by the container runtime: the kubelet's devices fit more than one\\)" \
+        "the table names a time-sliced pod by the runtime, and says why the devices could not"
+# MIG: the kubelet assigned a MIG device (which GPU it is on, the report does not say): pod C is
+# unmapped by the devices, named by the runtime, and gone all the same
+jq '.pods += [{"name": "mig-0", "namespace": "ml", "containers": [{"name": "w", "devices": [{"resource": "nvidia.com/mig-1g.10gb", "ids": ["MIG-5a1c0000-0000-4000-8000-000000000001"]}]}]}]' \
+        "$T/cri.json" >"$T/cri.json.tmp" && mv "$T/cri.json.tmp" "$T/cri.json"
+# shellcheck disable=SC2086
+gr status --json --direct $KC
+jqok "$(pod "$pf") | .naming == \"unmapped\" and .named_by == \"runtime\" and .pod == \"old-c\" and .gone.state == \"confirmed\"" \
+        "beside a MIG device: pod C unmapped by the devices, named by the runtime, gone"
+jqok "$(verdict "$pf") | .confidence == \"sure\"" "its orphan still a sure leftover"
+# shellcheck disable=SC2086
+gr metrics $KC
+has out "gpureap_process_gpu_memory_bytes{.*pid=\"$pd\".*pod=\"share-a\",namespace=\"lab\",container=\"nb\"}" \
+        "the metrics label a time-sliced pod's process with the runtime's names"
+cri "$C"
 cri "$C" ' | .get_unknown = true'
 # shellcheck disable=SC2086
 gr status --json --direct $KC
@@ -358,10 +396,16 @@ for wire in 1 0; do
         jqok "($(gone "$pf") | .state == \"confirmed\") and ($(verdict "$pf") | .confidence == \"sure\")" \
                 "served (wire $wire): its pod gone, a sure leftover"
 done
+for wire in 1 0; do
+        GPUREAP_SERVE_WIRE=$wire gr_served status --json
+        jqok "$(pod "$pd") | .named_by == \"runtime\" and .pod == \"share-a\"" "served (wire $wire): a time-sliced pod named by the runtime"
+done
 sleep 1
-[ "$(grep -c '^ContainerStatus' "$T/cri.log")" = 1 ] ||
-        fail "serve asked ContainerStatus $(grep -c '^ContainerStatus' "$T/cri.log") times in a second of looks every 100 ms"
-ok "serve asked the runtime once about the pod it proved gone"
+[ "$(grep -c '^ContainerStatus' "$T/cri.log")" = 3 ] ||
+        fail "serve asked ContainerStatus $(grep -c '^ContainerStatus' "$T/cri.log") times about 3 containers in a second of looks every 100 ms"
+[ "$(grep -c '^Get' "$T/cri.log")" = 3 ] ||
+        fail "serve asked Get $(grep -c '^Get' "$T/cri.log") times about 3 pods in a second of looks every 100 ms"
+ok "serve asked the runtime once about each container, and Get once about each pod (gone or present)"
 term_and_wait "$SERVE"
 unset GPUREAP_CRI_SOCKET
 fixture ', {"name": "c-pod", "namespace": "ml", "containers": [{"name": "w", "devices": [{"resource": "nvidia.com/gpu", "ids": ["'"$(uuid 2)"'"]}]}]}'
