@@ -4,7 +4,7 @@
  * does not answer is critical too, not unknown: a node whose driver hangs cannot run GPU jobs,
  * and a framework drains a node on critical, not on unknown. Unknown is kept for a check that
  * cannot judge at all. A node without NVIDIA GPUs is OK: a site's one configuration runs on its
- * CPU nodes too.
+ * CPU nodes too; where it has AMD or Intel GPUs instead, theirs is the answer (docs/drm.md).
  *
  * The whole check keeps a deadline (--timeout, 4 s: node-problem-detector kills a plugin at 5 s
  * and reports it as unknown, without our reason): the driver gets what is left of it. */
@@ -204,14 +204,25 @@ static int check_judge(const struct check_cmd *k, int r, gr_snapshot *s, struct 
                        struct summary *m, gr_diagnosis **ret_d)
 {
         char dev[1100];
-        unsigned n_sel = 0;
+        unsigned n_sel = 0, busy = 0;
         gr_diagnosis *d = NULL;
         /* no GPU here: no driver library, or one that cannot start, and no device file of a GPU
          * (a recording is another machine's: its device files are not here to look at) */
         bool no_driver = r >= 0 && (s->gpu->status == GR_GPU_NO_LIBRARY || s->gpu->status == GR_GPU_INIT_FAILED);
         bool no_gpu_here = no_driver && !k->replay && !gpu_device_file(s->dev_dir, dev, sizeof(dev));
+        /* no NVIDIA GPU, but AMD or Intel ones: theirs is the answer (docs/drm.md); a scope names
+         * NVML's holders only */
+        bool drm_alone = no_gpu_here && s->drm && s->drm->n_gpus > 0 && k->scope.kind == GR_SCOPE_NONE;
         if (r < 0) {
                 summary_say(m, SUMMARY_UNKNOWN, "cannot take a snapshot: %s", strerror(-r));
+        } else if (drm_alone && drm_selection_unmatched(sel, s->drm, m->text, sizeof(m->text))) {
+                error_msg("no AMD or Intel GPU matches '%s' (a PCI address, as status shows it)", m->text);
+                return CHECK_USAGE;
+        } else if (drm_alone) {
+                if ((r = gr_diagnose(s, getuid(), &d)) < 0)
+                        summary_say(m, SUMMARY_UNKNOWN, "cannot diagnose: %s", strerror(-r));
+                else
+                        n_sel = summary_drm(m, s, d, sel, &busy);
         } else if (no_gpu_here) {
                 summary_say(m, SUMMARY_OK, "no NVIDIA GPU here (no '%s/nvidia[0-9]*'; %s)", s->dev_dir, s->gpu->error);
         } else if (s->gpu->status == GR_GPU_NO_LIBRARY) {
@@ -234,12 +245,14 @@ static int check_judge(const struct check_cmd *k, int r, gr_snapshot *s, struct 
                         if (gpu_selected(sel, &s->gpu->gpus[i])) {
                                 n_sel++;
                                 summary_gpu(m, s, d, i);
+                                busy += d->gpus[i].state == GR_GPU_BUSY;
                         }
+                /* beside NVIDIA's, an AMD or Intel GPU is said only when dirty, and only where
+                 * no --gpu (NVML's) or scope narrows the check, as status counts it */
+                if (!sel->list && k->scope.kind == GR_SCOPE_NONE)
+                        summary_drm(m, s, d, sel, NULL);
         }
         if (m->o == 0) {
-                unsigned busy = 0;
-                for (unsigned i = 0; d && i < s->gpu->n_gpus; i++)
-                        busy += gpu_selected(sel, &s->gpu->gpus[i]) && d->gpus[i].state == GR_GPU_BUSY;
                 if (k->scope.kind != GR_SCOPE_NONE && n_sel == 0 && d)
                         summary_say(m, SUMMARY_OK, "the %s's processes hold no GPU", gr_scope_kind_name(k->scope.kind));
                 else if (busy)

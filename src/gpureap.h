@@ -281,6 +281,8 @@ struct summary {
 };
 void summary_say(struct summary *m, enum summary_level l, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 void summary_gpu(struct summary *m, const gr_snapshot *s, const gr_diagnosis *d, unsigned i);
+unsigned summary_drm(struct summary *m, const gr_snapshot *s, const gr_diagnosis *d, const struct gpu_selection *sel,
+                     unsigned *ret_busy);
 
 /* src/audit.c: every signal and the verdict behind it, to syslog ($GPUREAP_SYSLOG_SOCKET or
  * /dev/log, facility authpriv) */

@@ -129,3 +129,41 @@ void summary_gpu(struct summary *m, const gr_snapshot *s, const gr_diagnosis *d,
                 break;
         }
 }
+
+/* The AMD and Intel GPUs (docs/drm.md) that sel selects, for check and the Slurm hooks. A dirty
+ * one (a leftover client, a KFD ghost) is critical, and its hint is status, not reap: reap does
+ * not end their holders yet (GR_REFUSE_DRM), and a hint names a command that does what it
+ * counted. Without an NVIDIA driver (alone) they are the node's GPUs; beside one only a dirty
+ * one is said (a workstation's desktop keeps its integrated GPU busy, as status counts it).
+ * Returns how many are selected; *ret_busy, the busy ones among them */
+unsigned summary_drm(struct summary *m, const gr_snapshot *s, const gr_diagnosis *d, const struct gpu_selection *sel,
+                     unsigned *ret_busy)
+{
+        unsigned n = 0, busy = 0;
+        for (unsigned i = 0; s->drm && d && d->drm && i < s->drm->n_gpus && i < GR_DRM_GPUS_MAX; i++) {
+                const gr_drm_gpu *g = &s->drm->gpus[i];
+                if (!drm_gpu_selected(sel, g))
+                        continue;
+                n++;
+                busy += d->drm->gpus[i].state == GR_GPU_BUSY;
+                if (d->drm->gpus[i].state != GR_GPU_DIRTY)
+                        continue;
+                unsigned clients = 0, ghosts = 0;
+                for (size_t k = 0; k < s->drm->n_clients; k++)
+                        clients += s->drm->clients[k].gpu == (int)i && d->drm->clients[k].judgement == GR_JUDGE_LEFTOVER;
+                for (size_t k = 0; k < d->drm->n_ghosts; k++)
+                        ghosts += d->drm->ghosts[k].gpu == (int)i;
+                char mem[32], what[96] = "";
+                if (clients)
+                        snprintf(what, sizeof(what), "%u leftover client%s", clients, clients == 1 ? "" : "s");
+                if (ghosts)
+                        snprintf(what + strlen(what), sizeof(what) - strlen(what), "%s%u KFD ghost%s", clients ? " and " : "",
+                                 ghosts, ghosts == 1 ? "" : "s");
+                summary_say(m, SUMMARY_CRITICAL, "GPU %s (%s): %s hold%s %s, not reaped on AMD/Intel yet (gpureap status)",
+                            g->pdev, gr_vendor_name(g->vendor), what, clients + ghosts == 1 ? "s" : "",
+                            gr_format_bytes(d->drm->gpus[i].leftover_bytes, mem, sizeof(mem)));
+        }
+        if (ret_busy)
+                *ret_busy = busy;
+        return n;
+}

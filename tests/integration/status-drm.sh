@@ -72,6 +72,29 @@ GPUREAP_DEV_DIR=/dev GPUREAP_PROC_ROOT=$f/proc GPUREAP_SYS_ROOT=$f/sys gr status
 jqok '.driver.status == "ok" and (.gpus | length) == 1 and .gpus[0].vendor == "nvidia" and (.drm.gpus | length) == 2' \
         "NVML's GPU (vendor nvidia) and the AMD GPUs side by side"
 
+# check (a health framework's line) agrees with status: a dirty AMD GPU is critical, its hint
+# the status that shows it (reap does not end AMD/Intel holders yet: no hint names a reap that
+# would refuse them); before, check said "OK - no NVIDIA GPU here" on this node
+replay amdgpu check --direct
+expect_rc 2 "check: AMD leftovers without NVML are CRITICAL"
+has out "^GPUREAP CRITICAL - GPU 0000:03:00.0 \\(amd\\): 1 leftover client and 1 KFD ghost hold 8.0 GiB, not reaped on AMD/Intel yet \\(gpureap status\\); GPU 0000:83:00.0 \\(amd\\): 1 leftover client holds 1.0 GiB" \
+        "check names each dirty AMD GPU, its leftover clients and its ghost"
+hasnt out "gpureap reap" "and names no reap that would refuse them"
+replay amdgpu check --direct --format npd
+expect_rc 1 "check --format npd: a problem"
+replay amdgpu check --direct --gpu 83:00.0
+has out "^GPUREAP CRITICAL - GPU 0000:83:00.0 \\(amd\\)" "check --gpu by PCI address: that GPU only"
+hasnt out "03:00.0" "and not the other"
+replay amdgpu check --direct --gpu 7
+expect_rc 3 "check --gpu naming no AMD GPU: a usage error (UNKNOWN)"
+has err "no AMD or Intel GPU matches '7'" "said which"
+replay i915 check --direct
+expect_rc 0 "check: a live client on an Intel GPU is fine (control)"
+has out "^GPUREAP OK - 1 GPU, 1 busy, none with leftovers$" "busy, said so"
+GPUREAP_DEV_DIR=/dev GPUREAP_PROC_ROOT=$f/proc GPUREAP_SYS_ROOT=$f/sys gr check --direct
+expect_rc 2 "check beside NVIDIA's GPU: the dirty AMD GPUs are CRITICAL, as status counts them"
+has out "GPU 0000:03:00.0 \\(amd\\): 1 leftover client and 1 KFD ghost" "named beside NVIDIA's"
+
 # through gpureap serve (its snapshot as structs on the wire): the same view as a direct look
 replay amdgpu status --json --direct
 cp "$T/out" "$T/direct.json"
