@@ -212,13 +212,13 @@ static int load_pod(json_object *jp, gr_process *p)
         json_object *gone = get(k, "gone");
         if (gone && json_object_get_type(gone) == json_type_object) {
                 const char *st = json_object_get_string(get(gone, "state"));
-                for (int v = GR_POD_GONE_CONFIRMED; st && v <= GR_POD_GONE_UNKNOWN; v++)
+                for (int v = GR_POD_GONE_CONFIRMED; st && v <= GR_POD_GONE_RUNNING; v++)
                         if (strcmp(st, gr_pod_gone_name((gr_pod_gone)v)) == 0)
                                 pod->gone = (gr_pod_gone)v;
                 get_str(gone, "pod", pod->gone_name, sizeof(pod->gone_name));
                 get_str(gone, "namespace", pod->gone_ns, sizeof(pod->gone_ns));
                 get_str(gone, "why", pod->gone_why, sizeof(pod->gone_why));
-                if (pod->gone != GR_POD_GONE_CONFIRMED && pod->gone != GR_POD_GONE_PRESENT)
+                if (pod->gone != GR_POD_GONE_CONFIRMED && pod->gone != GR_POD_GONE_PRESENT && pod->gone != GR_POD_GONE_RUNNING)
                         pod->gone_name[0] = pod->gone_ns[0] = '\0';
         }
         p->pod = pod;

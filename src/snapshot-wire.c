@@ -314,7 +314,7 @@ static bool pod_ok(gr_pod *pod)
         TERMINATE(pod->gone_ns);
         TERMINATE(pod->gone_why);
         return (unsigned)pod->naming <= GR_POD_NO_CONTAINER && (unsigned)pod->container_naming <= GR_POD_NO_CONTAINER &&
-               (unsigned)pod->gone <= GR_POD_GONE_UNKNOWN;
+               (unsigned)pod->gone <= GR_POD_GONE_RUNNING;
 }
 
 /* The AMD and Intel view: its counts and indexes checked, its strings ended */

@@ -77,13 +77,23 @@ typedef struct gr_kubelet_answer {
         size_t n_assigned, cap_assigned;
 } gr_kubelet_answer;
 
+/* A container's state as the runtime gives it (CRI ContainerState); created is also what an
+ * answer without the field reads as */
+typedef enum gr_cri_state {
+        GR_CRI_CREATED,
+        GR_CRI_RUNNING,
+        GR_CRI_EXITED,
+        GR_CRI_UNKNOWN,
+} gr_cri_state;
+
 /* What the container runtime's labels say of a container (CRI ContainerStatus): the kubelet
- * wrote them when it created the container */
+ * wrote them when it created the container; and its state now */
 typedef struct gr_cri_container {
         char pod[GR_K8S_NAME_MAX];
         char ns[64];
         char uid[40];
         char container[64];
+        gr_cri_state state;      /* a module of before 2026-12-07 leaves it GR_CRI_CREATED */
 } gr_cri_container;
 
 #define GR_CRI_SOCKET_DEFAULT "/run/containerd/containerd.sock"

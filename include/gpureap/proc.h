@@ -247,14 +247,18 @@ typedef enum gr_pod_naming {
 
 /* Is the pod of a process that no listed pod names, and that holds a GPU, gone
  * (gr_snapshot_confirm_gone)? Asked of the container runtime (the labels of the container its
- * cgroup names: the pod's name, namespace and UID) and then of the kubelet (Get by that name) */
+ * cgroup names: the pod's name, namespace and UID; the container's state) and then, where the
+ * container has exited, of the kubelet (Get by that name) */
 typedef enum gr_pod_gone {
         GR_POD_GONE_NOT_ASKED,   /* named, holds no GPU, or the kubelet's List did not answer */
-        GR_POD_GONE_CONFIRMED,   /* the runtime names its pod, with the UID its cgroup carries, and
-                                    the kubelet's Get answers that it knows no pod of that name */
+        GR_POD_GONE_CONFIRMED,   /* the runtime names its pod, with the UID its cgroup carries, says
+                                    its container has exited, and the kubelet's Get answers that it
+                                    knows no pod of that name */
         GR_POD_GONE_PRESENT,     /* Get knows a pod of that name: the same pod, or a new one of the
                                     same name (a StatefulSet's): not proved gone */
         GR_POD_GONE_UNKNOWN,     /* asked, and nothing proved either (gone_why) */
+        GR_POD_GONE_RUNNING,     /* the runtime says its container has not exited: its pod is not
+                                    gone, whatever the kubelet says (one restarting lists nothing) */
 } gr_pod_gone;
 typedef struct gr_pod {
         char uid[40];            /* the pod's UID from the cgroup path, with '-'; "" not there */
@@ -375,6 +379,13 @@ int gr_proc_holding(const char *proc_root, const char *dev_dir, pid_t pid, gr_ho
 /* Does the process hold a DRM or KFD file (an AMD or Intel GPU's, docs/drm.md)? 1, 0, or -errno
  * when its fd directory cannot be read */
 int gr_proc_holds_drm(const char *proc_root, const char *dev_dir, pid_t pid);
+/* fn on each DRM and KFD fd the process holds, in its own file table and in each live thread's
+ * that has one of its own (table_dir: the directory of that table, /proc/PID or a task/TID,
+ * whose fdinfo/FD describes the fd; node a gr_drm_node), until fn answers non-zero, which is
+ * returned; 0 when every one was seen; -errno when a table cannot be read, -E2BIG when one
+ * holds more such fds than are listed (GR_DRM_FDS_MAX): then not all were seen */
+typedef int (*gr_drm_fd_fn)(int table_dir, int fd, unsigned node, void *userdata);
+int gr_proc_each_drm_fd(const char *proc_root, const char *dev_dir, pid_t pid, gr_drm_fd_fn fn, void *userdata);
 
 /* ---- scopes (lib/proc/scope.c): one job, cgroup, container or pod ---- */
 

@@ -556,6 +556,8 @@ static void pod_evidence(const struct dx *x, const gr_process *p, gr_evidence_li
         uint64_t started_ms = s->procs->boot_time * 1000 + p->start_time * 1000 / (uint64_t)s->procs->clock_ticks;
         if (started_ms + 2000 > s->kubelet.asked_at_ms)
                 return; /* the answer may predate its pod */
+        if (s->kubelet.n_pods == 0)
+                return; /* a kubelet that lists no pod at all may be starting: no evidence */
         if (unassigned)
                 ev_add(ev, GR_EV_KUBELET, GR_LEAN_LEFTOVER,
                        "pod %s: none of the %u pods the kubelet lists was assigned the GPUs it holds", pod->uid,

@@ -419,6 +419,10 @@ int gr_kubelet_module_cri_status_v1(const char *socket, uint64_t deadline_ms, co
                 if (c.grpc_status == 5) {
                         r = 0;
                 } else if (m && m->status && m->status->id && strcmp(m->status->id, container_id) == 0) {
+                        ret->state = m->status->state == RUNTIME__V1__CONTAINER_STATE__CONTAINER_RUNNING ? GR_CRI_RUNNING
+                                     : m->status->state == RUNTIME__V1__CONTAINER_STATE__CONTAINER_EXITED ? GR_CRI_EXITED
+                                     : m->status->state == RUNTIME__V1__CONTAINER_STATE__CONTAINER_CREATED ? GR_CRI_CREATED
+                                                                                                       : GR_CRI_UNKNOWN;
                         for (size_t i = 0; i < m->status->n_labels; i++) {
                                 const Runtime__V1__LabelEntry *l = m->status->labels[i];
                                 if (!l->key || !l->value)

@@ -252,6 +252,7 @@ int gr_cri_container_status(const gr_kubelet_options *opts, uint64_t deadline_ms
                                                                               "ContainerStatus", err, err_size);
         if (!fn)
                 return -ENOSYS;
+        memset(ret, 0, sizeof(*ret)); /* a module built before the state was read leaves it */
         return fn(cri, deadline_ms, container_id, ret, err, err_size);
 }
 

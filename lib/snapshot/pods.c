@@ -329,24 +329,35 @@ int gr_snapshot_name_pods(gr_snapshot *s, const gr_kubelet_answer *a)
         return r;
 }
 
-GR_NAME_TABLE(gr_pod_gone_name, gr_pod_gone, GR_POD_GONE_UNKNOWN, "unknown",
+GR_NAME_TABLE(gr_pod_gone_name, gr_pod_gone, GR_POD_GONE_RUNNING, "unknown",
               [GR_POD_GONE_NOT_ASKED] = "not_asked", [GR_POD_GONE_CONFIRMED] = "confirmed",
-              [GR_POD_GONE_PRESENT] = "present", [GR_POD_GONE_UNKNOWN] = "unknown")
+              [GR_POD_GONE_PRESENT] = "present", [GR_POD_GONE_UNKNOWN] = "unknown", [GR_POD_GONE_RUNNING] = "running")
 
 /* One container asked about: the runtime's answer (named: its labels name a pod with the UID
- * its cgroup carries) and the kubelet's Get of that pod's name */
+ * its cgroup carries) and, where the container has exited, the kubelet's Get of that name */
 struct remembered {
         char container_id[72];
         char uid[40];            /* the cgroup's pod UID */
         bool named;
-        gr_cri_container c;      /* with named: the runtime's names */
+        gr_cri_container c;      /* with named: the runtime's names and the container's state */
         char why[200];           /* without: why not */
         uint64_t cri_at_ms;
-        gr_pod_gone gone;        /* CONFIRMED (for good), PRESENT (for a while) or NOT_ASKED */
+        gr_pod_gone gone;        /* Get's answer: CONFIRMED (for good), PRESENT or UNKNOWN (for a
+                                    while), NOT_ASKED */
+        char get_why[200];       /* with UNKNOWN: Get's error */
         uint64_t get_at_ms;
 };
 
-#define MEMORY_MAX 256
+/* How long an answer that can change is kept: a running container's state (its pod deleted,
+ * it exits), the runtime's "not known", Get's "present" or its error. Long enough that a node
+ * of many pods is not asked about at every look, short enough that a deleted pod's leftover is
+ * found within a minute */
+#define RUNNING_KEEP_MS 30000
+#define MEMORY_MAX 1024
+/* Questions one look asks at most, the rest left to later looks: the runtime's, and the
+ * kubelet's Get (its socket takes 100 calls a second in bursts of 10, for every client) */
+#define CRI_ASKS_MAX 32
+#define GETS_MAX 8
 
 struct gr_pod_memory {
         struct remembered e[MEMORY_MAX];
@@ -373,7 +384,7 @@ static struct remembered *memory_find(gr_pod_memory *m, const gr_pod *pod)
 }
 
 /* A pod proved gone by any of its containers: gone, whichever container asks (a UID never
- * comes back) */
+ * comes back, and the container that proved it had exited) */
 static const struct remembered *memory_gone(const gr_pod_memory *m, const char *uid)
 {
         for (size_t k = 0; k < m->n; k++)
@@ -394,6 +405,19 @@ static struct remembered *memory_add(gr_pod_memory *m, const gr_pod *pod)
         return e;
 }
 
+/* A DNS subdomain as Kubernetes validates a pod's name and namespace ([a-z0-9.-], a letter or
+ * digit at each end): anything else was not written by a kubelet, and is asked about nowhere */
+static bool k8s_name(const char *s, size_t max)
+{
+        size_t n = strlen(s);
+        if (n == 0 || n > max || s[0] == '-' || s[0] == '.' || s[n - 1] == '-' || s[n - 1] == '.')
+                return false;
+        for (size_t i = 0; i < n; i++)
+                if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '-' || s[i] == '.'))
+                        return false;
+        return true;
+}
+
 /* The runtime's labels of the container: named where they name a pod with the cgroup's UID */
 static void ask_runtime(struct remembered *e, const gr_kubelet_options *ko, uint64_t deadline_ms)
 {
@@ -406,22 +430,51 @@ static void ask_runtime(struct remembered *e, const gr_kubelet_options *ko, uint
                 snprintf(e->why, sizeof(e->why), "%s", r == 0 ? "the container runtime does not know its container" : err);
                 return;
         }
-        gr_text_sanitize(e->c.pod);
-        gr_text_sanitize(e->c.ns);
+        if (!k8s_name(e->c.pod, 253) || !k8s_name(e->c.ns, 63)) {
+                snprintf(e->why, sizeof(e->why), "the container runtime's labels of its container name no pod by a name "
+                                                 "Kubernetes allows");
+                return;
+        }
         gr_text_sanitize(e->c.uid);
         gr_text_sanitize(e->c.container);
-        if (!e->c.pod[0] || !e->c.ns[0] || strcmp(e->c.uid, e->uid) != 0) {
-                snprintf(e->why, sizeof(e->why),
-                         "the container runtime's labels of its container name %s (UID %.40s), not its cgroup's pod",
-                         e->c.pod[0] ? "that pod" : "no pod", e->c.uid[0] ? e->c.uid : "none");
+        if (strcmp(e->c.uid, e->uid) != 0) {
+                snprintf(e->why, sizeof(e->why), "the container runtime's labels of its container name that pod (UID %.40s), "
+                                                 "not its cgroup's pod", e->c.uid[0] ? e->c.uid : "none");
                 return;
         }
         e->named = true;
 }
 
-/* One pod's container: the runtime's labels of it (remembered, or asked), then the kubelet's
- * Get of the pod they name (remembered while it holds, or asked) */
-static void confirm_one(gr_pod *pod, const gr_kubelet_options *ko, gr_pod_memory *m, uint64_t deadline_ms)
+struct asks {
+        unsigned cri, gets;      /* asked in this look */
+        uint64_t deadline_ms;
+};
+
+/* The kubelet's Get of the pod the runtime named, for a container that has exited: only the
+ * kubelet's own "no such pod" makes it gone */
+static void ask_get(struct remembered *e, const gr_kubelet_options *ko, struct asks *a)
+{
+        char err[200] = "";
+        a->gets++;
+        int r = gr_kubelet_get(ko, a->deadline_ms, e->c.ns, e->c.pod, err, sizeof(err));
+        e->get_at_ms = gr_now_ms();
+        if (r < 0) {
+                gr_text_sanitize(err);
+                e->gone = GR_POD_GONE_UNKNOWN;
+                snprintf(e->get_why, sizeof(e->get_why), "%s", err);
+                return;
+        }
+        e->gone = r == 0 ? GR_POD_GONE_CONFIRMED : GR_POD_GONE_PRESENT;
+}
+
+static bool stale(uint64_t at_ms, uint64_t now)
+{
+        return now - at_ms >= RUNNING_KEEP_MS;
+}
+
+/* One pod's container: the runtime's labels and state (remembered, or asked), then for an
+ * exited container the kubelet's Get of the pod they name (remembered, or asked) */
+static void confirm_one(gr_pod *pod, const gr_kubelet_options *ko, gr_pod_memory *m, unsigned n_pods, struct asks *a)
 {
         uint64_t now = gr_now_ms();
         pod->gone = GR_POD_GONE_UNKNOWN;
@@ -437,15 +490,21 @@ static void confirm_one(gr_pod *pod, const gr_kubelet_options *ko, gr_pod_memory
                 return;
         }
         struct remembered *e = memory_find(m, pod);
-        if (!e || (!e->named && now - e->cri_at_ms >= GR_POD_PRESENT_KEEP_MS)) {
-                if (now >= deadline_ms) {
+        bool ask = !e || (stale(e->cri_at_ms, now) && (!e->named || e->c.state != GR_CRI_EXITED));
+        if (ask && (gr_now_ms() >= a->deadline_ms || a->cri >= CRI_ASKS_MAX)) {
+                if (!e) {
                         if (!g)
-                                snprintf(pod->gone_why, sizeof(pod->gone_why), "no time left to ask");
+                                snprintf(pod->gone_why, sizeof(pod->gone_why), "not asked in this look (no time left, or "
+                                                                               "%u questions to the runtime asked)", CRI_ASKS_MAX);
                         return;
                 }
+                ask = false; /* the last answer stands a while longer */
+        }
+        if (ask) {
                 if (!e)
                         e = memory_add(m, pod);
-                ask_runtime(e, ko, deadline_ms);
+                a->cri++;
+                ask_runtime(e, ko, a->deadline_ms);
         }
         if (!e->named) {
                 if (!g)
@@ -460,25 +519,31 @@ static void confirm_one(gr_pod *pod, const gr_kubelet_options *ko, gr_pod_memory
         gr_strlcpy(pod->container, e->c.container, sizeof(pod->container));
         if (g)
                 return;
-        if (e->gone == GR_POD_GONE_NOT_ASKED || (e->gone == GR_POD_GONE_PRESENT && now - e->get_at_ms >= GR_POD_PRESENT_KEEP_MS)) {
-                if (now >= deadline_ms) {
-                        snprintf(pod->gone_why, sizeof(pod->gone_why), "no time left to ask");
-                        return;
-                }
-                /* only the kubelet's own "no such pod" makes it gone */
-                char err[200] = "";
-                int r = gr_kubelet_get(ko, deadline_ms, e->c.ns, e->c.pod, err, sizeof(err));
-                if (r < 0) {
-                        gr_text_sanitize(err);
-                        snprintf(pod->gone_why, sizeof(pod->gone_why), "%s", err);
-                        return;
-                }
-                e->gone = r == 0 ? GR_POD_GONE_CONFIRMED : GR_POD_GONE_PRESENT;
-                e->get_at_ms = gr_now_ms();
-        }
         gr_strlcpy(pod->gone_name, e->c.pod, sizeof(pod->gone_name));
         gr_strlcpy(pod->gone_ns, e->c.ns, sizeof(pod->gone_ns));
+        if (e->c.state != GR_CRI_EXITED) {
+                /* its container runs (or the runtime does not say it ended): a pod that is
+                 * deleted has its containers stopped; a kubelet that restarts lists no pod and
+                 * knows none by Get for a while, so Get alone is never asked for */
+                pod->gone = GR_POD_GONE_RUNNING;
+                return;
+        }
+        if (n_pods == 0) {
+                snprintf(pod->gone_why, sizeof(pod->gone_why), "the kubelet lists no pod at all (starting?): its Get is not "
+                                                               "believed");
+                return;
+        }
+        bool get = e->gone == GR_POD_GONE_NOT_ASKED || (e->gone != GR_POD_GONE_CONFIRMED && stale(e->get_at_ms, now));
+        if (get && gr_now_ms() < a->deadline_ms && a->gets < GETS_MAX)
+                ask_get(e, ko, a);
+        else if (get && e->gone == GR_POD_GONE_NOT_ASKED) {
+                snprintf(pod->gone_why, sizeof(pod->gone_why), "the kubelet not asked in this look (no time left, or %u Gets "
+                                                               "asked)", GETS_MAX);
+                return;
+        }
         pod->gone = e->gone;
+        if (e->gone == GR_POD_GONE_UNKNOWN)
+                snprintf(pod->gone_why, sizeof(pod->gone_why), "%s", e->get_why);
 }
 
 /* The devices named no pod for it: the runtime may */
@@ -510,11 +575,12 @@ int gr_snapshot_confirm_gone(gr_snapshot *s, const gr_kubelet_options *ko, gr_po
         gr_pod_memory *m = memory;
         if (!m && gr_pod_memory_new(&m) < 0)
                 return -ENOMEM;
+        struct asks a = { .deadline_ms = deadline_ms };
         for (size_t i = 0; i < s->procs->n; i++) {
                 gr_pod *pod = s->procs->procs[i].pod;
                 if (!pod || !s->procs->procs[i].hold || !askable(pod) || pod->gone != GR_POD_GONE_NOT_ASKED)
                         continue;
-                confirm_one(pod, ko, m, deadline_ms);
+                confirm_one(pod, ko, m, s->kubelet.n_pods, &a);
                 /* the answer is its container's, and its pod's: every other process of the
                  * same container gets it, and those of another container that no holder of
                  * theirs will ask about get the pod's part */

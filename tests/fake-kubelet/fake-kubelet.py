@@ -14,7 +14,8 @@ FIXTURE: {"pods": [{"name", "namespace", "containers": [{"name", "devices":
                                                      pods that are not active)
           "allocatable": [{"resource", "ids"}]}
 The fixture is read again at every call, so a test changes the kubelet's answer by rewriting it.
-          "containers": {"ID": {"labels": {...}}}       the container runtime's (with --cri)
+          "containers": {"ID": {"labels": {...},        the container runtime's (with --cri);
+                                "state": "exited"}}     its state, running unless said
           "get_unknown": true                        Get answers a pod it does not know as the
                                                      kubelet does (UNKNOWN, "pod N in namespace
                                                      NS not found"), else NOT_FOUND
@@ -96,6 +97,7 @@ def build_cri_messages():
     message("LabelEntry", (1, "key", F.TYPE_STRING, one, None), (2, "value", F.TYPE_STRING, one, None))
     message("ContainerStatus", (1, "id", F.TYPE_STRING, one, None),
             (2, "metadata", F.TYPE_MESSAGE, one, "ContainerMetadata"),
+            (3, "state", F.TYPE_INT32, one, None),  # the ContainerState enum, a varint on the wire
             (12, "labels", F.TYPE_MESSAGE, rep, "LabelEntry"))
     message("ContainerStatusResponse", (1, "status", F.TYPE_MESSAGE, one, "ContainerStatus"))
     return classes()
@@ -166,6 +168,7 @@ def main():
             context.abort(grpc.StatusCode.NOT_FOUND, "an error occurred when try to find container %s" % req.container_id)
         st = CRI["ContainerStatus"](id=req.container_id)
         st.metadata.name = c.get("name", "c")
+        st.state = {"created": 0, "running": 1, "exited": 2, "unknown": 3}[c.get("state", "running")]
         for k, v in c.get("labels", {}).items():
             st.labels.add(key=k, value=v)
         return CRI["ContainerStatusResponse"](status=st)
