@@ -8,7 +8,6 @@
  *
  * The whole check keeps a deadline (--timeout, 4 s: node-problem-detector kills a plugin at 5 s
  * and reports it as unknown, without our reason): the driver gets what is left of it. */
-#include <dirent.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <string.h>
@@ -58,26 +57,6 @@ static void check_usage(FILE *f)
 #define CHECK_USAGE CHECK_UNKNOWN
 
 static const char *const level_names[] = { "OK", "WARNING", "CRITICAL", "UNKNOWN" };
-
-/* The first GPU device file (nvidiaN) in dev_dir into buf; false when there is none: no NVIDIA
- * GPU on this node (nvidiactl alone is a loaded driver without GPUs) */
-static bool gpu_device_file(const char *dev_dir, char *buf, size_t size)
-{
-        DIR *d = opendir(dev_dir);
-        if (!d)
-                return false;
-        bool found = false;
-        struct dirent *e;
-        while (!found && (e = readdir(d))) {
-                uint64_t v;
-                if (strncmp(e->d_name, "nvidia", 6) == 0 && gr_parse_u64(e->d_name + 6, &v) == 0) {
-                        snprintf(buf, size, "%s/%s", dev_dir, e->d_name);
-                        found = true;
-                }
-        }
-        closedir(d);
-        return found;
-}
 
 /* The driver's failure, its short facts first: which GPU, what kind, how long */
 static void say_driver(struct summary *m, const gr_gpu_report *rep)
@@ -209,14 +188,13 @@ static int check_judge(const struct check_cmd *k, int r, gr_snapshot *s, struct 
         /* no GPU here: no driver library, or one that cannot start, and no device file of a GPU
          * (a recording is another machine's: its device files are not here to look at) */
         bool no_driver = r >= 0 && (s->gpu->status == GR_GPU_NO_LIBRARY || s->gpu->status == GR_GPU_INIT_FAILED);
-        bool no_gpu_here = no_driver && !k->replay && !gpu_device_file(s->dev_dir, dev, sizeof(dev));
-        /* no NVIDIA GPU, but AMD or Intel ones: theirs is the answer (docs/drm.md); a scope names
-         * NVML's holders only */
-        bool drm_alone = no_gpu_here && s->drm && s->drm->n_gpus > 0 && k->scope.kind == GR_SCOPE_NONE;
+        bool no_gpu_here = no_driver && !k->replay && !gr_nvidia_device_file(s->dev_dir, dev, sizeof(dev));
+        /* no NVIDIA GPU, but AMD or Intel ones: theirs is the answer (docs/drm.md), as in status;
+         * a scope names NVML's holders only */
+        bool drm_alone = r >= 0 && gr_snapshot_drm_only(s) && k->scope.kind == GR_SCOPE_NONE;
         if (r < 0) {
                 summary_say(m, SUMMARY_UNKNOWN, "cannot take a snapshot: %s", strerror(-r));
-        } else if (drm_alone && drm_selection_unmatched(sel, s->drm, m->text, sizeof(m->text))) {
-                error_msg("no AMD or Intel GPU matches '%s' (a PCI address, as status shows it)", m->text);
+        } else if (drm_alone && selection_rejected(sel, s)) {
                 return CHECK_USAGE;
         } else if (drm_alone) {
                 if ((r = gr_diagnose(s, getuid(), &d)) < 0)
@@ -229,12 +207,11 @@ static int check_judge(const struct check_cmd *k, int r, gr_snapshot *s, struct 
                 summary_say(m, SUMMARY_UNKNOWN, "no NVIDIA driver: %s", s->gpu->error);
         } else if (s->gpu->status != GR_GPU_OK) {
                 say_driver(m, s->gpu);
-        } else if (s->gpu->n_gpus == 0 && !k->replay && gpu_device_file(s->dev_dir, dev, sizeof(dev))) {
+        } else if (s->gpu->n_gpus == 0 && !k->replay && gr_nvidia_device_file(s->dev_dir, dev, sizeof(dev))) {
                 summary_say(m, SUMMARY_CRITICAL, "the driver lists no GPU, but '%s' is there", dev);
         } else if (s->gpu->n_gpus == 0) {
                 summary_say(m, SUMMARY_OK, "no NVIDIA GPU here (the driver lists none)");
-        } else if (gpu_selection_unmatched(sel, s->gpu, m->text, sizeof(m->text))) {
-                gpu_selection_error(sel, s->gpu);
+        } else if (selection_rejected(sel, s)) {
                 return CHECK_USAGE;
         } else if ((r = gr_diagnose(s, getuid(), &d)) < 0) {
                 summary_say(m, SUMMARY_UNKNOWN, "cannot diagnose: %s", strerror(-r));

@@ -200,7 +200,7 @@ static void drm_series(FILE *f, const gr_snapshot *s, const gr_diagnosis *d, con
                                              "gpureap_drm_gpu_memory_used_bytes", "gpureap_drm_gpu_clients" };
         static const char *const helps[] = {
                 "1 for an AMD or Intel GPU's state: clean, busy or dirty",
-                "VRAM its leftover DRM clients and AMD ghosts keep (not reaped on AMD/Intel yet)",
+                "VRAM its leftover DRM clients and AMD ghosts keep",
                 "VRAM used as its driver reports it (amdgpu's mem_info_vram_used)",
                 "DRM clients (open files, however many processes share each) by judgement",
         };
@@ -549,7 +549,7 @@ int cmd_metrics(int argc, char **argv)
                 return EXIT_USAGE;
         }
         /* no NVIDIA driver but AMD or Intel GPUs: their series answer (docs/drm.md) */
-        bool drm_only = s->gpu->status == GR_GPU_NO_LIBRARY && s->drm && s->drm->n_gpus > 0;
+        bool drm_only = gr_snapshot_drm_only(s);
         if ((s->gpu->status == GR_GPU_OK || s->drm) && (r = gr_diagnose(s, getuid(), &d)) < 0) {
                 error_msg("cannot diagnose: %s", strerror(-r));
                 gr_snapshot_free(s);

@@ -93,7 +93,7 @@ static const char *refusal_key(gr_refusal r)
 {
         static const char *const k[] = { "none", "init", "self", "kernel", "monitor", "other_user", "zombie",
                                          "gone", "live", "unsure", "likely", "no_uid", "out_of_scope",
-                                         "not_on_gpu", "not_holding", "not_only", "drm" };
+                                         "not_on_gpu", "not_holding", "not_only", "drm", "drm_shared" };
         return (unsigned)r < GR_ELEMENTSOF(k) ? k[r] : "unknown";
 }
 
@@ -415,7 +415,12 @@ static bool review(const gr_snapshot *s, const gr_diagnosis *d, const gr_plan *p
                         return false;
                 }
         }
-        if (s->gpu->status != GR_GPU_OK) {
+        if (gr_snapshot_drm_only(s)) {
+                /* no NVIDIA driver: the AMD and Intel GPUs are reaped and verified (docs/drm.md) */
+                if (!r->json)
+                        printf("no NVIDIA driver; %u AMD or Intel GPU%s read from DRM and KFD\n", s->drm->n_gpus,
+                               s->drm->n_gpus == 1 ? "" : "s");
+        } else if (s->gpu->status != GR_GPU_OK) {
                 error_msg("%s", s->gpu->error);
                 if (!r->json)
                         printf("the driver cannot be read: ending the named processes anyway; their GPUs cannot be verified\n");
@@ -546,6 +551,46 @@ static void emit_json(struct reap *r, int code)
         r->out = NULL;
 }
 
+/* The AMD and Intel GPUs the plan's DRM clients were on (docs/drm.md): each one's state, its
+ * used VRAM before and after where the driver says it (amdgpu), and the clients that had to go */
+static void report_drm(struct reap *r, const gr_reap_result *res)
+{
+        const gr_snapshot *s = res->after, *b = res->before;
+        uint64_t m = gr_plan_drm_gpus(res->plan, s);
+        if (!m)
+                return;
+        json_object *ja = json_object_new_array();
+        for (unsigned i = 0; i < s->drm->n_gpus && i < 64; i++) {
+                if (!(m >> i & 1))
+                        continue;
+                const gr_drm_gpu *g = &s->drm->gpus[i];
+                uint64_t before = GR_UNKNOWN_U64;
+                for (unsigned k = 0; b->drm && k < b->drm->n_gpus; k++)
+                        if (strcmp(b->drm->gpus[k].pdev, g->pdev) == 0)
+                                before = b->drm->gpus[k].vram_used;
+                json_object *ids = json_object_new_array();
+                for (size_t k = 0; k < res->plan->n_drm_clients; k++)
+                        if (strcmp(res->plan->drm_clients[k].pdev, g->pdev) == 0)
+                                json_object_array_add(ids, json_object_new_int64((int64_t)res->plan->drm_clients[k].client_id));
+                size_t n = json_object_array_length(ids);
+                const char *state = res->after_d && res->after_d->drm ? gr_gpu_state_name(res->after_d->drm->gpus[i].state) : "unknown";
+                char b1[32], b2[32];
+                if (!r->json)
+                        printf("GPU %s  %s  VRAM %s -> %s  (%zu leftover client%s)\n", g->pdev, state,
+                               gr_format_bytes(before, b1, sizeof(b1)), gr_format_bytes(g->vram_used, b2, sizeof(b2)), n,
+                               n == 1 ? "" : "s");
+                json_object *e = json_object_new_object();
+                json_object_object_add(e, "pci_bus_id", json_object_new_string(g->pdev));
+                json_object_object_add(e, "vendor", json_object_new_string(gr_vendor_name(g->vendor)));
+                json_object_object_add(e, "state", json_object_new_string(state));
+                json_object_object_add(e, "vram_used_before", before == GR_UNKNOWN_U64 ? NULL : json_object_new_int64((int64_t)before));
+                json_object_object_add(e, "vram_used_after", g->vram_used == GR_UNKNOWN_U64 ? NULL : json_object_new_int64((int64_t)g->vram_used));
+                json_object_object_add(e, "clients", ids);
+                json_object_array_add(ja, e);
+        }
+        json_object_object_add(r->out, "drm_gpus", ja);
+}
+
 /* The verify's last look: each GPU's state and memory, and the exit code it makes */
 static int report_verify(struct reap *r, const gr_reap_result *res)
 {
@@ -568,11 +613,12 @@ static int report_verify(struct reap *r, const gr_reap_result *res)
                 json_object_array_add(jg, e);
         }
         json_object_object_add(r->out, "gpus", jg);
+        report_drm(r, res);
         json_object_object_add(r->out, "verified", json_object_new_boolean(res->status == GR_REAP_VERIFIED));
         bool watched = res->n_signalled > 0;
         struct table_options to = { .width = terminal_width(STDERR_FILENO) };
         fflush(stdout);
-        if (s->gpu->status != GR_GPU_OK) {
+        if (s->gpu->status != GR_GPU_OK && !res->drm_only) {
                 error_msg("%s", s->gpu->error);
                 return EXIT_DRIVER;
         }
@@ -671,6 +717,12 @@ static int reap_execute(struct reap *r)
                                res.all_ended ? "every named process ended" : "not every named process ended");
                 break;
         case GR_REAP_DRIVER:
+                if (!res.after && res.drm_only) { /* --gpu without NVML: NVIDIA's GPUs cannot be named */
+                        error_msg("no NVIDIA driver here, and --gpu names NVIDIA GPUs: without --gpu, reap takes the AMD "
+                                  "and Intel GPUs' leftovers (docs/drm.md)");
+                        code = EXIT_USAGE;
+                        break;
+                }
                 if (!res.after) { /* the first look: nothing was planned */
                         error_msg("%s", res.before->gpu->error);
                         code = EXIT_DRIVER;

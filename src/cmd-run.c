@@ -25,6 +25,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "gpureap/act.h"
@@ -1204,6 +1205,32 @@ struct run_end {
         const char *why, *ended, *run_error;
 };
 
+/* AMD (docs/drm.md): KFD keeps a process's entry, and its VRAM, until what it opened is
+ * released; where the tree's PIDs have entries left, they are waited for as NVIDIA's memory is
+ * (one directory look where there is no KFD: nothing on an NVIDIA machine) */
+static void wait_kfd_back(struct run *r, int *drain_met, uint64_t *drain_ms, char *note, size_t note_size)
+{
+        int left = gr_kfd_entries_left(NULL, r->end_pids, r->n_end_pids);
+        if (left <= 0)
+                return;
+        uint64_t t0 = gr_now_ms(), step = 1;
+        while (left > 0 && gr_now_ms() - t0 < r->drain_timeout) {
+                struct timespec ts = { 0, (long)step * 1000000L };
+                nanosleep(&ts, NULL);
+                step = step < 32 ? step * 2 : 50;
+                left = gr_kfd_entries_left(NULL, r->end_pids, r->n_end_pids);
+        }
+        uint64_t ms = gr_now_ms() - t0;
+        *drain_met = (*drain_met != 0) && left == 0;
+        *drain_ms += ms;
+        size_t o = strlen(note);
+        snprintf(note + o, note_size - o, "; AMD VRAM (KFD) %s in %llu ms", left == 0 ? "back" : "NOT back",
+                 (unsigned long long)ms);
+        if (left != 0)
+                error_msg("KFD still keeps the VRAM of %d process%s of the tree after %.1fs (docs/drm.md)", left,
+                          left == 1 ? "" : "es", (double)r->drain_timeout / 1000);
+}
+
 /* The GPUs the tree used: until the driver has their memory back. *drain_met 1 back, 0 not
  * by --drain-timeout, -1 nothing to wait for (or the driver could not be read); the note for
  * the summary line */
@@ -1239,6 +1266,7 @@ static void wait_gpus_back(struct run *r, int *drain_met, uint64_t *drain_ms, ch
                         gr_snapshot_free(s);
                 }
         }
+        wait_kfd_back(r, drain_met, drain_ms, note, note_size);
 }
 
 /* The one line run writes at its end (not with --quiet) */

@@ -160,13 +160,9 @@ static int status_once(const struct status_args *a, FILE *f)
                         return EXIT_DRIVER;
                 }
         }
-        if (s->gpu->status == GR_GPU_OK) {
-                char bad[128];
-                if (gpu_selection_unmatched(&sel, s->gpu, bad, sizeof(bad))) {
-                        gpu_selection_error(&sel, s->gpu);
-                        gr_snapshot_free(s);
-                        return EXIT_USAGE;
-                }
+        if (selection_rejected(&sel, s)) {
+                gr_snapshot_free(s);
+                return EXIT_USAGE;
         }
 
         sel.scope_mask = scope_gpus(s, &a->scope);
@@ -193,7 +189,7 @@ static int status_once(const struct status_args *a, FILE *f)
 
         int code = EXIT_CLEAN;
         /* no NVIDIA driver, but AMD or Intel GPUs: their states answer (docs/drm.md) */
-        bool drm_answers = s->gpu->status == GR_GPU_NO_LIBRARY && s->drm && s->drm->n_gpus > 0;
+        bool drm_answers = gr_snapshot_drm_only(s);
         if (drm_answers) {
                 fprintf(stderr, "hint: no NVIDIA driver found; %u AMD or Intel GPU%s read from DRM and KFD\n",
                         s->drm->n_gpus, s->drm->n_gpus == 1 ? "" : "s");
@@ -213,12 +209,15 @@ static int status_once(const struct status_args *a, FILE *f)
                                 code = EXIT_NOT_CLEAN;
                 }
         }
-        /* AMD and Intel GPUs count where no --gpu selection (NVML's indexes and ids) was asked:
-         * busy or dirty without an NVIDIA driver; beside one only dirty (a leftover client or a
-         * KFD ghost), since a workstation's desktop keeps its integrated GPU busy */
-        for (unsigned i = 0; code == EXIT_CLEAN && d->drm && !sel.list && i < s->drm->n_gpus; i++)
-                if (d->drm->gpus[i].state != GR_GPU_CLEAN && (drm_answers || d->drm->gpus[i].state == GR_GPU_DIRTY))
+        /* AMD and Intel GPUs count: without an NVIDIA driver those --gpu names by their PCI
+         * addresses (every one without it), busy or dirty; beside one only where no --gpu
+         * (NVML's indexes and ids) was asked, and only dirty (a leftover client or a KFD ghost),
+         * since a workstation's desktop keeps its integrated GPU busy */
+        for (unsigned i = 0; code == EXIT_CLEAN && d->drm && i < s->drm->n_gpus && i < GR_DRM_GPUS_MAX; i++) {
+                bool counted = drm_answers ? drm_gpu_selected(&sel, &s->drm->gpus[i]) : !sel.list;
+                if (counted && d->drm->gpus[i].state != GR_GPU_CLEAN && (drm_answers || d->drm->gpus[i].state == GR_GPU_DIRTY))
                         code = EXIT_NOT_CLEAN;
+        }
         gr_diagnosis_free(d);
         if (s->proc_error < 0)
                 error_msg("cannot read '%s': %s", QUOTED(s->proc_root), strerror(-s->proc_error));

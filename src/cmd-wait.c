@@ -234,22 +234,14 @@ static int wait_parse(int argc, char **argv, struct wait_cmd *w)
 /* The exit code of the last look, its reasons said on stderr */
 static int wait_outcome(const struct wait_cmd *w, const gr_snapshot *s, const gr_diagnosis *d, bool met)
 {
-        char bad[128];
         /* no NVIDIA driver, but AMD or Intel GPUs: their states answer, as in status */
-        bool drm_answers = s->gpu->status == GR_GPU_NO_LIBRARY && s->drm && s->drm->n_gpus > 0;
+        bool drm_answers = gr_snapshot_drm_only(s);
         if (s->gpu->status != GR_GPU_OK && !drm_answers) {
                 error_msg("%s", s->gpu->error);
                 return EXIT_DRIVER;
         }
-        if (drm_answers && drm_selection_unmatched(&w->a.sel, s->drm, bad, sizeof(bad))) {
-                error_msg("no AMD or Intel GPU matches '%s' (give its PCI address, as 'gpureap status' shows it)",
-                          QUOTED(bad));
+        if (selection_rejected(&w->a.sel, s))
                 return EXIT_USAGE;
-        }
-        if (!drm_answers && gpu_selection_unmatched(&w->a.sel, s->gpu, bad, sizeof(bad))) {
-                gpu_selection_error(&w->a.sel, s->gpu);
-                return EXIT_USAGE;
-        }
         if (met)
                 return EXIT_CLEAN;
         bool unknown = false;

@@ -66,6 +66,10 @@ bool gpu_selected(const struct gpu_selection *sel, const gr_gpu *g);
 bool drm_gpu_selected(const struct gpu_selection *sel, const gr_drm_gpu *g);
 /* A selector that names no AMD or Intel GPU, or more than one: returns it, else NULL */
 const char *drm_selection_unmatched(const struct gpu_selection *sel, const gr_drm_report *r, char *buf, size_t size);
+/* Does --gpu name what the snapshot's GPUs are not (said on stderr: true)? The AMD and Intel
+ * GPUs' PCI addresses where they are the node's answer (gr_snapshot_drm_only), else NVML's GPUs
+ * where the driver answered */
+bool selection_rejected(const struct gpu_selection *sel, const gr_snapshot *s);
 /* An unknown or ambiguous selector: returns it (why in *ret_ambiguous), or NULL when every
  * selector names exactly one GPU */
 const char *gpu_selection_unmatched(const struct gpu_selection *sel, const gr_gpu_report *rep,

@@ -141,7 +141,7 @@ struct json_object *drm_json(const gr_snapshot *s, const gr_diagnosis *d)
                 json_object_array_add(ghosts, ghost_json(r, &dd->ghosts[i]));
         put(o, "ghosts", ghosts);
         put(o, "fdinfo_unreadable", json_object_new_int((int)r->n_unreadable));
-        put(o, "reaped", json_object_new_boolean(false)); /* the plan refuses them (docs/drm.md) */
+        put(o, "reaped", json_object_new_boolean(true)); /* the plan takes them (docs/drm.md) */
         return o;
 }
 
@@ -228,8 +228,9 @@ void render_drm_table(const struct term *t, const gr_snapshot *s, const gr_diagn
                 any_leftover |= dd->clients[i].judgement == GR_JUDGE_LEFTOVER;
         if (any_leftover) {
                 fputc('\n', t->f);
-                out_wrap(t, 0, 6, "note: not reaped on AMD/Intel yet: gpureap reap leaves DRM and KFD holders alone "
-                                  "until it is tested on real hardware (docs/drm.md); 'gpureap status --json' names them");
+                out_wrap(t, 0, 6, "note: gpureap reap ends a leftover client's holders together (it is freed only when "
+                                  "all end) and spares one that shares a client with a process it does not end "
+                                  "(docs/drm.md); gpureap check names the command for each GPU");
         }
         if (r->n_unreadable > 0) {
                 char line[200];

@@ -786,7 +786,7 @@ static void print_title(const struct out *o, const struct table_options *opt)
                 size_t n = (size_t)snprintf(count, sizeof(count), "%u GPU%s", rep->n_gpus, rep->n_gpus == 1 ? "" : "s");
                 if (one_model && n < sizeof(count))
                         snprintf(count + n, sizeof(count) - n, " (%s)", rep->gpus[0].name);
-        } else if (rep->status == GR_GPU_NO_LIBRARY && s->drm && s->drm->n_gpus > 0) {
+        } else if (gr_snapshot_drm_only(s)) {
                 snprintf(driver, sizeof(driver), "no NVIDIA driver");
                 snprintf(count, sizeof(count), "%u AMD/Intel GPU%s", s->drm->n_gpus, s->drm->n_gpus == 1 ? "" : "s");
         } else {

@@ -170,3 +170,19 @@ const char *drm_selection_unmatched(const struct gpu_selection *sel, const gr_dr
         struct drm_sel ds = { .r = r, .buf = buf, .size = size };
         return gr_gpu_list_each(sel->list, drm_unmatched_cb, &ds) ? buf : NULL;
 }
+
+bool selection_rejected(const struct gpu_selection *sel, const gr_snapshot *s)
+{
+        char bad[128];
+        if (gr_snapshot_drm_only(s)) {
+                if (!drm_selection_unmatched(sel, s->drm, bad, sizeof(bad)))
+                        return false;
+                error_msg("no AMD or Intel GPU matches '%s' (give its PCI address, as 'gpureap status' shows it)",
+                          QUOTED(bad));
+                return true;
+        }
+        if (s->gpu->status != GR_GPU_OK || !gpu_selection_unmatched(sel, s->gpu, bad, sizeof(bad)))
+                return false;
+        gpu_selection_error(sel, s->gpu);
+        return true;
+}

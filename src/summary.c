@@ -9,51 +9,83 @@
 #include "gpureap/basic.h"
 #include "gpureap.h"
 
-/* How many of GPU index's holders 'gpureap reap --gpu INDEX' with these flags would end, as this
- * user: the count a hint gives is the plan of the command it names */
-static size_t reap_would_end(const gr_snapshot *s, const gr_diagnosis *d, const gr_scope *sc, unsigned index,
+/* A GPU a hint is about: NVML's index, or (drm >= 0) the AMD or Intel GPU s->drm->gpus[drm],
+ * which reap takes without --gpu (docs/drm.md) */
+struct hint_gpu {
+        unsigned index;
+        int drm;
+};
+
+/* Will a target of the plan end something on AMD or Intel GPU i: a client there, a ghost's? */
+static bool ends_on_drm_gpu(const gr_snapshot *s, const gr_diagnosis *d, const gr_target *t, int i)
+{
+        for (size_t k = 0; k < s->drm->n_clients; k++) {
+                const gr_drm_client *c = &s->drm->clients[k];
+                for (unsigned h = 0; c->gpu == i && h < c->n_holders && h < GR_DRM_CLIENT_HOLDERS_MAX; h++)
+                        if (c->holders[h].pid == t->pid)
+                                return true;
+        }
+        const gr_holder_verdict *v = gr_diagnosis_drm_holder(d, t->pid);
+        for (size_t k = 0; v && v->ghost && k < d->drm->n_ghosts; k++)
+                if (d->drm->ghosts[k].pid == v->ghost && d->drm->ghosts[k].gpu == i)
+                        return true;
+        return false;
+}
+
+/* How many of the GPU's holders 'gpureap reap --gpu INDEX' (an AMD or Intel GPU's: 'gpureap
+ * reap') with these flags would end, as this user: the count a hint gives is the plan of the
+ * command it names */
+static size_t reap_would_end(const gr_snapshot *s, const gr_diagnosis *d, const gr_scope *sc, const struct hint_gpu *g,
                              bool likely, bool all_users)
 {
         char gpu[16];
-        snprintf(gpu, sizeof(gpu), "%u", index);
-        gr_plan_options po = { .gpus = gpu, .likely = likely, .all_users = all_users,
+        snprintf(gpu, sizeof(gpu), "%u", g->index);
+        gr_plan_options po = { .gpus = g->drm < 0 ? gpu : NULL, .likely = likely, .all_users = all_users,
                                .scope = sc && sc->kind != GR_SCOPE_NONE ? sc : NULL };
         if (self_plan_options(&po) < 0)
                 return 0;
         gr_plan *p = NULL;
-        size_t n = gr_plan_make(s, d, &po, &p) == 0 ? gr_plan_count(p) : 0;
+        size_t n = 0;
+        if (gr_plan_make(s, d, &po, &p) == 0)
+                for (size_t i = 0; i < p->n; i++)
+                        n += p->targets[i].refused == GR_REFUSE_NONE &&
+                             (g->drm < 0 || ends_on_drm_gpu(s, d, &p->targets[i], g->drm));
         gr_plan_free(p);
         self_plan_options_release(&po);
         return n;
 }
 
-/* The leftovers of a dirty GPU and the command that ends exactly them: the default plan takes
- * the sure ones; --likely the likely ones too; as root, --all-users other users' as well */
-static void say_leftovers(struct summary *m, const gr_snapshot *s, const gr_diagnosis *d, unsigned index,
-                          unsigned leftovers, uint64_t bytes)
+/* The leftovers of a dirty GPU (named as 'label') and the command that ends exactly them: the
+ * default plan takes the sure ones; --likely the likely ones too; as root, --all-users other
+ * users' as well */
+static void say_leftovers(struct summary *m, const gr_snapshot *s, const gr_diagnosis *d, const struct hint_gpu *g,
+                          const char *label, unsigned leftovers, uint64_t bytes)
 {
         char mem[32];
         gr_format_bytes(bytes, mem, sizeof(mem));
-        size_t sure = reap_would_end(s, d, m->scope, index, false, false);
-        size_t with_likely = reap_would_end(s, d, m->scope, index, true, false);
+        size_t sure = reap_would_end(s, d, m->scope, g, false, false);
+        size_t with_likely = reap_would_end(s, d, m->scope, g, true, false);
         bool root = getuid() == 0;
-        size_t all = root ? reap_would_end(s, d, m->scope, index, true, true) : with_likely;
+        size_t all = root ? reap_would_end(s, d, m->scope, g, true, true) : with_likely;
         bool need_likely = with_likely > sure, need_all = all > with_likely;
-        if (need_all && reap_would_end(s, d, m->scope, index, false, true) == all)
+        if (need_all && reap_would_end(s, d, m->scope, g, false, true) == all)
                 need_likely = false; /* the others' were all sure */
         size_t n = need_all ? all : need_likely ? with_likely : sure;
+        char gpu_arg[24] = "";
+        if (g->drm < 0)
+                snprintf(gpu_arg, sizeof(gpu_arg), " --gpu %u", g->index);
         if (n == 0) {
-                summary_say(m, SUMMARY_CRITICAL, "GPU %u: %u leftover%s hold %s, none that this user may end (gpureap status --gpu %u)",
-                            index, leftovers, leftovers == 1 ? "" : "s", mem, index);
+                summary_say(m, SUMMARY_CRITICAL, "%s: %u leftover%s hold %s, none that this user may end (gpureap status%s)",
+                            label, leftovers, leftovers == 1 ? "" : "s", mem, gpu_arg);
                 return;
         }
         char split[64] = "";
         if (need_likely && sure > 0)
                 snprintf(split, sizeof(split), " (%zu sure, %zu likely)", sure, with_likely - sure);
         char scope[sizeof(m->scope->id) + 16];
-        summary_say(m, SUMMARY_CRITICAL, "GPU %u: %zu %sleftover%s%s hold %s (gpureap reap%s --gpu %u%s%s)", index, n,
+        summary_say(m, SUMMARY_CRITICAL, "%s: %zu %sleftover%s%s hold %s (gpureap reap%s%s%s%s)", label, n,
                     need_likely && sure == 0 ? "likely " : "", n == 1 ? "" : "s", split, mem,
-                    scope_arg(m->scope, scope, sizeof(scope)), index, need_likely ? " --likely" : "",
+                    scope_arg(m->scope, scope, sizeof(scope)), gpu_arg, need_likely ? " --likely" : "",
                     need_all ? " --all-users" : "");
 }
 
@@ -117,9 +149,12 @@ void summary_gpu(struct summary *m, const gr_snapshot *s, const gr_diagnosis *d,
                         summary_say(m, SUMMARY_WARNING, "GPU %u: held by %u process%s of a pod not assigned it", g->index,
                                     not_assigned, not_assigned == 1 ? "" : "es");
                 break;
-        case GR_GPU_DIRTY:
-                say_leftovers(m, s, d, g->index, leftovers, bytes);
+        case GR_GPU_DIRTY: {
+                char label[24];
+                snprintf(label, sizeof(label), "GPU %u", g->index);
+                say_leftovers(m, s, d, &(struct hint_gpu){ g->index, -1 }, label, leftovers, bytes);
                 break;
+        }
         case GR_GPU_STALE:
                 summary_say(m, SUMMARY_CRITICAL, "GPU %u: %s stale, no holder", g->index,
                             gr_format_bytes(d->gpus[i].unaccounted, mem, sizeof(mem)));
@@ -130,12 +165,12 @@ void summary_gpu(struct summary *m, const gr_snapshot *s, const gr_diagnosis *d,
         }
 }
 
-/* The AMD and Intel GPUs (docs/drm.md) that sel selects, for check and the Slurm hooks. A dirty
- * one (a leftover client, a KFD ghost) is critical, and its hint is status, not reap: reap does
- * not end their holders yet (GR_REFUSE_DRM), and a hint names a command that does what it
- * counted. Without an NVIDIA driver (alone) they are the node's GPUs; beside one only a dirty
- * one is said (a workstation's desktop keeps its integrated GPU busy, as status counts it).
- * Returns how many are selected; *ret_busy, the busy ones among them */
+/* The AMD and Intel GPUs (docs/drm.md) that sel selects, for check. A dirty one (a leftover
+ * client, a KFD ghost) is critical, with the reap that ends its leftovers (without --gpu, which
+ * names NVML's GPUs: the count is what that plan takes on this GPU). Without an NVIDIA driver
+ * they are the node's GPUs; beside one only a dirty one is said (a workstation's desktop keeps
+ * its integrated GPU busy, as status counts it). Returns how many are selected; *ret_busy, the
+ * busy ones among them */
 unsigned summary_drm(struct summary *m, const gr_snapshot *s, const gr_diagnosis *d, const struct gpu_selection *sel,
                      unsigned *ret_busy)
 {
@@ -148,20 +183,16 @@ unsigned summary_drm(struct summary *m, const gr_snapshot *s, const gr_diagnosis
                 busy += d->drm->gpus[i].state == GR_GPU_BUSY;
                 if (d->drm->gpus[i].state != GR_GPU_DIRTY)
                         continue;
-                unsigned clients = 0, ghosts = 0;
-                for (size_t k = 0; k < s->drm->n_clients; k++)
-                        clients += s->drm->clients[k].gpu == (int)i && d->drm->clients[k].judgement == GR_JUDGE_LEFTOVER;
-                for (size_t k = 0; k < d->drm->n_ghosts; k++)
-                        ghosts += d->drm->ghosts[k].gpu == (int)i;
-                char mem[32], what[96] = "";
-                if (clients)
-                        snprintf(what, sizeof(what), "%u leftover client%s", clients, clients == 1 ? "" : "s");
-                if (ghosts)
-                        snprintf(what + strlen(what), sizeof(what) - strlen(what), "%s%u KFD ghost%s", clients ? " and " : "",
-                                 ghosts, ghosts == 1 ? "" : "s");
-                summary_say(m, SUMMARY_CRITICAL, "GPU %s (%s): %s hold%s %s, not reaped on AMD/Intel yet (gpureap status)",
-                            g->pdev, gr_vendor_name(g->vendor), what, clients + ghosts == 1 ? "s" : "",
-                            gr_format_bytes(d->drm->gpus[i].leftover_bytes, mem, sizeof(mem)));
+                /* the processes it takes: every holder of a leftover client, every ghost's */
+                unsigned leftovers = 0;
+                for (size_t k = 0; k < d->drm->n_holders; k++) {
+                        const gr_holder_verdict *v = &d->drm->holders[k];
+                        gr_target t = { .pid = v->pid };
+                        leftovers += v->judgement == GR_JUDGE_LEFTOVER && ends_on_drm_gpu(s, d, &t, (int)i);
+                }
+                char label[GR_DRM_NAME_MAX + 24];
+                snprintf(label, sizeof(label), "GPU %s (%s)", g->pdev, gr_vendor_name(g->vendor));
+                say_leftovers(m, s, d, &(struct hint_gpu){ 0, (int)i }, label, leftovers, d->drm->gpus[i].leftover_bytes);
         }
         if (ret_busy)
                 *ret_busy = busy;

@@ -35,8 +35,11 @@ typedef enum gr_refusal {
         GR_REFUSE_NOT_HOLDING, /* listed by the driver, alive, but holds no device file: maybe
                                  another process with the PID of one that is gone */
         GR_REFUSE_NOT_ONLY,   /* not among the processes given with --only (PID and start time) */
-        GR_REFUSE_DRM,        /* holds an AMD or Intel GPU's DRM or KFD file: not reaped until
-                                 tested on real hardware (docs/drm.md) */
+        GR_REFUSE_DRM,        /* holds an AMD or Intel GPU's file that cannot be tied to a client
+                                 (its fdinfo unreadable), or an NVIDIA GPU's besides (docs/drm.md) */
+        GR_REFUSE_DRM_SHARED, /* shares an AMD or Intel GPU's open file (a DRM client) with a
+                                 process the plan does not signal: ending it frees nothing, and
+                                 the sharing ties it to that one */
 } gr_refusal;
 
 /* A process as a caller saw it: its PID and its start time (clock ticks after boot, as
@@ -86,10 +89,24 @@ typedef struct gr_plan_options {
         size_t n_only;
 } gr_plan_options;
 
+/* An AMD or Intel GPU's DRM client: its GPU's PCI address and its drm-client-id */
+typedef struct gr_drm_key {
+        char pdev[32];
+        uint64_t client_id;
+} gr_drm_key;
+
 typedef struct gr_plan {
         gr_target *targets;   /* the ones to signal and the refused ones, by PID */
         size_t n;
         uint64_t gpus;        /* GPUs whose drain is awaited */
+        /* AMD and Intel (docs/drm.md): the DRM clients of the targets that will be signalled,
+         * each a leftover as a whole (every holder judged one); the KFD entries (PIDs) that end
+         * with them: the targets' own and those of the ghosts they keep. What the ladder lets a
+         * member hold at its signal, and what the verification waits to see gone */
+        gr_drm_key *drm_clients;
+        size_t n_drm_clients;
+        pid_t *drm_kfd;
+        size_t n_drm_kfd;
 } gr_plan;
 
 int gr_plan_make(const gr_snapshot *s, const gr_diagnosis *d, const gr_plan_options *o,
@@ -120,7 +137,8 @@ typedef enum gr_kill_result {
         GR_KILL_DENIED,       /* EPERM */
         GR_KILL_ERROR,        /* the signal could not be sent or checked (error holds -errno) */
         GR_KILL_SPARED,       /* not signalled (any more): it holds an AMD or Intel GPU's file
-                                 now, or its files could not be read (gr_ladder_options.refuse_drm) */
+                                 now that the plan did not find a leftover, or its files could not
+                                 be read (gr_ladder_options.refuse_drm, gr_plan_drm_allows) */
 } gr_kill_result;
 
 const char *gr_kill_result_name(gr_kill_result r);
@@ -147,7 +165,19 @@ typedef struct gr_ladder_options {
          * passed over a socket). dev_dir: as the scan's (NULL: the default) */
         bool refuse_drm;
         const char *dev_dir;
+        const gr_plan *drm_plan;  /* with refuse_drm: the plan whose AMD and Intel files a member
+                                     may hold (gr_plan_drm_allows); NULL: none */
 } gr_ladder_options;
+
+/* May the process (pid, started at start_time) be signalled for what it holds of AMD and Intel
+ * GPUs now (docs/drm.md)? 0 where every DRM fd it holds, in every file table of it, is of a
+ * client the plan ends (its fdinfo's drm-pdev and drm-client-id, read now) and every /dev/kfd
+ * fd is a target's that held one at the plan's look (plan NULL: none is); 1 where one is not;
+ * -errno where they cannot all be read. A file opened or passed to it since the plan is spared
+ * that way, and so is one that cannot be read */
+/* The AMD and Intel GPUs of s (bit i: s->drm->gpus[i]) that the plan's DRM clients are on */
+uint64_t gr_plan_drm_gpus(const gr_plan *p, const gr_snapshot *s);
+int gr_plan_drm_allows(const gr_plan *plan, const char *proc_root, const char *dev_dir, pid_t pid, uint64_t start_time);
 
 typedef struct gr_ladder_member {
         gr_pidref ref;

@@ -78,6 +78,11 @@ typedef struct gr_kfd_node {
 int gr_kfd_parse_properties(const char *buf, size_t len, gr_kfd_node *ret);
 /* Its PCI address in lspci's spelling (0000:c1:00.0) into buf; false without a location */
 bool gr_kfd_node_pci(const gr_kfd_node *n, char *buf, size_t size);
+/* How many of these PIDs KFD still has an entry for (the context's sysfs root:
+ * class/kfd/kfd/proc/PID): a process's KFD process and its VRAM outlive it while anything still
+ * holds what it opened, and go once that is released. 0 where there is no KFD; -errno where
+ * its directory cannot be read */
+int gr_kfd_entries_left(gr_context *ctx, const pid_t *pids, size_t n);
 
 /* ---- the vendor-neutral view of AMD and Intel GPUs (lib/gpu/drm.c) ---- */
 

@@ -96,6 +96,8 @@ struct gr_reap_result {
         uint64_t drain_us;             /* from the first signal to the memory back (drained) */
         uint64_t gpus;                 /* bit i: GPU index i verified (--gpu, else the targets',
                                           else every selected one) */
+        bool drm_only;                 /* no NVIDIA driver, AMD or Intel GPUs (docs/drm.md): theirs
+                                          were reaped and verified (the plan's drm_clients gone) */
         gr_snapshot *after;            /* the verify's last look, and its diagnosis */
         gr_diagnosis *after_d;
         bool met;                      /* the GPUs were free of leftovers at that look */

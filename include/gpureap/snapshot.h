@@ -119,6 +119,14 @@ const char *gr_pod_naming_name(gr_pod_naming n);
  * (gr_now_ms()'s clock). 0 or -ENOMEM */
 int gr_snapshot_confirm_gone(gr_snapshot *s, const gr_kubelet_options *ko, gr_pod_memory *memory, uint64_t deadline_ms);
 const char *gr_pod_gone_name(gr_pod_gone g);
+/* No NVIDIA GPU to read (no NVML library, one whose start fails or that lists none, and no
+ * /dev/nvidiaN: one there is an NVIDIA GPU that cannot be read), and AMD or Intel GPUs: theirs
+ * is the node's answer for every command (docs/drm.md). A recording's device files are not
+ * looked for: there only no library, or none listed, counts */
+bool gr_snapshot_drm_only(const gr_snapshot *s);
+/* The first /dev/nvidiaN (in dev_dir, NULL "/dev") into buf (may be NULL); false when there is
+ * none: no NVIDIA GPU on this node (nvidiactl alone is a loaded driver without GPUs) */
+bool gr_nvidia_device_file(const char *dev_dir, char *buf, size_t size);
 void gr_snapshot_free(gr_snapshot *s);
 /* The GPUs (bit i: NVML index i < 64) that processes of the scope hold a device file of */
 uint64_t gr_scope_gpus(const gr_snapshot *s, const gr_scope *sc);

@@ -22,6 +22,7 @@
  * may still have lived (after all of them ended, a process in it has taken its number). */
 struct gr_follow {
         const gr_snapshot *s;
+        const gr_plan *plan;
         const gr_plan_options *po;
         pid_t pgids[GR_PLAN_MAX];  /* the targets' groups that were theirs alone */
         size_t n_pgids;
@@ -276,9 +277,10 @@ void gr_follow_refresh(gr_ladder *l, void *userdata)
                         /* the plan's selection too: --user, the job, cgroup, container or pod */
                         bool selected = (!tw->po->user_set || (p.has_uid && p.uid == tw->po->user)) &&
                                         (!tw->po->scope || gr_scope_contains(tw->po->scope, &p) != GR_SCOPE_OUT);
-                        /* a newcomer that holds an AMD or Intel GPU's file is refused as the
-                         * plan refuses such holders (GR_REFUSE_DRM); unreadable: refused too */
-                        if (selected && gr_proc_holds_drm(tw->s->proc_root, tw->s->dev_dir, p.pid) != 0)
+                        /* a newcomer that holds an AMD or Intel GPU's file is refused unless
+                         * every one is of a client the plan ends (a fork of a target's, which
+                         * must end too for the client to go); /dev/kfd, or unreadable: refused */
+                        if (selected && gr_plan_drm_allows(tw->plan, tw->s->proc_root, tw->s->dev_dir, p.pid, p.start_time) != 0)
                                 selected = false;
                         if (selected && gr_plan_refusal(tw->s, NULL, tw->po, &p) == GR_REFUSE_NONE &&
                             gr_ladder_add(l, p.pid, p.start_time, &p.uid) > 0)
@@ -299,6 +301,7 @@ int gr_follow_new(const gr_snapshot *s, const gr_plan *plan, const gr_plan_optio
         if (!tw)
                 return -ENOMEM;
         tw->s = s;
+        tw->plan = plan;
         tw->po = po;
         tw->tree = po->tree;
         tw->events_fd = events_fd;

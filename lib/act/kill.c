@@ -12,7 +12,7 @@ int gr_kill_plan(const gr_plan *plan, const gr_kill_options *o, gr_kill_outcome 
         gr_ladder l;
         gr_ladder_options lo = { .proc_root = o->proc_root, .grace_ms = o->grace_ms, .deadline_ms = o->deadline_ms,
                                  .refresh = o->refresh, .userdata = o->userdata, .refuse_drm = o->refuse_drm,
-                                 .dev_dir = o->dev_dir };
+                                 .dev_dir = o->dev_dir, .drm_plan = plan };
         gr_ladder_init(&l, &lo);
         int r = 0;
         for (size_t i = 0; r >= 0 && i < plan->n; i++) {

@@ -6,10 +6,12 @@
 #include <errno.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "gpureap/act.h"
 #include "gpureap/basic.h"
+#include "gpureap/drm.h"
 #include "basic/names.h"
 
 GR_NAME_TABLE(gr_kill_result_name, gr_kill_result, GR_KILL_SPARED, "?",
@@ -39,6 +41,46 @@ static void settle(gr_ladder_member *m, gr_kill_result result, int error)
         gr_pidref_done(&m->ref);
 }
 
+struct drm_allow {
+        const gr_plan *plan;
+        bool kfd_ok;
+};
+
+/* 1 where this fd is not one the plan lets its holder keep at the signal */
+static int drm_fd_refused(int table_dir, int fd, unsigned node, void *userdata)
+{
+        const struct drm_allow *a = userdata;
+        if (node == GR_DRM_NODE_KFD)
+                return a->kfd_ok ? 0 : 1;
+        char path[32], buf[8192];
+        size_t len;
+        snprintf(path, sizeof(path), "fdinfo/%d", fd);
+        int r = gr_read_file_at(table_dir, path, buf, sizeof(buf), &len);
+        if (r < 0)
+                return r;
+        gr_drm_fdinfo fi;
+        if (gr_drm_fdinfo_parse(buf, len, &fi) < 0 || !fi.has_client_id || !fi.pdev[0])
+                return 1; /* a client that cannot be named is none the plan knows */
+        for (size_t i = 0; a->plan && i < a->plan->n_drm_clients; i++)
+                if (a->plan->drm_clients[i].client_id == fi.client_id && strcmp(a->plan->drm_clients[i].pdev, fi.pdev) == 0)
+                        return 0;
+        return 1;
+}
+
+int gr_plan_drm_allows(const gr_plan *plan, const char *proc_root, const char *dev_dir, pid_t pid, uint64_t start_time)
+{
+        struct drm_allow a = { plan, false };
+        for (size_t i = 0; plan && i < plan->n_drm_kfd && !a.kfd_ok; i++)
+                a.kfd_ok = plan->drm_kfd[i] == pid;
+        /* the PID's KFD entry is the target's own only while it is the planned process */
+        bool target = false;
+        for (size_t i = 0; plan && i < plan->n && !target; i++)
+                target = plan->targets[i].pid == pid && plan->targets[i].start_time == start_time &&
+                         plan->targets[i].refused == GR_REFUSE_NONE;
+        a.kfd_ok = a.kfd_ok && target;
+        return gr_proc_each_drm_fd(proc_root, dev_dir, pid, drm_fd_refused, &a);
+}
+
 /* Send the current rung to one member */
 static void hit(gr_ladder *l, gr_ladder_member *m)
 {
@@ -48,7 +90,7 @@ static void hit(gr_ladder *l, gr_ladder_member *m)
         if (sig == SIGTERM && m->signalled)
                 return; /* it had its SIGTERM and SIGCONT already (a group's): one each */
         if (l->o.refuse_drm && !gr_pidref_gone(&m->ref, l->o.proc_root) &&
-            gr_proc_holds_drm(l->o.proc_root, l->o.dev_dir, m->ref.pid) != 0) {
+            gr_plan_drm_allows(l->o.drm_plan, l->o.proc_root, l->o.dev_dir, m->ref.pid, m->ref.start_time) != 0) {
                 settle(m, GR_KILL_SPARED, 0);
                 return;
         }

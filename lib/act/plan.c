@@ -25,9 +25,10 @@ const char *gr_refusal_text(gr_refusal r)
         case GR_REFUSE_NOT_ON_GPU: return "it holds none of the GPUs given with --gpu (a PID reused since?)";
         case GR_REFUSE_NOT_HOLDING: return "the driver lists its PID but it holds no GPU file: perhaps another process with a dead one's PID";
         case GR_REFUSE_NOT_ONLY: return "not among the processes given with --only";
-        case GR_REFUSE_DRM: return "not reaped on AMD/Intel yet: it holds a DRM or KFD file, and ending such holders is "
-                                   "not yet tested on real hardware (docs/drm.md); check it with 'gpureap status --json' "
-                                   "and end it by hand";
+        case GR_REFUSE_DRM: return "it holds an AMD or Intel GPU's file whose client cannot be read (its fdinfo), or "
+                                   "an NVIDIA GPU's besides: not reaped (docs/drm.md)";
+        case GR_REFUSE_DRM_SHARED: return "it shares an AMD or Intel GPU's open file with a process this reap does not end: "
+                                          "ending it would free nothing (gpureap status names the client's holders)";
         }
         return "?";
 }
@@ -72,6 +73,49 @@ static bool kernel_thread(const gr_snapshot *s, const gr_process *p)
         return s && s->replayed && s->pidns == GR_PIDNS_HOST && ((p->pid == 2 && p->ppid == 0) || p->ppid == 2);
 }
 
+/* Each client (one open file, docs/drm.md) that p holds through a render or card fd, until fn
+ * answers non-zero; -1 when one of those fds is in no client of the view (its fdinfo unread) */
+static int each_client_of(const gr_snapshot *s, const gr_process *p, int (*fn)(const gr_snapshot *s, size_t k, void *ud),
+                          void *ud)
+{
+        for (unsigned i = 0; i < p->drm->n; i++) {
+                if (p->drm->fds[i].node == GR_DRM_NODE_KFD)
+                        continue;
+                bool found = false;
+                for (size_t k = 0; !found && s->drm && k < s->drm->n_clients; k++) {
+                        const gr_drm_client *c = &s->drm->clients[k];
+                        unsigned n = c->n_holders < GR_DRM_CLIENT_HOLDERS_MAX ? c->n_holders : GR_DRM_CLIENT_HOLDERS_MAX;
+                        for (unsigned h = 0; !found && h < n; h++)
+                                found = c->holders[h].pid == p->pid && c->holders[h].fd == p->drm->fds[i].fd;
+                        if (found) {
+                                int r = fn(s, k, ud);
+                                if (r)
+                                        return r;
+                        }
+                }
+                if (!found)
+                        return -1;
+        }
+        return 0;
+}
+
+static int no_client(const gr_snapshot *s, size_t k, void *ud)
+{
+        (void)s, (void)k, (void)ud;
+        return 0;
+}
+
+/* An AMD or Intel holder (docs/drm.md): its own verdict decides, as an NVIDIA holder's does,
+ * but only where every client it holds is known (each render or card fd in a client of the
+ * view: its fdinfo read), and never one that holds an NVIDIA GPU besides. Whether the other
+ * holders of its clients end too, the whole plan says (drm_shared) */
+static gr_refusal drm_refusal(const gr_snapshot *s, const gr_diagnosis *d, const gr_process *p)
+{
+        if (p->hold || p->drm->truncated || !s || !s->drm || !d || !d->drm)
+                return GR_REFUSE_DRM;
+        return each_client_of(s, p, no_client, NULL) < 0 ? GR_REFUSE_DRM : GR_REFUSE_NONE;
+}
+
 static gr_refusal refuse_with(const gr_snapshot *s, const gr_diagnosis *d, const gr_plan_options *o,
                               const gr_process *p)
 {
@@ -86,10 +130,9 @@ static gr_refusal refuse_with(const gr_snapshot *s, const gr_diagnosis *d, const
                 return GR_REFUSE_KERNEL;
         if (p->state == 'Z' || p->state == 'X')
                 return GR_REFUSE_ZOMBIE;
-        /* an AMD or Intel holder, also one that holds an NVIDIA GPU besides: until the ladder and
-         * the verification are tested on those GPUs, nothing of theirs is signalled */
-        if (p->drm)
-                return GR_REFUSE_DRM;
+        gr_refusal dr = p->drm ? drm_refusal(s, d, p) : GR_REFUSE_NONE;
+        if (dr != GR_REFUSE_NONE)
+                return dr;
         const gr_holder_verdict *v = d ? gr_diagnosis_holder(d, p->pid) : NULL;
         if (v && v->role == GR_ROLE_MONITOR && !o->monitors_ok)
                 return GR_REFUSE_MONITOR;
@@ -235,6 +278,112 @@ static int cmp_target(const void *a, const void *b)
         return (x > y) - (x < y);
 }
 
+static int add_client(const gr_snapshot *s, size_t k, void *ud)
+{
+        gr_plan *p = ud;
+        const gr_drm_client *c = &s->drm->clients[k];
+        for (size_t i = 0; i < p->n_drm_clients; i++)
+                if (p->drm_clients[i].client_id == c->client_id && strcmp(p->drm_clients[i].pdev, c->pdev) == 0)
+                        return 0;
+        gr_drm_key *e = &p->drm_clients[p->n_drm_clients++];
+        gr_strlcpy(e->pdev, c->pdev, sizeof(e->pdev));
+        e->client_id = c->client_id;
+        return 0;
+}
+
+static bool signalled_pid(const gr_plan *p, pid_t pid)
+{
+        for (size_t i = 0; i < p->n; i++)
+                if (p->targets[i].pid == pid)
+                        return p->targets[i].refused == GR_REFUSE_NONE;
+        return false;
+}
+
+/* 1 when a holder of client k is not a target that will be signalled */
+static int holder_stays(const gr_snapshot *s, size_t k, void *ud)
+{
+        const gr_plan *p = ud;
+        const gr_drm_client *c = &s->drm->clients[k];
+        if (c->n_holders > GR_DRM_CLIENT_HOLDERS_MAX)
+                return 1; /* holders past the table are not known */
+        for (unsigned h = 0; h < c->n_holders; h++)
+                if (!signalled_pid(p, c->holders[h].pid))
+                        return 1;
+        return 0;
+}
+
+/* An AMD ghost (a dead PID's KFD entry): its VRAM goes only when every process
+ * that keeps it ends. true when one of the ghost's that the target keeps stays */
+static bool ghost_stays(const gr_diagnosis *d, const gr_plan *p, pid_t pid)
+{
+        const gr_holder_verdict *v = gr_diagnosis_drm_holder(d, pid);
+        for (size_t k = 0; v && v->ghost && k < d->drm->n_ghosts; k++) {
+                const gr_kfd_ghost *g = &d->drm->ghosts[k];
+                if (g->pid != v->ghost)
+                        continue;
+                if (g->n_holders >= GR_KFD_GHOST_HOLDERS_MAX)
+                        return true; /* more may keep it than are listed */
+                for (unsigned h = 0; h < g->n_holders; h++)
+                        if (!signalled_pid(p, g->holders[h]))
+                                return true;
+        }
+        return false;
+}
+
+/* A client (one open file, shared by every process that inherited it or was passed it) is
+ * freed only when all its holders end, and sharing one ties its holders together: an AMD or
+ * Intel target one of whose clients (or whose ghost) keeps a holder that will not be signalled
+ * (a live job, an unsure or likely one, one refused) is spared, and so on until no more is (a
+ * leftover's fork that shares its parent's client with a live job is spared with it) */
+static void drm_shared(const gr_snapshot *s, const gr_diagnosis *d, gr_plan *p)
+{
+        for (bool changed = true; changed && s->drm && s->procs && d && d->drm;) {
+                changed = false;
+                for (size_t i = 0; i < p->n; i++) {
+                        gr_target *t = &p->targets[i];
+                        const gr_process *proc = t->refused == GR_REFUSE_NONE ? gr_proc_table_find(s->procs, t->pid) : NULL;
+                        if (proc && proc->drm && (each_client_of(s, proc, holder_stays, p) != 0 || ghost_stays(d, p, t->pid))) {
+                                t->refused = GR_REFUSE_DRM_SHARED;
+                                changed = true;
+                        }
+                }
+        }
+}
+
+static void add_kfd(gr_plan *p, pid_t pid)
+{
+        for (size_t i = 0; i < p->n_drm_kfd; i++)
+                if (p->drm_kfd[i] == pid)
+                        return;
+        p->drm_kfd[p->n_drm_kfd++] = pid;
+}
+
+/* What the AMD and Intel targets that will be signalled take with them: their clients, their
+ * KFD entries, and those of the ghosts they keep */
+static int drm_ends(const gr_snapshot *s, const gr_diagnosis *d, gr_plan *p)
+{
+        if (!s->drm || !s->procs)
+                return 0;
+        p->drm_clients = calloc(s->drm->n_clients + 1, sizeof(*p->drm_clients));
+        p->drm_kfd = calloc(2 * p->n + 1, sizeof(*p->drm_kfd));
+        if (!p->drm_clients || !p->drm_kfd)
+                return -ENOMEM;
+        for (size_t i = 0; i < p->n; i++) {
+                const gr_target *t = &p->targets[i];
+                const gr_process *proc = gr_proc_table_find(s->procs, t->pid);
+                if (t->refused != GR_REFUSE_NONE || !proc || !proc->drm)
+                        continue;
+                each_client_of(s, proc, add_client, p);
+                if (proc->drm->n_kfd == 0)
+                        continue;
+                add_kfd(p, t->pid);
+                const gr_holder_verdict *v = gr_diagnosis_drm_holder(d, t->pid);
+                if (v && v->ghost)
+                        add_kfd(p, v->ghost);
+        }
+        return 0;
+}
+
 int gr_plan_make(const gr_snapshot *s, const gr_diagnosis *d, const gr_plan_options *o,
                  gr_plan **ret)
 {
@@ -290,13 +439,13 @@ int gr_plan_make(const gr_snapshot *s, const gr_diagnosis *d, const gr_plan_opti
                         else
                                 r = add(&b, v->pid, GR_WHY_LEFTOVER, judged_refusal(v, o->likely));
                 }
-                /* AMD and Intel leftovers, where no --gpu (NVML's) narrows the plan: named, and
-                 * refused (GR_REFUSE_DRM), so that reap says why it leaves them */
+                /* AMD and Intel leftovers, where no --gpu (NVML's) narrows the plan: by their own
+                 * verdicts, as NVIDIA's (sure ones; likely with --likely), and their clients' */
                 for (size_t i = 0; r == 0 && !o->gpus && d->drm && i < d->drm->n_holders; i++) {
                         const gr_holder_verdict *v = &d->drm->holders[i];
                         if (v->process && v->judgement == GR_JUDGE_LEFTOVER &&
                             gr_scope_contains(o->scope, v->process) != GR_SCOPE_OUT)
-                                r = add(&b, v->pid, GR_WHY_LEFTOVER, GR_REFUSE_NONE);
+                                r = add(&b, v->pid, GR_WHY_LEFTOVER, judged_refusal(v, o->likely));
                 }
         }
         if (r == 0 && o->tree) {
@@ -318,6 +467,8 @@ int gr_plan_make(const gr_snapshot *s, const gr_diagnosis *d, const gr_plan_opti
                         for (size_t k = 0; t && t->pgrp > 1 && s->procs && k < s->procs->n; k++) {
                                 const gr_process *q = &s->procs->procs[k];
                                 const gr_holder_verdict *v = q->pgrp == t->pgrp ? gr_diagnosis_holder(d, q->pid) : NULL;
+                                if (!v && q->pgrp == t->pgrp) /* an AMD or Intel holder's verdict */
+                                        v = gr_diagnosis_drm_holder(d, q->pid);
                                 /* the targets themselves were chosen */
                                 if (v && !signalled_target(p, n, q->pid) && v->role != GR_ROLE_MONITOR && v->judgement != GR_JUDGE_LEFTOVER) {
                                         live_group = true;
@@ -336,6 +487,11 @@ int gr_plan_make(const gr_snapshot *s, const gr_diagnosis *d, const gr_plan_opti
         for (size_t i = 0; i < p->n; i++)
                 if (p->targets[i].refused == GR_REFUSE_NONE)
                         p->gpus |= p->targets[i].gpus & chosen;
+        drm_shared(s, d, p);
+        if ((r = drm_ends(s, d, p)) < 0) {
+                gr_plan_free(p);
+                return r;
+        }
         if (p->n > 0) /* qsort wants a valid pointer even for no elements */
                 qsort(p->targets, p->n, sizeof(*p->targets), cmp_target);
         *ret = p;
@@ -346,6 +502,8 @@ void gr_plan_free(gr_plan *p)
 {
         if (!p)
                 return;
+        free(p->drm_clients);
+        free(p->drm_kfd);
         free(p->targets);
         free(p);
 }

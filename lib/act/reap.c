@@ -108,10 +108,40 @@ static uint64_t gpus_to_verify(const gr_reap_options *o, const gr_snapshot *s, c
         return m;
 }
 
+
+uint64_t gr_plan_drm_gpus(const gr_plan *p, const gr_snapshot *s)
+{
+        uint64_t m = 0;
+        for (size_t k = 0; p && s->drm && k < p->n_drm_clients; k++)
+                for (unsigned i = 0; i < s->drm->n_gpus && i < 64; i++)
+                        if (strcmp(s->drm->gpus[i].pdev, p->drm_clients[k].pdev) == 0)
+                                m |= 1ULL << i;
+        return m;
+}
+
+/* The AMD and Intel ends of the plan (docs/drm.md): none of its clients held any more, none of
+ * its KFD entries left, and the GPUs they were on free of leftovers */
+static bool drm_ended(const gr_snapshot *s, const gr_diagnosis *d, const gr_plan *p)
+{
+        if (!p || !s->drm)
+                return true;
+        for (size_t i = 0; i < s->drm->n_clients; i++)
+                for (size_t k = 0; k < p->n_drm_clients; k++)
+                        if (s->drm->clients[i].client_id == p->drm_clients[k].client_id &&
+                            strcmp(s->drm->clients[i].pdev, p->drm_clients[k].pdev) == 0)
+                                return false;
+        for (size_t i = 0; i < s->drm->n_kfd; i++)
+                for (size_t k = 0; k < p->n_drm_kfd; k++)
+                        if (s->drm->kfd[i].pid == p->drm_kfd[k])
+                                return false;
+        return gr_drm_gpus_free(s, d, gr_plan_drm_gpus(p, s), true);
+}
+
 static bool free_of_leftovers(const gr_snapshot *s, const gr_diagnosis *d, void *userdata)
 {
         gr_reap_result *r = userdata;
-        return gr_gpus_free_of_leftovers(s, d, r->gpus, &r->unknown);
+        bool nvidia = r->drm_only || gr_gpus_free_of_leftovers(s, d, r->gpus, &r->unknown);
+        return nvidia && drm_ended(s, d, r->plan);
 }
 
 int gr_reap(const gr_reap_options *o, gr_reap_result *r)
@@ -137,8 +167,10 @@ int gr_reap(const gr_reap_options *o, gr_reap_result *r)
         gr_snapshot *s = r->before;
         /* a driver that cannot be read: the processes named by PID (an epilog names the ended
          * job's holders from /proc) are still ended, each verified as ever; GPUs cannot be */
-        bool blind = s->gpu->status != GR_GPU_OK;
-        if (blind && (o->po->n_pids == 0 || o->po->gpus)) {
+        r->drm_only = gr_snapshot_drm_only(s);
+        bool blind = s->gpu->status != GR_GPU_OK && !r->drm_only;
+        if ((blind && (o->po->n_pids == 0 || o->po->gpus)) || (r->drm_only && o->po->gpus)) {
+                /* --gpu names NVML's GPUs, which cannot be read */
                 r->status = GR_REAP_DRIVER;
                 goto out;
         }
@@ -191,14 +223,14 @@ int gr_reap(const gr_reap_options *o, gr_reap_result *r)
                 r->status = GR_REAP_BLIND;
                 goto out;
         }
-        r->gpus = gpus_to_verify(o, s, r->plan, n);
+        r->gpus = r->drm_only ? 0 : gpus_to_verify(o, s, r->plan, n);
         /* the verifying looks do not ask the kubelet: its answer can only make an unsure holder
          * likely, which the states "free of leftovers" takes the same as unsure, and a hanging
          * kubelet took a second of the deadline at each look (sixth adversarial round) */
         gr_snapshot_options vso = *o->so;
         vso.kubelet_ask = false;
         gr_wait_options w = { .so = &vso, .timeout_ms = n > 0 ? left_ms(o->deadline_ms) : 0, .progress = o->progress,
-                                .scope = o->po->scope };
+                                .scope = o->po->scope, .drm = r->drm_only };
         bool met = false;
         q = gr_wait_until(&w, free_of_leftovers, r, &r->after, &r->after_d, &met);
         if (q < 0) {
@@ -208,7 +240,7 @@ int gr_reap(const gr_reap_options *o, gr_reap_result *r)
                 goto out;
         }
         r->met = met && !r->unknown;
-        if (r->after->gpu->status != GR_GPU_OK || r->unknown)
+        if ((r->after->gpu->status != GR_GPU_OK && !(r->drm_only && gr_snapshot_drm_only(r->after))) || r->unknown)
                 r->status = GR_REAP_DRIVER;
         else
                 r->status = r->met && r->all_ended ? GR_REAP_VERIFIED : GR_REAP_NOT_CLEAN;

@@ -3,8 +3,11 @@
  * name its render node and PCI location and whose gpu_id file gives the id the proc entries
  * use. Only read, never /dev/kfd: opening it creates a KFD process entry for the opener. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "gpureap/basic.h"
 #include "gpureap/drm.h"
@@ -92,4 +95,27 @@ bool gr_kfd_node_pci(const gr_kfd_node *n, char *buf, size_t size)
         unsigned bus = n->location_id >> 8, devfn = n->location_id & 0xff;
         int w = snprintf(buf, size, "%04x:%02x:%02x.%u", n->domain, bus, devfn >> 3, devfn & 7);
         return w > 0 && (size_t)w < size;
+}
+
+int gr_kfd_entries_left(gr_context *ctx, const pid_t *pids, size_t n)
+{
+        char dir[4200];
+        snprintf(dir, sizeof(dir), "%s/class/kfd/kfd/proc", gr_context_sys_root(ctx));
+        int d = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (d < 0)
+                return errno == ENOENT ? 0 : -errno; /* no KFD here: nothing of it to wait for */
+        int left = 0;
+        for (size_t i = 0; i < n; i++) {
+                char name[24];
+                struct stat st;
+                snprintf(name, sizeof(name), "%d", (int)pids[i]);
+                if (pids[i] <= 0 || fstatat(d, name, &st, AT_SYMLINK_NOFOLLOW) != 0)
+                        continue;
+                bool again = false; /* a PID listed twice counts once */
+                for (size_t k = 0; k < i && !again; k++)
+                        again = pids[k] == pids[i];
+                left += !again;
+        }
+        close(d);
+        return left;
 }

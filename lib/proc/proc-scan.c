@@ -1300,20 +1300,27 @@ struct thread_drm {
         size_t devdir_len;
         struct sock_list *socks;
         const struct drm_class *c;
+        gr_drm_fd_fn fn;
+        void *userdata;
 };
 
-/* one file table (a process's or a thread's directory): 1 once it holds a DRM or KFD file,
- * -errno when unreadable; *ret_entries its fds, when asked */
+/* one file table (a process's or a thread's directory): fn on each of its DRM and KFD fds,
+ * until one answers non-zero; -errno when unreadable, -E2BIG when it holds more than were
+ * listed (not all known); *ret_entries its fds, when asked */
 static int drm_in_table(int dir, struct thread_drm *td, unsigned *ret_entries)
 {
         gr_holding *h = NULL;
         gr_drm_holding *dh = NULL;
         td->socks->n = 0;
         int r = scan_fds(dir, td->devdir, td->devdir_len, &h, td->socks, ret_entries, td->c, &dh);
-        bool any = dh != NULL;
         free(h);
+        r = r < 0 ? r : 0;
+        for (unsigned i = 0; r == 0 && dh && i < dh->n; i++)
+                r = td->fn(dir, dh->fds[i].fd, dh->fds[i].node, td->userdata);
+        if (r == 0 && dh && dh->truncated)
+                r = -E2BIG;
         free(dh);
-        return r < 0 ? r : any;
+        return r;
 }
 
 static int thread_drm(int tdir, const gr_stat *tst, void *userdata)
@@ -1322,7 +1329,7 @@ static int thread_drm(int tdir, const gr_stat *tst, void *userdata)
         return drm_in_table(tdir, userdata, NULL);
 }
 
-int gr_proc_holds_drm(const char *proc_root, const char *dev_dir, pid_t pid)
+int gr_proc_each_drm_fd(const char *proc_root, const char *dev_dir, pid_t pid, gr_drm_fd_fn fn, void *userdata)
 {
         const char *root = proc_root ? proc_root : gr_context_proc_root(NULL);
         const char *devdir = dev_dir ? dev_dir : gr_context_dev_dir(NULL);
@@ -1335,11 +1342,9 @@ int gr_proc_holds_drm(const char *proc_root, const char *dev_dir, pid_t pid)
                 return -ENOMEM;
         }
         struct drm_class c = drm_class_of(root, devdir);
-        struct thread_drm td = { devdir, dev_dir_len(devdir), socks, &c };
+        struct thread_drm td = { devdir, dev_dir_len(devdir), socks, &c, fn, userdata };
         unsigned entries = 0;
         int r = drm_in_table(fd, &td, &entries);
-        bool any = r > 0;
-        r = r < 0 ? r : 0;
         /* a thread with a table of its own (unshare(CLONE_FILES)) holds files the leader's fd
          * directory does not show; where the leader has ended alone, every live thread is
          * read. Found by the sixth adversarial round: a child forked during a reap whose thread
@@ -1348,19 +1353,29 @@ int gr_proc_holds_drm(const char *proc_root, const char *dev_dir, pid_t pid)
         char buf[1024];
         size_t len;
         struct stat task;
-        if (r == 0 && !any) {
+        if (r == 0) {
                 bool ended = entries == 0 && gr_read_file_at(fd, "stat", buf, sizeof(buf), &len) == 0 &&
                              gr_parse_stat(buf, len, &st) == 0 && (st.state == 'Z' || st.state == 'X');
                 if (ended || (fstatat(fd, "task", &task, 0) == 0 && task.st_nlink > 3)) {
                         int q = each_live_thread(fd, pid, !ended, thread_drm, &td);
-                        if (q < 0)
-                                r = q; /* a thread that cannot be read: not known, refused */
-                        any = q > 0;
+                        r = q < 0 ? (q == -1 ? -EIO : q) : q; /* a thread that cannot be read: not known */
                 }
         }
         free(socks);
         close(fd);
-        return r < 0 ? r : any;
+        return r;
+}
+
+static int any_drm(int table_dir, int fd, unsigned node, void *userdata)
+{
+        (void)table_dir, (void)fd, (void)node, (void)userdata;
+        return 1;
+}
+
+int gr_proc_holds_drm(const char *proc_root, const char *dev_dir, pid_t pid)
+{
+        int r = gr_proc_each_drm_fd(proc_root, dev_dir, pid, any_drm, NULL);
+        return r == -E2BIG ? 1 : r;
 }
 
 int gr_proc_same_process(const char *proc_root, pid_t pid, uint64_t start_time)

@@ -1,4 +1,5 @@
 #include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -419,4 +420,34 @@ static bool matches_cb(const char *selector, void *userdata)
 bool gr_gpu_matches_list(const gr_gpu *g, const char *list)
 {
         return !list || gr_gpu_list_each(list, matches_cb, (void *)g);
+}
+
+bool gr_nvidia_device_file(const char *dev_dir, char *buf, size_t size)
+{
+        DIR *d = opendir(dev_dir && dev_dir[0] ? dev_dir : "/dev");
+        if (!d)
+                return false;
+        bool found = false;
+        struct dirent *e;
+        while (!found && (e = readdir(d))) {
+                uint64_t v;
+                if (strncmp(e->d_name, "nvidia", 6) == 0 && gr_parse_u64(e->d_name + 6, &v) == 0) {
+                        if (buf)
+                                snprintf(buf, size, "%s/%s", dev_dir && dev_dir[0] ? dev_dir : "/dev", e->d_name);
+                        found = true;
+                }
+        }
+        closedir(d);
+        return found;
+}
+
+bool gr_snapshot_drm_only(const gr_snapshot *s)
+{
+        if (!s || !s->gpu || !s->drm || s->drm->n_gpus == 0)
+                return false;
+        gr_gpu_status st = s->gpu->status;
+        bool none = st == GR_GPU_NO_LIBRARY || (st == GR_GPU_OK && s->gpu->n_gpus == 0) ||
+                    (st == GR_GPU_INIT_FAILED && !s->replayed);
+        /* a GPU's device file here is an NVIDIA GPU that cannot be read: a driver failure */
+        return none && (s->replayed || !gr_nvidia_device_file(s->dev_dir, NULL, 0));
 }

@@ -45,7 +45,7 @@ int gr_wait_until(const gr_wait_options *w, gr_wait_cond_fn cond, void *userdata
                 gr_diagnosis_narrow(d, s, w->scope);
                 uint64_t now = gr_now_ms();
                 bool readable = s->gpu->status == GR_GPU_OK ||
-                                (w->drm && s->gpu->status == GR_GPU_NO_LIBRARY && s->drm && s->drm->n_gpus > 0);
+                                (w->drm && gr_snapshot_drm_only(s));
                 bool met = readable && cond(s, d, userdata);
                 bool last = met || now - start >= w->timeout_ms || !readable;
                 if (w->progress && !last)

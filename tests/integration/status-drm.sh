@@ -41,7 +41,7 @@ jqok '[.drm.kfd[] | [.pid, .memory]] == [[700, 8589934592], [700, 0], [800, 2147
 jqok '.drm.gpus[0].leftover_memory == 8589934592' "the ghost's VRAM and its client's are the same memory: counted once"
 jqok '[.processes[] | select(.pid == 710 or .pid == 810 or .pid == 811 or .pid == 800) | .pid] == [710, 800, 810, 811]' \
         "the DRM holders are listed among the processes"
-jqok '.gpus == [] and .drm.reaped == false' "no NVML GPU; not reaped on AMD/Intel"
+jqok '.gpus == [] and .drm.reaped == true' "no NVML GPU; the AMD view is one reap acts on"
 
 replay amdgpu status
 expect_rc 1 "amdgpu table"
@@ -51,7 +51,7 @@ has out "client 53: 1.0 GiB of VRAM, leftover \(sure\); held by 810 \(python3\),
 has out "client 54: 1.0 GiB of VRAM \(1.0 GiB shared\), live \(sure\)" "shared memory reported apart"
 has out "AMD ghost: PID 700 is gone, KFD still counts 8.0 GiB of VRAM for it on 0000:03:00.0; kept by 710 \(python3\) \(sure\)" \
         "the ghost named with its hidden holder"
-has out "not reaped on AMD/Intel yet" "the table says reap leaves them"
+has out "note: gpureap reap ends a leftover client.s holders together" "the table says how reap takes them"
 has err "no NVIDIA driver found; 2 AMD or Intel GPUs" "a hint, not an error"
 
 replay amdgpu metrics
@@ -59,15 +59,21 @@ expect_rc 0 "metrics without NVML, with AMD GPUs"
 has out '^gpureap_drm_gpu_state\{pci_bus_id="0000:03:00.0",vendor="amd",driver="amdgpu",state="dirty"\} 1$' "metrics name the vendor"
 has out '^gpureap_drm_gpu_leftover_bytes\{pci_bus_id="0000:83:00.0",vendor="amd",driver="amdgpu"\} 1073741824$' "leftover VRAM per GPU"
 
-# reap refuses every DRM and KFD holder: with --pid, and in the default plan beside NVML's GPU
+# reap plans the AMD leftovers by their verdicts and their clients' (tests/integration/reap-drm.sh
+# ends real ones): the ghost's holder 710 (uid 1000's: with --all-users), not 810 and 811, whose
+# client 53 is theirs alone but 810 shares client 54 with the live 800 (drm_shared, both: ending
+# 811 alone would free nothing); with --pid too
 replay amdgpu reap --dry-run --pid 710 --json
-jqok '.plan.targets == [] and (.plan.spared[0] | .pid == 710 and .refusal == "drm" and (.reason | test("^not reaped on AMD/Intel yet: ")))' \
-        "reap --pid of the ghost's holder is refused, with the reason"
+jqok '.plan.targets == [] and (.plan.spared[0] | .pid == 710 and .refusal == "other_user")' \
+        "reap --pid of another user's ghost holder: refused as another user's"
+replay amdgpu reap --dry-run --all-users --likely --json
+jqok '[.plan.targets[].pid] == [710] and ([.plan.spared[] | {pid, refusal}] == [{"pid": 810, "refusal": "drm_shared"}, {"pid": 811, "refusal": "drm_shared"}])' \
+        "without NVML: the ghost's holder planned; the workers sharing a live job's client spared"
 f=$FIX/drm-amdgpu
-GPUREAP_DEV_DIR=/dev GPUREAP_PROC_ROOT=$f/proc GPUREAP_SYS_ROOT=$f/sys gr reap --dry-run --json
+GPUREAP_DEV_DIR=/dev GPUREAP_PROC_ROOT=$f/proc GPUREAP_SYS_ROOT=$f/sys gr reap --dry-run --json --all-users --likely
 expect_rc 0 "reap with NVML (the fake) and AMD leftovers"
-jqok '.plan.targets == [] and ([.plan.spared[] | select(.refusal == "drm") | .pid] == [710, 810, 811])' \
-        "the default plan names the AMD leftovers as spared, kills nothing"
+jqok '[.plan.targets[].pid] == [710] and ([.plan.spared[] | select(.refusal == "drm_shared") | .pid] == [810, 811])' \
+        "beside NVML's GPU the same AMD plan"
 GPUREAP_DEV_DIR=/dev GPUREAP_PROC_ROOT=$f/proc GPUREAP_SYS_ROOT=$f/sys gr status --json
 jqok '.driver.status == "ok" and (.gpus | length) == 1 and .gpus[0].vendor == "nvidia" and (.drm.gpus | length) == 2' \
         "NVML's GPU (vendor nvidia) and the AMD GPUs side by side"
@@ -77,9 +83,8 @@ jqok '.driver.status == "ok" and (.gpus | length) == 1 and .gpus[0].vendor == "n
 # would refuse them); before, check said "OK - no NVIDIA GPU here" on this node
 replay amdgpu check --direct
 expect_rc 2 "check: AMD leftovers without NVML are CRITICAL"
-has out "^GPUREAP CRITICAL - GPU 0000:03:00.0 \\(amd\\): 1 leftover client and 1 KFD ghost hold 8.0 GiB, not reaped on AMD/Intel yet \\(gpureap status\\); GPU 0000:83:00.0 \\(amd\\): 1 leftover client holds 1.0 GiB" \
-        "check names each dirty AMD GPU, its leftover clients and its ghost"
-hasnt out "gpureap reap" "and names no reap that would refuse them"
+has out "^GPUREAP CRITICAL - GPU 0000:03:00.0 \\(amd\\): 1 leftover hold 8.0 GiB \\(gpureap reap --all-users\\); GPU 0000:83:00.0 \\(amd\\): 2 leftovers hold 1.0 GiB, none that this user may end \\(gpureap status\\)" \
+        "check names each dirty AMD GPU, and the reap that ends what it counted (none where that reap spares them)"
 replay amdgpu check --direct --format npd
 expect_rc 1 "check --format npd: a problem"
 replay amdgpu check --direct --gpu 83:00.0
@@ -87,13 +92,40 @@ has out "^GPUREAP CRITICAL - GPU 0000:83:00.0 \\(amd\\)" "check --gpu by PCI add
 hasnt out "03:00.0" "and not the other"
 replay amdgpu check --direct --gpu 7
 expect_rc 3 "check --gpu naming no AMD GPU: a usage error (UNKNOWN)"
-has err "no AMD or Intel GPU matches '7'" "said which"
+has err "no AMD or Intel GPU matches '7' \\(give its PCI address" "said which"
 replay i915 check --direct
 expect_rc 0 "check: a live client on an Intel GPU is fine (control)"
 has out "^GPUREAP OK - 1 GPU, 1 busy, none with leftovers$" "busy, said so"
 GPUREAP_DEV_DIR=/dev GPUREAP_PROC_ROOT=$f/proc GPUREAP_SYS_ROOT=$f/sys gr check --direct
 expect_rc 2 "check beside NVIDIA's GPU: the dirty AMD GPUs are CRITICAL, as status counts them"
-has out "GPU 0000:03:00.0 \\(amd\\): 1 leftover client and 1 KFD ghost" "named beside NVIDIA's"
+has out "GPU 0000:03:00.0 \\(amd\\): 1 leftover hold 8.0 GiB \\(gpureap reap --all-users\\)" "named beside NVIDIA's"
+
+# every face agrees on what no NVIDIA GPU means (an adversary found check and status apart): no
+# library, an NVML that lists none (its GPUs given to VMs), one that does not start (installed
+# without its kernel module): the AMD GPUs answer in status, check and reap alike
+for how in none-listed init-failed; do
+        case $how in
+        none-listed) scenario ;;
+        init-failed) scenario "gpu 0" "fail nvmlInit_v2 9" ;;
+        esac
+        GPUREAP_DEV_DIR=/dev GPUREAP_PROC_ROOT=$f/proc GPUREAP_SYS_ROOT=$f/sys gr status --json --direct
+        expect_rc 1 "status, NVML $how: the dirty AMD GPUs answer"
+        GPUREAP_DEV_DIR=/dev GPUREAP_PROC_ROOT=$f/proc GPUREAP_SYS_ROOT=$f/sys gr check --direct
+        expect_rc 2 "check, NVML $how: CRITICAL, as status"
+        has out "GPU 0000:03:00.0 \\(amd\\): 1 leftover hold 8.0 GiB" "check, NVML $how: the AMD GPU named"
+        GPUREAP_DEV_DIR=/dev GPUREAP_PROC_ROOT=$f/proc GPUREAP_SYS_ROOT=$f/sys gr reap --dry-run --json --all-users --likely
+        jqok '[.plan.targets[].pid] == [710]' "reap, NVML $how: the AMD plan"
+done
+scenario "gpu 0 minor=0"
+# --gpu by PCI address on an AMD-only node: status counts that GPU (exit 1, dirty), and an
+# address of no GPU, or an NVML index, is a usage error, in status as in check and wait
+replay amdgpu status --gpu 83:00.0
+expect_rc 1 "status --gpu of a dirty AMD GPU: not clean"
+replay amdgpu status --gpu 0
+expect_rc 2 "status --gpu 0 with no NVIDIA GPU: a usage error"
+has err "no AMD or Intel GPU matches '0'" "said why"
+replay i915 status --gpu 0000:03:00.0
+expect_rc 1 "status --gpu of a busy Intel GPU, no NVIDIA driver: busy (as without --gpu)"
 
 # through gpureap serve (its snapshot as structs on the wire): the same view as a direct look
 replay amdgpu status --json --direct
@@ -132,8 +164,8 @@ expect_rc 1 "xe: a leftover client"
 jqok '(.drm.gpus[0] | [.vendor, .driver, .state, .leftover_memory]) == ["intel", "xe", "dirty", 24567808]' "an xe GPU, dirty"
 jqok '(.drm.clients[0] | [.memory, .memory_shared, (.regions | has("cycles-rcs"))]) == [24567808, 16777216, false]' \
         "xe: vram0 counted, its shared part apart, drm-total-cycles-* not a region"
-replay xe reap --dry-run --pid 950 --json
-jqok '.plan.spared[0].refusal == "drm"' "xe: the leftover is refused too"
+replay xe reap --dry-run --pid 950 --json --all-users
+jqok '[.plan.targets[].pid] == [950]' "xe: the leftover, its client its own, is planned"
 
 # ---- real processes: a file named like a render node that is no DRM client is no holder ----
 mkdir -p "$T/dev/dri"

@@ -1165,36 +1165,68 @@ static void amd_ghost_names_its_hidden_holder(void **state)
         gr_snapshot_free(s);
 }
 
-static void plan_refuses_drm_and_kfd_holders(void **state)
+static void plan_takes_drm_holders_by_verdict_and_client(void **state)
 {
         /* sure leftovers all: a CUDA worker of a dead agent (the negative control, killed), the
-         * same with a render node besides, one with /dev/kfd alone */
+         * same with a render node besides (refused: both vendors), one with /dev/kfd alone
+         * (taken), two sharing client 60 (taken together), one sharing client 50 with a live
+         * job (spared: ending it frees nothing), and one sharing client 70 with a likely one,
+         * which the default plan does not take (spared with it) */
         gr_snapshot *s = snap_new(1);
         base_tree(s);
-        gr_process *w[3];
-        for (pid_t pid = 301; pid <= 303; pid++) {
+        gr_process *w[8];
+        for (pid_t pid = 301; pid <= 308; pid++) {
                 w[pid - 301] = proc(s, pid, 1, pid, pid, 'S', "python3");
-                torchelastic(w[pid - 301], "r1", pid - 301);
+                if (pid != 308)
+                        torchelastic(w[pid - 301], "r1", pid - 301);
                 if (pid < 303) {
                         hold_cuda(w[pid - 301], 0);
                         owner(s, 0, pid, GIB);
                 }
         }
+        gr_process *live = proc(s, 320, 10, 320, 10, 'S', "python3"); /* a live job: its shell alive */
+        w[7]->pgrp = 330; /* a forked worker whose launcher, its group's leader, is gone: likely */
+        w[7]->session = 10;
         hold_drm(s, w[1], 40, 41, GIB);
         hold_drm(s, w[2], 5, 0, 0);
+        hold_drm(s, w[3], 6, 60, GIB);
+        hold_drm(s, w[4], 6, 60, GIB);
+        hold_drm(s, w[5], 7, 50, GIB);
+        hold_drm(s, live, 7, 50, GIB);
+        hold_drm(s, w[6], 8, 70, GIB);
+        hold_drm(s, w[7], 8, 70, GIB);
         gr_diagnosis *d = diagnose_drm(s);
+        assert_int_equal(gr_diagnosis_drm_holder(d, 320)->judgement, GR_JUDGE_LIVE);
         gr_plan *p = plan(s, d, false);
         assert_int_equal(target(p, 301)->refused, GR_REFUSE_NONE);
         assert_int_equal(target(p, 302)->refused, GR_REFUSE_DRM);
-        assert_int_equal(target(p, 303)->refused, GR_REFUSE_DRM); /* named as spared, with why */
-        assert_int_equal(gr_plan_count(p), 1);
-        assert_non_null(strstr(gr_refusal_text(GR_REFUSE_DRM), "not reaped on AMD/Intel yet: "));
+        assert_int_equal(target(p, 303)->refused, GR_REFUSE_NONE);
+        assert_int_equal(target(p, 304)->refused, GR_REFUSE_NONE);
+        assert_int_equal(target(p, 305)->refused, GR_REFUSE_NONE);
+        assert_int_equal(target(p, 306)->refused, GR_REFUSE_DRM_SHARED);
+        assert_int_equal(target(p, 307)->refused, GR_REFUSE_DRM_SHARED);
+        assert_null(target(p, 320));
+        assert_int_equal(gr_plan_count(p), 4);
+        /* what the ladder lets them hold and the verify waits to see gone: client 60 alone, and
+         * 303's KFD entry */
+        assert_int_equal(p->n_drm_clients, 1);
+        assert_int_equal(p->drm_clients[0].client_id, 60);
+        assert_string_equal(p->drm_clients[0].pdev, "0000:03:00.0");
+        assert_int_equal(p->n_drm_kfd, 1);
+        assert_int_equal(p->drm_kfd[0], 303);
         gr_plan_free(p);
-        /* named by PID: refused all the same */
-        gr_plan_options o = { .my_uid = 0, .self = 99999, .pids = (pid_t[]){ 303 }, .n_pids = 1 };
+        /* with --likely the likely 308 is taken, and with it 307 */
+        p = plan(s, d, true);
+        assert_int_equal(target(p, 307)->refused, GR_REFUSE_NONE);
+        assert_int_equal(target(p, 308)->refused, GR_REFUSE_NONE);
+        assert_int_equal(target(p, 306)->refused, GR_REFUSE_DRM_SHARED);
+        gr_plan_free(p);
+        /* named by PID: both vendors refused all the same; the live job's partner too */
+        gr_plan_options o = { .my_uid = 0, .self = 99999, .pids = (pid_t[]){ 302, 306 }, .n_pids = 2 };
         assert_int_equal(gr_plan_make(s, d, &o, &p), 0);
         assert_int_equal(gr_plan_count(p), 0);
-        assert_int_equal(target(p, 303)->refused, GR_REFUSE_DRM);
+        assert_int_equal(target(p, 302)->refused, GR_REFUSE_DRM);
+        assert_int_equal(target(p, 306)->refused, GR_REFUSE_DRM_SHARED);
         gr_plan_free(p);
         gr_diagnosis_free(d);
         gr_snapshot_free(s);
@@ -1470,7 +1502,7 @@ int main(void)
                 cmocka_unit_test(gpu_lists_in_words),
                 cmocka_unit_test(drm_client_is_a_leftover_only_when_all_its_holders_are),
                 cmocka_unit_test(amd_ghost_names_its_hidden_holder),
-                cmocka_unit_test(plan_refuses_drm_and_kfd_holders),
+                cmocka_unit_test(plan_takes_drm_holders_by_verdict_and_client),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,192 @@
+#!/bin/bash
+# reap on AMD GPUs (docs/drm.md), with real processes and no NVIDIA driver: a leftover DRM
+# client shared by a worker and its fork (both must end for it to go), a live job, a leftover
+# that shares the live job's client (spared: ending it frees nothing), and the AMD ghost (a KFD
+# entry of a killed process kept by its fork). Their DRM files are files of the test's device
+# directory named like render nodes and /dev/kfd (GPUREAP_DEV_DIR); their fdinfo, which no
+# driver writes here, is a directory of the test's bind-mounted over each holder's
+# /proc/PID/fdinfo in a private mount namespace in which gpureap runs; sysfs is a tree of the
+# test's (GPUREAP_SYS_ROOT), and a stand-in for the driver removes the ghost's KFD entry once
+# its last holder is gone. Then a target that holds a live client by its signal is spared.
+. "$TESTLIB"
+if [ "$(id -u)" -ne 0 ] || ! unshare -m --propagation private true 2>/dev/null; then
+        echo "1..0 # SKIP needs root and mount namespaces (unshare -m) to give processes a DRM fdinfo"
+        exit 77
+fi
+export GPUREAP_NVML_LIBRARY=$T/no-such-libnvidia-ml.so.1
+export GPUREAP_SYSLOG_SOCKET=$T/nolog
+SYS=$T/sys
+export GPUREAP_SYS_ROOT=$SYS
+PDEV=0000:03:00.0
+rm -f "$T"/dev/nvidia* # an AMD node: no NVIDIA device file (one would be an NVIDIA GPU not read)
+mkdir -p "$T/dev/dri" "$T/fi"
+truncate -s 4096 "$T/dev/dri/renderD128" "$T/dev/kfd"
+for n in card0 renderD128; do
+        d=$SYS/class/drm/$n/device
+        mkdir -p "$d"
+        printf 'DRIVER=amdgpu\nPCI_CLASS=38000\nPCI_ID=1002:0000\nPCI_SLOT_NAME=%s\n' "$PDEV" >"$d/uevent"
+        echo 0x1002 >"$d/vendor"
+        echo 68702699520 >"$d/mem_info_vram_total"
+        echo 8690597888 >"$d/mem_info_vram_used"
+done
+mkdir -p "$SYS/class/kfd/kfd/topology/nodes/0" "$SYS/class/kfd/kfd/topology/nodes/1" "$SYS/class/kfd/kfd/proc"
+printf 'cpu_cores_count 64\nsimd_count 0\nvendor_id 0\n' >"$SYS/class/kfd/kfd/topology/nodes/0/properties"
+echo 0 >"$SYS/class/kfd/kfd/topology/nodes/0/gpu_id"
+echo 1234 >"$SYS/class/kfd/kfd/topology/nodes/1/gpu_id"
+printf 'cpu_cores_count 0\nsimd_count 304\nvendor_id 4098\ndevice_id 29856\nlocation_id 768\ndomain 0\ndrm_render_minor 128\n' \
+        >"$SYS/class/kfd/kfd/topology/nodes/1/properties"
+
+# the fd of the render node a process holds
+render_fd() {
+        local f
+        for f in /proc/"$1"/fd/*; do
+                [ "$(readlink "$f")" = "$T/dev/dri/renderD128" ] && { echo "${f##*/}"; return; }
+        done
+        fail "process $1 holds no render node"
+}
+# fdinfo PID CLIENT-ID VRAM-KIB: its render fd's fdinfo as amdgpu prints it, in its directory
+fdinfo() {
+        local fd
+        fd=$(render_fd "$1")
+        mkdir -p "$T/fi/$1"
+        printf '%s\n' "pos:	0" "flags:	02100002" "mnt_id:	26" "ino:	$fd" "drm-driver:	amdgpu" "drm-client-id:	$2" \
+                "drm-pdev:	$PDEV" "drm-total-gtt:	2 MiB" "drm-total-vram:	$3 KiB" "drm-shared-vram:	0 KiB" \
+                "drm-resident-vram:	$3 KiB" >"$T/fi/$1/$fd"
+}
+# gpureap (or the build with test seams) in a mount namespace where each holder's fdinfo is ours
+cat >"$T/bind.sh" <<EOF
+#!/bin/sh
+for d in "$T"/fi/*; do
+        p=\${d##*/}
+        [ -d "/proc/\$p/fdinfo" ] && mount --bind "\$d" "/proc/\$p/fdinfo" 2>/dev/null
+done
+exec "\$@"
+EOF
+chmod +x "$T/bind.sh"
+grns() {
+        set +e
+        unshare -m --propagation private "$T/bind.sh" "$GPUREAP" "$@" >"$T/out" 2>"$T/err"
+        RC=$?
+        set -e
+}
+
+# two workers forked by a launcher that dies, sharing its client 41 (likely leftovers)
+launch pidfile "$PIDS" launcher setpgid open dri/renderD128 spawn-holder "$PIDS" w spawn-holder "$PIDS" wc sleep
+wl=$LAST
+# a live job (its parent, this test, alive), client 52
+launch pidfile "$PIDS" job setpgid open dri/renderD128 sleep
+# a leftover whose client is the live job's 52 too (passed over a socket)
+launch pidfile "$PIDS" xlauncher setpgid open dri/renderD128 spawn-holder "$PIDS" x sleep
+xl=$LAST
+# the AMD ghost: g opened /dev/kfd and the render node (client 60), forked gc, and is killed
+launch pidfile "$PIDS" g setpgid open kfd open dri/renderD128 spawn-holder "$PIDS" gc sleep
+gl=$LAST
+wait_role launcher w wc job xlauncher x g gc
+w=$(pid_of w); wc=$(pid_of wc); job=$(pid_of job); x=$(pid_of x); g=$(pid_of g); gc=$(pid_of gc)
+fdinfo "$w" 41 4194304
+fdinfo "$wc" 41 4194304
+fdinfo "$job" 52 2097152
+fdinfo "$x" 52 2097152
+fdinfo "$gc" 60 8388608
+mkdir -p "$SYS/class/kfd/kfd/proc/$g"
+echo 8589934592 >"$SYS/class/kfd/kfd/proc/$g/vram_1234"
+kill -KILL "$wl" "$xl" "$gl"
+wait "$wl" "$xl" "$gl" 2>/dev/null || true
+wait_state "$g" gone
+# the driver's part: the ghost's KFD entry goes when its last holder does (bounded: 60 s)
+( for _ in $(seq 1 3000); do kill -0 "$gc" 2>/dev/null || break; sleep 0.02; done; rm -rf "$SYS/class/kfd/kfd/proc/$g" ) &
+LAUNCHED="$LAUNCHED $!"
+
+grns status --json
+expect_rc 1 "status: an AMD GPU with leftovers, no NVIDIA driver"
+jqok "[.drm.clients[] | {id: .client_id, holders: [.holders[].pid]}] == [{\"id\": 41, \"holders\": [$w, $wc]}, {\"id\": 52, \"holders\": [$job, $x]}, {\"id\": 60, \"holders\": [$gc]}]" \
+        "the clients by their fdinfo: 41 shared by two workers, 52 by the live job and a leftover, 60 the ghost's"
+jqok "(.drm.ghosts | map({pid, hidden_holders, confidence})) == [{\"pid\": $g, \"hidden_holders\": [$gc], \"confidence\": \"sure\"}]" "the AMD ghost of the killed process, kept by its fork"
+
+grns reap --dry-run --json --likely
+jqok "([.plan.targets[].pid] | sort) == ([$w, $wc, $gc] | sort)" "reap --likely plans the two workers and the ghost's holder"
+jqok "[.plan.spared[] | select(.pid == $x) | .refusal] == [\"drm_shared\"] and [.plan.spared[] | select(.pid == $job)] == []" \
+        "the leftover sharing the live job's client is spared (drm_shared); the live job is not even named"
+
+# the default reap: sure leftovers only, so the ghost's holder; the likely ones are named
+grns reap --yes --timeout 2s
+expect_rc 1 "the ghost's holder reaped; the likely leftovers spared, the GPU not clean"
+has out "^  kill   $gc " "the ghost's holder was planned"
+has out "^  $gc +ended" "and ended"
+has out "^  spare  $w .*likely leftover: add --likely" "a likely worker is spared by default, with the reason"
+wait_state "$gc" gone
+[ ! -d "$SYS/class/kfd/kfd/proc/$g" ] || fail "the ghost's KFD entry is still there"
+ok "the ghost's KFD entry went with its holder"
+for p in "$w" "$wc" "$job" "$x"; do kill -0 "$p" || fail "$p was killed by a reap of sure leftovers"; done
+ok "nothing else was signalled"
+
+grns reap --yes --likely --timeout 5s --json
+expect_rc 0 "with --likely: the client's two holders reaped, verified"
+jqok "[.outcomes[] | {pid, result}] == [{\"pid\": $w, \"result\": \"ended\"}, {\"pid\": $wc, \"result\": \"ended\"}]" "the two workers ended"
+jqok ".verified == true and .drm_gpus == [{\"pci_bus_id\": \"$PDEV\", \"vendor\": \"amd\", \"state\": \"busy\", \"vram_used_before\": 8690597888, \"vram_used_after\": 8690597888, \"clients\": [41]}]" \
+        "verified on the AMD GPU: client 41 gone, the GPU busy with the live job"
+wait_state "$w" gone
+wait_state "$wc" gone
+kill -0 "$job" || fail "the live job was killed"
+kill -0 "$x" || fail "the leftover sharing the live job's client was killed"
+ok "the live job and the leftover sharing its client survived"
+
+# a target that holds a live client by the time of its signal (its fd now says client 52: one
+# passed to it since the plan) is spared: the ladder reads each fd's client again before it
+launch pidfile "$PIDS" ylauncher setpgid open dri/renderD128 spawn-holder "$PIDS" y sleep
+yl=$LAST
+wait_role ylauncher y
+y=$(pid_of y)
+fdinfo "$y" 70 1048576
+kill -KILL "$yl"
+wait "$yl" 2>/dev/null || true
+yfd=$(render_fd "$y")
+set +e
+GPUREAP_TEST_BEFORE_SIGNAL="sed -i 's/^drm-client-id:.*/drm-client-id:	52/' '$T/fi/$y/$yfd'" \
+        unshare -m --propagation private "$T/bind.sh" "$GPUREAP_TEST_HOOKS" reap --yes --likely --timeout 3s >"$T/out" 2>"$T/err"
+RC=$?
+set -e
+has out "^  kill   $y " "the leftover with its own client was planned"
+has out "^  $y +spared" "by its signal it held the live job's client: spared"
+[ "$RC" -ne 0 ] || fail "reap said all was well over a target it spared"
+ok "and reap does not say all ended (exit $RC)"
+kill -0 "$y" || fail "the target holding a live client was signalled"
+ok "it was not signalled"
+
+# --gpu names NVIDIA's GPUs, and there is no NVIDIA driver: a usage error, nothing signalled
+grns reap --yes --likely --gpu 0
+expect_rc 2 "--gpu without an NVIDIA driver"
+has err "no NVIDIA driver here, and --gpu names NVIDIA GPUs" "said why"
+kill -0 "$y" || fail "--gpu killed"
+ok "nothing signalled"
+
+# run (docs/drm.md): a command with a KFD entry of its own; at its end run waits until KFD has
+# let the entry go (the stand-in for the driver removes a dead PID's entry 300 ms after it is
+# gone, unless told to keep it) and says so; kept, run waits --drain-timeout and says not back
+( for _ in $(seq 1 1500); do
+        for e in "$SYS"/class/kfd/kfd/proc/*; do
+                p=${e##*/}
+                [ -d "$e" ] && [ ! -e "$e/keep" ] && ! kill -0 "$p" 2>/dev/null || continue
+                [ -e "$e/gone_at" ] || { date +%s%N >"$e/gone_at"; continue; }
+                [ $(( $(date +%s%N) - $(cat "$e/gone_at") )) -ge 300000000 ] && rm -rf "$e"
+        done
+        sleep 0.02
+done ) &
+LAUNCHED="$LAUNCHED $!"
+kfdjob='d=$0/$$; mkdir -p "$d"; echo 1048576 >"$d/vram_1234"; [ -z "$1" ] || : >"$d/keep"; sleep 0.2'
+set +e
+"$GPUREAP" run -- sh -c "$kfdjob" "$SYS/class/kfd/kfd/proc" >"$T/out" 2>"$T/err"
+RC=$?
+set -e
+grep -Eq "AMD VRAM \(KFD\) back in ([3-9][0-9]{2}|[0-9]{4,}) ms" "$T/out" "$T/err" || fail "run did not wait for KFD's entry"
+ok "run waited until KFD let the command's VRAM go, and said so"
+[ -z "$(ls "$SYS/class/kfd/kfd/proc")" ] || fail "run ended before the entry went"
+ok "no entry was left when run ended (exit $RC)"
+set +e
+"$GPUREAP" run --drain-timeout 300ms -- sh -c "$kfdjob" "$SYS/class/kfd/kfd/proc" keep >"$T/out" 2>"$T/err"
+RC=$?
+set -e
+grep -q "AMD VRAM (KFD) NOT back in" "$T/out" "$T/err" || fail "run did not say KFD kept the VRAM"
+has err "KFD still keeps the VRAM of 1 process of the tree after 0.3s" "run says KFD still keeps the VRAM (control: the entry kept)"
+rm -rf "$SYS"/class/kfd/kfd/proc/*
+done_testing
