@@ -71,12 +71,11 @@ typedef struct gr_snapshot {
 } gr_snapshot;
 
 /* What a resident caller (serve) keeps between looks, so that a pod asked about once is not
- * asked about at every look: the container runtime's names of each container asked about (a
- * container ID's labels never change), the pods proved gone (a pod UID never comes back), and
- * the kubelet's "a pod of that name exists" for GR_POD_PRESENT_KEEP_MS. Bounded (the oldest
- * entry goes first); one look at a time uses it */
+ * asked about at every look (docs/architecture.md, "The kubelet"): an exited container's labels
+ * and a pod proved gone for good (a container does not run again, a UID never comes back); a
+ * running container's state, the runtime's "not known" and the kubelet's Get answers for 30 s.
+ * Bounded (1,024 containers, the oldest entry goes first); one look at a time uses it */
 typedef struct gr_pod_memory gr_pod_memory;
-#define GR_POD_PRESENT_KEEP_MS 5000
 /* 0 or -ENOMEM */
 int gr_pod_memory_new(gr_pod_memory **ret);
 void gr_pod_memory_free(gr_pod_memory *m);
