@@ -21,14 +21,30 @@ PDEV=0000:03:00.0
 rm -f "$T"/dev/nvidia* # an AMD node: no NVIDIA device file (one would be an NVIDIA GPU not read)
 mkdir -p "$T/dev/dri" "$T/fi"
 truncate -s 4096 "$T/dev/dri/renderD128" "$T/dev/kfd"
+DEV=$SYS/devices/pci0000:00/$PDEV
+mkdir -p "$DEV"
+printf 'DRIVER=amdgpu\nPCI_CLASS=38000\nPCI_ID=1002:0000\nPCI_SLOT_NAME=%s\n' "$PDEV" >"$DEV/uevent"
+echo 0x1002 >"$DEV/vendor"
+echo 68702699520 >"$DEV/mem_info_vram_total"
+echo 17280532480 >"$DEV/mem_info_vram_used" # 16 GiB of the clients below, and 96 MiB of the driver's
 for n in card0 renderD128; do
-        d=$SYS/class/drm/$n/device
-        mkdir -p "$d"
-        printf 'DRIVER=amdgpu\nPCI_CLASS=38000\nPCI_ID=1002:0000\nPCI_SLOT_NAME=%s\n' "$PDEV" >"$d/uevent"
-        echo 0x1002 >"$d/vendor"
-        echo 68702699520 >"$d/mem_info_vram_total"
-        echo 8690597888 >"$d/mem_info_vram_used"
+        mkdir -p "$SYS/class/drm/$n"
+        ln -s "$DEV" "$SYS/class/drm/$n/device"
 done
+# the driver's part: BYTES of VRAM back once every PID given is gone (bounded: 60 s)
+free_when_gone() {
+        local bytes=$1
+        shift
+        ( for _ in $(seq 1 3000); do
+                local alive=0 p
+                for p in "$@"; do kill -0 "$p" 2>/dev/null && alive=1; done
+                [ $alive = 1 ] || break
+                sleep 0.02
+        done
+        echo $(( $(cat "$DEV/mem_info_vram_used") - bytes )) >"$DEV/mem_info_vram_used.tmp"
+        mv "$DEV/mem_info_vram_used.tmp" "$DEV/mem_info_vram_used" ) &
+        LAUNCHED="$LAUNCHED $!"
+}
 mkdir -p "$SYS/class/kfd/kfd/topology/nodes/0" "$SYS/class/kfd/kfd/topology/nodes/1" "$SYS/class/kfd/kfd/proc"
 printf 'cpu_cores_count 64\nsimd_count 0\nvendor_id 0\n' >"$SYS/class/kfd/kfd/topology/nodes/0/properties"
 echo 0 >"$SYS/class/kfd/kfd/topology/nodes/0/gpu_id"
@@ -93,9 +109,12 @@ echo 8589934592 >"$SYS/class/kfd/kfd/proc/$g/vram_1234"
 kill -KILL "$wl" "$xl" "$gl"
 wait "$wl" "$xl" "$gl" 2>/dev/null || true
 wait_state "$g" gone
-# the driver's part: the ghost's KFD entry goes when its last holder does (bounded: 60 s)
+# the driver's part: the ghost's KFD entry goes when its last holder does (bounded: 60 s), and
+# the VRAM of the clients with their holders
 ( for _ in $(seq 1 3000); do kill -0 "$gc" 2>/dev/null || break; sleep 0.02; done; rm -rf "$SYS/class/kfd/kfd/proc/$g" ) &
 LAUNCHED="$LAUNCHED $!"
+free_when_gone 8589934592 "$gc"
+free_when_gone 4294967296 "$w" "$wc"
 
 grns status --json
 expect_rc 1 "status: an AMD GPU with leftovers, no NVIDIA driver"
@@ -123,8 +142,8 @@ ok "nothing else was signalled"
 grns reap --yes --likely --timeout 5s --json
 expect_rc 0 "with --likely: the client's two holders reaped, verified"
 jqok "[.outcomes[] | {pid, result}] == [{\"pid\": $w, \"result\": \"ended\"}, {\"pid\": $wc, \"result\": \"ended\"}]" "the two workers ended"
-jqok ".verified == true and .drm_gpus == [{\"pci_bus_id\": \"$PDEV\", \"vendor\": \"amd\", \"state\": \"busy\", \"vram_used_before\": 8690597888, \"vram_used_after\": 8690597888, \"clients\": [41]}]" \
-        "verified on the AMD GPU: client 41 gone, the GPU busy with the live job"
+jqok ".verified == true and .drm_gpus == [{\"pci_bus_id\": \"$PDEV\", \"vendor\": \"amd\", \"state\": \"busy\", \"vram_used_before\": 8690597888, \"vram_used_after\": 4395630592, \"clients\": [41]}]" \
+        "verified on the AMD GPU: client 41 gone, its 4 GiB of VRAM back, the GPU busy with the live job"
 wait_state "$w" gone
 wait_state "$wc" gone
 kill -0 "$job" || fail "the live job was killed"
@@ -152,6 +171,21 @@ has out "^  $y +spared" "by its signal it held the live job's client: spared"
 ok "and reap does not say all ended (exit $RC)"
 kill -0 "$y" || fail "the target holding a live client was signalled"
 ok "it was not signalled"
+
+# a leftover whose VRAM the driver does not give back (the stand-in keeps it): its client is
+# gone, but the device's count is not back, and reap does not say verified
+launch pidfile "$PIDS" zlauncher setpgid open dri/renderD128 spawn-holder "$PIDS" z sleep
+zl=$LAST
+wait_role zlauncher z
+z=$(pid_of z)
+fdinfo "$z" 80 1048576
+kill -KILL "$zl"
+wait "$zl" 2>/dev/null || true
+grns reap --yes --likely --timeout 1s
+expect_rc 1 "the client gone, its VRAM not back: not verified"
+has out "^  $z +ended" "the leftover ended"
+has err "not clean by the deadline" "said so"
+has out "^GPU $PDEV  busy  VRAM 4.1 GiB -> 4.1 GiB  \\(1 leftover client\\)" "the VRAM before and after shown"
 
 # --gpu names NVIDIA's GPUs, and there is no NVIDIA driver: a usage error, nothing signalled
 grns reap --yes --likely --gpu 0
