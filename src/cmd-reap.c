@@ -484,7 +484,7 @@ static void acted(const gr_reap_result *res, void *userdata)
                 if (!r->json) {
                         printf("  %-8d %s%s%s", (int)o->pid, gr_kill_result_name(o->result),
                                o->forked ? " (forked during the kill)" : "",
-                               o->result == GR_KILL_SPARED ? ": it holds an AMD or Intel GPU's file now (not reaped yet)" : "");
+                               o->result == GR_KILL_SPARED ? ": by its signal it held an AMD or Intel GPU's file the plan does not end, or one that could not be read" : "");
                         if (o->error)
                                 printf(": %s", strerror(-o->error));
                         putchar('\n');

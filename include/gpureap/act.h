@@ -175,6 +175,13 @@ typedef struct gr_ladder_options {
  * fd is a target's that held one at the plan's look (plan NULL: none is); 1 where one is not;
  * -errno where they cannot all be read. A file opened or passed to it since the plan is spared
  * that way, and so is one that cannot be read */
+/* What a look at every process's files found beyond the snapshot (lib/act/reap.c): clients of
+ * the plan that a process it does not signal holds too (in a thread's own file table, past
+ * the fds the scan lists), or with all, that such a look could not be made whole: the targets
+ * that hold one (all: every AMD and Intel target) are spared (GR_REFUSE_DRM_SHARED), and so on
+ * to a fixed point, and the plan's clients and KFD entries made again. 0 or -ENOMEM */
+int gr_plan_drm_held_outside(const gr_snapshot *s, const gr_diagnosis *d, gr_plan *p, const gr_drm_key *held,
+                             size_t n_held, bool all);
 /* The AMD and Intel GPUs of s (bit i: s->drm->gpus[i]) that the plan's DRM clients are on */
 uint64_t gr_plan_drm_gpus(const gr_plan *p, const gr_snapshot *s);
 int gr_plan_drm_allows(const gr_plan *plan, const char *proc_root, const char *dev_dir, pid_t pid, uint64_t start_time);

@@ -498,6 +498,41 @@ int gr_plan_make(const gr_snapshot *s, const gr_diagnosis *d, const gr_plan_opti
         return 0;
 }
 
+struct held_check {
+        const gr_drm_key *held;
+        size_t n_held;
+};
+
+/* 1 when client k is one held outside the plan */
+static int held_outside(const gr_snapshot *s, size_t k, void *ud)
+{
+        const struct held_check *hc = ud;
+        const gr_drm_client *c = &s->drm->clients[k];
+        for (size_t i = 0; i < hc->n_held; i++)
+                if (hc->held[i].client_id == c->client_id && strcmp(hc->held[i].pdev, c->pdev) == 0)
+                        return 1;
+        return 0;
+}
+
+int gr_plan_drm_held_outside(const gr_snapshot *s, const gr_diagnosis *d, gr_plan *p, const gr_drm_key *held,
+                             size_t n_held, bool all)
+{
+        struct held_check hc = { held, n_held };
+        for (size_t i = 0; s->procs && i < p->n; i++) {
+                gr_target *t = &p->targets[i];
+                const gr_process *proc = t->refused == GR_REFUSE_NONE ? gr_proc_table_find(s->procs, t->pid) : NULL;
+                if (proc && proc->drm && (all || each_client_of(s, proc, held_outside, &hc) != 0))
+                        t->refused = GR_REFUSE_DRM_SHARED;
+        }
+        drm_shared(s, d, p);
+        free(p->drm_clients);
+        free(p->drm_kfd);
+        p->drm_clients = NULL;
+        p->drm_kfd = NULL;
+        p->n_drm_clients = p->n_drm_kfd = 0;
+        return drm_ends(s, d, p);
+}
+
 void gr_plan_free(gr_plan *p)
 {
         if (!p)

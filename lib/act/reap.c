@@ -1,7 +1,10 @@
 /* The whole cycle in one call: see, judge, plan, act, verify (gpureap/reap.h) */
+#include <dirent.h>
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "gpureap/basic.h"
@@ -24,6 +27,97 @@ static void failed(gr_reap_result *r, gr_reap_stage stage, int error)
         r->error = error;
 }
 
+struct drm_audit {
+        const gr_plan *p;
+        gr_drm_key *held;
+        size_t n_held, cap;
+        bool all;                /* a process whose DRM files could not all be read */
+};
+
+/* One DRM fd of a process the plan does not signal: a client of the plan's, held outside it */
+static int audit_fd(int table_dir, int fd, unsigned node, void *userdata)
+{
+        struct drm_audit *a = userdata;
+        if (node == GR_DRM_NODE_KFD)
+                return 0; /* no client of its own: the ghosts' holders are judged by the view */
+        char path[32], buf[8192];
+        size_t len;
+        snprintf(path, sizeof(path), "fdinfo/%d", fd);
+        int r = gr_read_file_at(table_dir, path, buf, sizeof(buf), &len);
+        gr_drm_fdinfo fi;
+        if (r == -ENOENT || r == -ESRCH)
+                return 0; /* closed, or the process ended, since its fds were listed */
+        if (r < 0 || gr_drm_fdinfo_parse(buf, len, &fi) < 0 || !fi.has_client_id) {
+                a->all = a->all || r < 0; /* not a client (no drm-client-id): none of the plan's */
+                return 0;
+        }
+        for (size_t k = 0; k < a->p->n_drm_clients; k++) {
+                if (a->p->drm_clients[k].client_id != fi.client_id || strcmp(a->p->drm_clients[k].pdev, fi.pdev) != 0)
+                        continue;
+                if (a->n_held == a->cap) {
+                        size_t nc = a->cap ? a->cap * 2 : 8;
+                        gr_drm_key *nh = realloc(a->held, nc * sizeof(*nh));
+                        if (!nh)
+                                return -ENOMEM;
+                        a->held = nh;
+                        a->cap = nc;
+                }
+                a->held[a->n_held++] = a->p->drm_clients[k];
+        }
+        return 0;
+}
+
+/* Every process's DRM files, threads' own tables and all, for the plan's clients: the
+ * snapshot's scan reads a thread's table only for NVIDIA's context owners and lists at most
+ * GR_DRM_FDS_MAX of a process's DRM fds, so a live job that holds a client there was not seen,
+ * and the leftover sharing it with the live job was ended (an adversary's wrong kills,
+ * 2026-12-07). Only where the plan ends a client; another user's files that this user may not
+ * read are not looked at (docs/drm.md) */
+static int drm_audit(const gr_reap_options *o, gr_reap_result *r)
+{
+        const gr_snapshot *s = r->before;
+        if (!r->plan->n_drm_clients)
+                return 0;
+        DIR *dir = opendir(s->proc_root);
+        if (!dir)
+                return gr_plan_drm_held_outside(s, r->before_d, r->plan, NULL, 0, true);
+        struct drm_audit a = { .p = r->plan };
+        uid_t me = geteuid();
+        struct dirent *de;
+        int q = 0;
+        while (q >= 0 && (de = readdir(dir))) {
+                uint64_t v;
+                if (gr_parse_u64(de->d_name, &v) < 0 || v == 0 || v > GR_PROC_PID_MAX)
+                        continue;
+                pid_t pid = (pid_t)v;
+                bool target = false;
+                for (size_t i = 0; i < r->plan->n && !target; i++)
+                        target = r->plan->targets[i].pid == pid && r->plan->targets[i].refused == GR_REFUSE_NONE;
+                if (target)
+                        continue;
+                q = gr_proc_each_drm_fd(s->proc_root, s->dev_dir[0] ? s->dev_dir : NULL, pid, audit_fd, &a);
+                if (q == -ESRCH || q == -ENOENT) {
+                        q = 0; /* ended meanwhile */
+                } else if (q == -EACCES || q == -EPERM) {
+                        struct stat st;
+                        char p[64];
+                        snprintf(p, sizeof(p), "%d", (int)pid);
+                        /* another user's, not ours to read: not known (said in docs/drm.md) */
+                        a.all = a.all || me == 0 || fstatat(dirfd(dir), p, &st, 0) < 0 || st.st_uid == me;
+                        q = 0;
+                } else if (q < 0 && q != -ENOMEM) {
+                        a.all = true; /* more DRM fds than listed, a table that cannot be read */
+                        q = 0;
+                }
+        }
+        closedir(dir);
+        if (q == 0 && (a.n_held > 0 || a.all))
+                q = gr_plan_drm_held_outside(s, r->before_d, r->plan, a.held, a.n_held, a.all);
+        free(a.held);
+        (void)o;
+        return q;
+}
+
 /* The plan, and with --tree the plan again once the groups' members have their owners read */
 static int plan(const gr_reap_options *o, gr_reap_result *r)
 {
@@ -36,7 +130,7 @@ static int plan(const gr_reap_options *o, gr_reap_result *r)
         if ((q = gr_plan_make(s, r->before_d, o->po, &r->plan)) < 0)
                 return q;
         if (!o->po->tree)
-                return 0;
+                return drm_audit(o, r);
         bool loaded = false;
         for (size_t i = 0; i < r->plan->n; i++) {
                 gr_process *tp = gr_proc_table_find(s->procs, r->plan->targets[i].pid);
@@ -44,10 +138,12 @@ static int plan(const gr_reap_options *o, gr_reap_result *r)
                         loaded |= gr_proc_load_details(&o->so->proc, tp) == 0;
         }
         if (!loaded)
-                return 0;
+                return drm_audit(o, r);
         gr_plan_free(r->plan);
         r->plan = NULL;
-        return gr_plan_make(s, r->before_d, o->po, &r->plan);
+        if ((q = gr_plan_make(s, r->before_d, o->po, &r->plan)) < 0)
+                return q;
+        return drm_audit(o, r);
 }
 
 /* The ladder over the plan, following forks; the outcomes in r */
@@ -179,8 +275,9 @@ static bool drm_usage_back(const gr_snapshot *before, const gr_snapshot *s, cons
 }
 
 /* The AMD and Intel ends of the plan (docs/drm.md): none of its clients held any more, none of
- * its KFD entries left, the GPUs they were on free of leftovers, and their VRAM back */
-static bool drm_ended(const gr_snapshot *before, const gr_snapshot *s, const gr_diagnosis *d, const gr_plan *p)
+ * its KFD entries left, the GPUs they were on free of leftovers (with nothing signalled and no
+ * --gpu, every one of them, as NVIDIA's selected GPUs are looked at once), and their VRAM back */
+static bool drm_ended(const gr_snapshot *before, const gr_snapshot *s, const gr_diagnosis *d, const gr_plan *p, bool all)
 {
         if (!p || !s->drm)
                 return true;
@@ -191,14 +288,14 @@ static bool drm_ended(const gr_snapshot *before, const gr_snapshot *s, const gr_
                 for (size_t k = 0; k < p->n_drm_kfd; k++)
                         if (s->drm->kfd[i].pid == p->drm_kfd[k])
                                 return false;
-        return gr_drm_gpus_free(s, d, gr_plan_drm_gpus(p, s), true) && drm_usage_back(before, s, p);
+        return gr_drm_gpus_free(s, d, all ? UINT64_MAX : gr_plan_drm_gpus(p, s), true) && drm_usage_back(before, s, p);
 }
 
 static bool free_of_leftovers(const gr_snapshot *s, const gr_diagnosis *d, void *userdata)
 {
         gr_reap_result *r = userdata;
         bool nvidia = r->drm_only || gr_gpus_free_of_leftovers(s, d, r->gpus, &r->unknown);
-        return nvidia && drm_ended(r->before, s, d, r->plan);
+        return nvidia && drm_ended(r->before, s, d, r->plan, r->n_signalled == 0 && !r->gpus_named);
 }
 
 int gr_reap(const gr_reap_options *o, gr_reap_result *r)
@@ -281,6 +378,7 @@ int gr_reap(const gr_reap_options *o, gr_reap_result *r)
                 goto out;
         }
         r->gpus = r->drm_only ? 0 : gpus_to_verify(o, s, r->plan, n);
+        r->gpus_named = o->po->gpus != NULL;
         /* the verifying looks do not ask the kubelet: its answer can only make an unsure holder
          * likely, which the states "free of leftovers" takes the same as unsure, and a hanging
          * kubelet took a second of the deadline at each look (sixth adversarial round) */

@@ -4,9 +4,11 @@
  *   only when all its holders are: killing some of them frees nothing;
  * - the AMD ghost: KFD keeps the entry of a PID that is gone (or a zombie) while a process
  *   that inherited its /dev/kfd still holds it; that process is its hidden holder, sure when it
- *   is in the dead PID's process group or session or was its child, likely when it is the only
- *   candidate of the only ghost. A live process with a KFD entry of its own opened /dev/kfd
- *   itself and keeps only its own. */
+ *   was its child, or is in its process group or session with no live parent that holds
+ *   /dev/kfd itself, likely when it is the only candidate of the only ghost, reparented. A live
+ *   process with a KFD entry of its own opened /dev/kfd itself and keeps only its own, and a
+ *   child of such a process holds its parent's (an adversary's wrong kills, 2026-12-07: a live
+ *   job's worker tied to another pipeline member's ghost by their shared group). */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,10 +38,22 @@ static bool has_kfd_entry(const gr_drm_report *r, pid_t pid)
         return false;
 }
 
-/* Is the holder h tied to the dead PID g (its group, its session, its child)? */
-static bool tied_to(const gr_process *h, pid_t g)
+/* May the holder h have its /dev/kfd from a live parent that opened it itself (one that holds
+ * /dev/kfd, or has a KFD entry of its own: its file, not a dead PID's)? */
+static bool kfd_of_live_parent(const struct dx *x, const gr_process *h)
 {
-        return h->pgrp == g || h->session == g || h->ppid == g;
+        const gr_process *parent = h->ppid > 1 ? dx_find(x, h->ppid) : NULL;
+        return parent && dx_alive(parent) &&
+               ((parent->drm && parent->drm->n_kfd > 0) || has_kfd_entry(x->s->drm, parent->pid));
+}
+
+/* Is the holder h tied to the dead PID g: its child, or in its group or session while its own
+ * parent is not a live /dev/kfd holder whose file it may as well keep? */
+static bool tied_to(const struct dx *x, const gr_process *h, pid_t g)
+{
+        if (h->ppid == g)
+                return true;
+        return (h->pgrp == g || h->session == g) && !kfd_of_live_parent(x, h);
 }
 
 /* The ghosts: each KFD entry with VRAM of a PID that is gone or a zombie, with its holders */
@@ -62,6 +76,8 @@ static int find_ghosts(struct dx *x, gr_drm_diagnosis *dd)
                                      .vram = u->vram, .confidence = GR_SURE };
         }
         /* the candidates: live holders of /dev/kfd without an entry of their own */
+        pid_t untied[GR_KFD_GHOST_HOLDERS_MAX];
+        unsigned n_untied = 0;
         for (size_t k = 0; t && k < t->n; k++) {
                 const gr_process *h = &t->procs[k];
                 if (!h->drm || h->drm->n_kfd == 0 || !dx_alive(h) || has_kfd_entry(r, h->pid))
@@ -69,16 +85,20 @@ static int find_ghosts(struct dx *x, gr_drm_diagnosis *dd)
                 bool tied = false;
                 for (size_t i = 0; i < dd->n_ghosts; i++) {
                         gr_kfd_ghost *g = &dd->ghosts[i];
-                        if (!tied_to(h, g->pid) || g->n_holders == GR_KFD_GHOST_HOLDERS_MAX)
+                        if (!tied_to(x, h, g->pid) || g->n_holders == GR_KFD_GHOST_HOLDERS_MAX)
                                 continue;
                         g->holders[g->n_holders++] = h->pid;
                         tied = true;
                 }
-                /* one ghost and a holder tied to nobody: it, likely */
-                if (!tied && dd->n_ghosts == 1 && dd->ghosts[0].n_holders < GR_KFD_GHOST_HOLDERS_MAX) {
-                        dd->ghosts[0].holders[dd->ghosts[0].n_holders++] = h->pid;
-                        dd->ghosts[0].confidence = GR_LIKELY;
-                }
+                if (!tied && !kfd_of_live_parent(x, h) && h->ppid <= 1 && n_untied < GR_KFD_GHOST_HOLDERS_MAX)
+                        untied[n_untied++] = h->pid;
+        }
+        /* one ghost that nobody is tied to, and reparented holders tied to nobody: they, likely
+         * (never beside a tied one: a stranger does not make the tied ones less sure) */
+        if (dd->n_ghosts == 1 && dd->ghosts[0].n_holders == 0 && n_untied > 0) {
+                memcpy(dd->ghosts[0].holders, untied, n_untied * sizeof(*untied));
+                dd->ghosts[0].n_holders = n_untied;
+                dd->ghosts[0].confidence = GR_LIKELY;
         }
         return 0;
 }

@@ -641,11 +641,11 @@ static void judge_holder(const struct dx *x, gr_holder_verdict *v)
         if (!above_unseen)
                 judge_root(x, root, &rev, &rj);
         /* A live parent makes it part of a running tree unless the tree's root is surely a
-         * leftover (a worker marker, a killed supervisor), or is itself a CUDA holder that is
-         * likely one (its data loaders, its compile workers). Lineage alone says little about
+         * leftover (a worker marker, a killed supervisor), or is itself a CUDA holder (or an
+         * AMD or Intel GPU's) that is likely one (its data loaders, its compile workers). Lineage alone says little about
          * an ancestor that holds no GPU and runs live children: a script started in the
          * background of a shell that has since exited looks the same. */
-        bool root_holds = root->hold && gr_holding_has_cuda_footprint(root->hold);
+        bool root_holds = (root->hold && gr_holding_has_cuda_footprint(root->hold)) || (root->drm && root->drm->n > 0);
         if (rj.judgement == GR_JUDGE_LEFTOVER && (rj.confidence == GR_SURE || root_holds)) {
                 ev_add(ev, GR_EV_ANCESTOR, GR_LEAN_LEFTOVER, "%d (%s) is a leftover", (int)root->pid, root->comm);
                 for (unsigned i = 0; i < rev.n && ev->n < GR_EVIDENCE_MAX; i++) {

@@ -70,11 +70,16 @@ fdinfo() {
                 "drm-resident-vram:	$3 KiB" >"$T/fi/$1/$fd"
 }
 # gpureap (or the build with test seams) in a mount namespace where each holder's fdinfo is ours
+# a thread's own file table: its directory is fi/PID.TID, over /proc/PID/task/TID/fdinfo
 cat >"$T/bind.sh" <<EOF
 #!/bin/sh
 for d in "$T"/fi/*; do
         p=\${d##*/}
-        [ -d "/proc/\$p/fdinfo" ] && mount --bind "\$d" "/proc/\$p/fdinfo" 2>/dev/null
+        t=\${p#*.}
+        p=\${p%.*}
+        f=/proc/\$p/fdinfo
+        [ "\$t" = "\$p" ] || f=/proc/\$p/task/\$t/fdinfo
+        [ -d "\$f" ] && mount --bind "\$d" "\$f" 2>/dev/null
 done
 exec "\$@"
 EOF
@@ -193,6 +198,96 @@ expect_rc 2 "--gpu without an NVIDIA driver"
 has err "no NVIDIA driver here, and --gpu names NVIDIA GPUs" "said why"
 kill -0 "$y" || fail "--gpu killed"
 ok "nothing signalled"
+
+# what an adversary found (2026-12-07), each a wrong kill before:
+# (1) a live job that holds the leftover's client only in a thread's own file table (which the
+# snapshot's scan does not read for DRM): the look at every process's files before the plan
+# finds it, and the leftover is spared; the GPU, dirty as far as the snapshot sees, not clean
+launch open dri/renderD128 thread-holds pidfile "$PIDS" tjob sleep
+launch pidfile "$PIDS" vlauncher setpgid open dri/renderD128 spawn-holder "$PIDS" v sleep
+vl=$LAST
+wait_role tjob vlauncher v
+tjob=$(pid_of tjob); v=$(pid_of v)
+tid=$(ls "/proc/$tjob/task" | grep -v "^$tjob\$" | head -n 1)
+tfd=""
+for f in /proc/"$tjob"/task/"$tid"/fd/*; do [ "$(readlink "$f")" = "$T/dev/dri/renderD128" ] && tfd=${f##*/}; done
+[ -n "$tfd" ] || fail "the live job's thread holds no render node"
+mkdir -p "$T/fi/$tjob.$tid"
+printf '%s\n' "drm-driver:	amdgpu" "drm-client-id:	90" "drm-pdev:	$PDEV" "drm-total-vram:	1048576 KiB" >"$T/fi/$tjob.$tid/$tfd"
+fdinfo "$v" 90 1048576
+kill -KILL "$vl"
+wait "$vl" 2>/dev/null || true
+grns reap --yes --likely --timeout 1s
+has out "^  spare  $v .*shares an AMD or Intel GPU's open file with a process this reap does not end" \
+        "(1) the leftover sharing a client with a live job's thread's table is spared"
+[ "$RC" = 1 ] || fail "reap exited $RC, not 1: it called the GPU clean"
+ok "(1) and the GPU is not called clean (exit 1)"
+kill -0 "$v" || fail "(1) the leftover sharing the live job's client was killed"
+ok "(1) nothing signalled"
+# (2) a live job with more DRM fds than a process's list holds (64): the 65th, a client shared
+# with a leftover, is past the list; not knowing all of its files, every AMD target is spared
+fds=""
+for _ in $(seq 65); do fds="$fds open dri/renderD128"; done
+# shellcheck disable=SC2086
+launch pidfile "$PIDS" manyfd $fds sleep
+launch pidfile "$PIDS" ulauncher setpgid open dri/renderD128 spawn-holder "$PIDS" u sleep
+ul=$LAST
+wait_role manyfd ulauncher u
+manyfd=$(pid_of manyfd); u=$(pid_of u)
+mkdir -p "$T/fi/$manyfd"
+n=0
+for f in $(ls /proc/"$manyfd"/fd | sort -n); do
+        [ "$(readlink "/proc/$manyfd/fd/$f")" = "$T/dev/dri/renderD128" ] || continue
+        n=$((n + 1))
+        id=93; [ $n -lt 65 ] || id=91
+        printf '%s\n' "drm-driver:	amdgpu" "drm-client-id:	$id" "drm-pdev:	$PDEV" "drm-total-vram:	1024 KiB" >"$T/fi/$manyfd/$f"
+done
+fdinfo "$u" 91 1048576
+kill -KILL "$ul"
+wait "$ul" 2>/dev/null || true
+grns reap --yes --likely --timeout 1s
+has out "^  spare  $u " "(2) the leftover sharing a client past a live job's 64 listed fds is spared"
+kill -0 "$u" || fail "(2) it was killed"
+ok "(2) nothing signalled"
+kill -KILL "$manyfd" "$u" "$tjob" "$v"
+wait_state "$manyfd" "Z gone"
+# (3) the AMD ghost of a pipeline's first member, killed; the second member opened /dev/kfd itself
+# and forked a worker: that worker, in the ghost's process group, holds its live parent's file,
+# not the ghost's; only the ghost's own fork is its hidden holder
+set -m
+"$GPUHOLD" pidfile "$PIDS" pa open kfd spawn-holder "$PIDS" pw sleep | "$GPUHOLD" pidfile "$PIDS" pb open kfd spawn-holder "$PIDS" pc sleep &
+set +m
+LAUNCHED="$LAUNCHED $!"
+wait_role pa pw pb pc
+pa=$(pid_of pa); pw=$(pid_of pw); pb=$(pid_of pb); pc=$(pid_of pc)
+for p in "$pa" "$pb"; do
+        mkdir -p "$SYS/class/kfd/kfd/proc/$p"
+        echo 1073741824 >"$SYS/class/kfd/kfd/proc/$p/vram_1234"
+done
+kill -KILL "$pa"
+wait_state "$pa" "Z gone"
+grns status --json
+jqok "[.drm.ghosts[] | select(.pid == $pa) | .hidden_holders] == [[$pw]]" \
+        "(3) the ghost's hidden holder is its own fork, not the live member's worker in its group"
+grns reap --dry-run --json
+jqok "[.plan.targets[].pid] | index($pc) == null" "(3) the live member's worker is not planned"
+kill -KILL "$pw" "$pb" "$pc"
+rm -rf "$SYS/class/kfd/kfd/proc/$pa" "$SYS/class/kfd/kfd/proc/$pb"
+# (4) a leftover's own fork sharing its client is a leftover through it, as with NVIDIA files
+launch pidfile "$PIDS" dlauncher setpgid child pidfile "$PIDS" dw open dri/renderD128 spawn-holder "$PIDS" dc sleep
+dl=$LAST
+wait_role dlauncher dw dc
+dw=$(pid_of dw); dc=$(pid_of dc)
+fdinfo "$dw" 95 1048576
+fdinfo "$dc" 95 1048576
+kill -KILL "$dl"
+wait "$dl" 2>/dev/null || true
+grns status --json
+jqok "(.drm.clients[] | select(.client_id == 95) | .verdict.judgement) == \"leftover\"" \
+        "(4) the client of a leftover and its fork is a leftover (not live through the fork's living parent)"
+grns reap --dry-run --likely --json
+jqok "([.plan.targets[].pid] | index($dw) != null and index($dc) != null)" "(4) both planned with --likely"
+kill -KILL "$dw" "$dc"
 
 # run (docs/drm.md): a command with a KFD entry of its own; at its end run waits until KFD has
 # let the entry go (the stand-in for the driver removes a dead PID's entry 300 ms after it is
