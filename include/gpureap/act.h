@@ -182,6 +182,11 @@ typedef struct gr_ladder_options {
  * to a fixed point, and the plan's clients and KFD entries made again. 0 or -ENOMEM */
 int gr_plan_drm_held_outside(const gr_snapshot *s, const gr_diagnosis *d, gr_plan *p, const gr_drm_key *held,
                              size_t n_held, bool all);
+/* Is this DRM client one of those the plan ends? */
+bool gr_plan_ends_client(const gr_plan *p, const char *pdev, uint64_t client_id);
+/* The client of one DRM fd, by the fdinfo/FD of its file table's directory: 1 (*ret), 0 none
+ * named there (not a client), -errno where it cannot be read */
+int gr_drm_fd_client(int table_dir, int fd, gr_drm_key *ret);
 /* The AMD and Intel GPUs of s (bit i: s->drm->gpus[i]) that the plan's DRM clients are on */
 uint64_t gr_plan_drm_gpus(const gr_plan *p, const gr_snapshot *s);
 int gr_plan_drm_allows(const gr_plan *plan, const char *proc_root, const char *dev_dir, pid_t pid, uint64_t start_time);

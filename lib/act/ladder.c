@@ -46,12 +46,8 @@ struct drm_allow {
         bool kfd_ok;
 };
 
-/* 1 where this fd is not one the plan lets its holder keep at the signal */
-static int drm_fd_refused(int table_dir, int fd, unsigned node, void *userdata)
+int gr_drm_fd_client(int table_dir, int fd, gr_drm_key *ret)
 {
-        const struct drm_allow *a = userdata;
-        if (node == GR_DRM_NODE_KFD)
-                return a->kfd_ok ? 0 : 1;
         char path[32], buf[8192];
         size_t len;
         snprintf(path, sizeof(path), "fdinfo/%d", fd);
@@ -60,11 +56,24 @@ static int drm_fd_refused(int table_dir, int fd, unsigned node, void *userdata)
                 return r;
         gr_drm_fdinfo fi;
         if (gr_drm_fdinfo_parse(buf, len, &fi) < 0 || !fi.has_client_id || !fi.pdev[0])
-                return 1; /* a client that cannot be named is none the plan knows */
-        for (size_t i = 0; a->plan && i < a->plan->n_drm_clients; i++)
-                if (a->plan->drm_clients[i].client_id == fi.client_id && strcmp(a->plan->drm_clients[i].pdev, fi.pdev) == 0)
-                        return 0;
+                return 0;
+        gr_strlcpy(ret->pdev, fi.pdev, sizeof(ret->pdev));
+        ret->client_id = fi.client_id;
         return 1;
+}
+
+/* 1 where this fd is not one the plan lets its holder keep at the signal */
+static int drm_fd_refused(int table_dir, int fd, unsigned node, void *userdata)
+{
+        const struct drm_allow *a = userdata;
+        if (node == GR_DRM_NODE_KFD)
+                return a->kfd_ok ? 0 : 1;
+        gr_drm_key c;
+        int r = gr_drm_fd_client(table_dir, fd, &c);
+        if (r < 0)
+                return r;
+        /* a client that cannot be named is none the plan knows */
+        return r > 0 && a->plan && gr_plan_ends_client(a->plan, c.pdev, c.client_id) ? 0 : 1;
 }
 
 int gr_plan_drm_allows(const gr_plan *plan, const char *proc_root, const char *dev_dir, pid_t pid, uint64_t start_time)

@@ -278,13 +278,20 @@ static int cmp_target(const void *a, const void *b)
         return (x > y) - (x < y);
 }
 
+bool gr_plan_ends_client(const gr_plan *p, const char *pdev, uint64_t client_id)
+{
+        for (size_t i = 0; i < p->n_drm_clients; i++)
+                if (p->drm_clients[i].client_id == client_id && strcmp(p->drm_clients[i].pdev, pdev) == 0)
+                        return true;
+        return false;
+}
+
 static int add_client(const gr_snapshot *s, size_t k, void *ud)
 {
         gr_plan *p = ud;
         const gr_drm_client *c = &s->drm->clients[k];
-        for (size_t i = 0; i < p->n_drm_clients; i++)
-                if (p->drm_clients[i].client_id == c->client_id && strcmp(p->drm_clients[i].pdev, c->pdev) == 0)
-                        return 0;
+        if (gr_plan_ends_client(p, c->pdev, c->client_id))
+                return 0;
         gr_drm_key *e = &p->drm_clients[p->n_drm_clients++];
         gr_strlcpy(e->pdev, c->pdev, sizeof(e->pdev));
         e->client_id = c->client_id;
@@ -508,10 +515,8 @@ static int held_outside(const gr_snapshot *s, size_t k, void *ud)
 {
         const struct held_check *hc = ud;
         const gr_drm_client *c = &s->drm->clients[k];
-        for (size_t i = 0; i < hc->n_held; i++)
-                if (hc->held[i].client_id == c->client_id && strcmp(hc->held[i].pdev, c->pdev) == 0)
-                        return 1;
-        return 0;
+        gr_plan held = { .drm_clients = (gr_drm_key *)hc->held, .n_drm_clients = hc->n_held };
+        return gr_plan_ends_client(&held, c->pdev, c->client_id);
 }
 
 int gr_plan_drm_held_outside(const gr_snapshot *s, const gr_diagnosis *d, gr_plan *p, const gr_drm_key *held,

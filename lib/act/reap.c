@@ -40,30 +40,25 @@ static int audit_fd(int table_dir, int fd, unsigned node, void *userdata)
         struct drm_audit *a = userdata;
         if (node == GR_DRM_NODE_KFD)
                 return 0; /* no client of its own: the ghosts' holders are judged by the view */
-        char path[32], buf[8192];
-        size_t len;
-        snprintf(path, sizeof(path), "fdinfo/%d", fd);
-        int r = gr_read_file_at(table_dir, path, buf, sizeof(buf), &len);
-        gr_drm_fdinfo fi;
+        gr_drm_key c;
+        int r = gr_drm_fd_client(table_dir, fd, &c);
         if (r == -ENOENT || r == -ESRCH)
                 return 0; /* closed, or the process ended, since its fds were listed */
-        if (r < 0 || gr_drm_fdinfo_parse(buf, len, &fi) < 0 || !fi.has_client_id) {
+        if (r <= 0) {
                 a->all = a->all || r < 0; /* not a client (no drm-client-id): none of the plan's */
                 return 0;
         }
-        for (size_t k = 0; k < a->p->n_drm_clients; k++) {
-                if (a->p->drm_clients[k].client_id != fi.client_id || strcmp(a->p->drm_clients[k].pdev, fi.pdev) != 0)
-                        continue;
-                if (a->n_held == a->cap) {
-                        size_t nc = a->cap ? a->cap * 2 : 8;
-                        gr_drm_key *nh = realloc(a->held, nc * sizeof(*nh));
-                        if (!nh)
-                                return -ENOMEM;
-                        a->held = nh;
-                        a->cap = nc;
-                }
-                a->held[a->n_held++] = a->p->drm_clients[k];
+        if (!gr_plan_ends_client(a->p, c.pdev, c.client_id))
+                return 0;
+        if (a->n_held == a->cap) {
+                size_t nc = a->cap ? a->cap * 2 : 8;
+                gr_drm_key *nh = realloc(a->held, nc * sizeof(*nh));
+                if (!nh)
+                        return -ENOMEM;
+                a->held = nh;
+                a->cap = nc;
         }
+        a->held[a->n_held++] = c;
         return 0;
 }
 
@@ -215,14 +210,6 @@ uint64_t gr_plan_drm_gpus(const gr_plan *p, const gr_snapshot *s)
         return m;
 }
 
-static bool planned_client(const gr_plan *p, const gr_drm_client *c)
-{
-        for (size_t k = 0; k < p->n_drm_clients; k++)
-                if (c->client_id == p->drm_clients[k].client_id && strcmp(c->pdev, p->drm_clients[k].pdev) == 0)
-                        return true;
-        return false;
-}
-
 /* The VRAM on GPU pdev that the clients of the view hold: those the plan ends (less the part
  * they share with other clients, which stays) into *ret_planned, the others' into *ret_others */
 static void client_bytes(const gr_snapshot *s, const gr_plan *p, const char *pdev, uint64_t *ret_planned, uint64_t *ret_others)
@@ -232,7 +219,7 @@ static void client_bytes(const gr_snapshot *s, const gr_plan *p, const char *pde
                 const gr_drm_client *c = &s->drm->clients[i];
                 if (strcmp(c->pdev, pdev) != 0 || c->device_bytes == GR_UNKNOWN_U64)
                         continue;
-                if (!planned_client(p, c))
+                if (!gr_plan_ends_client(p, c->pdev, c->client_id))
                         *ret_others += c->device_bytes;
                 else if (c->shared_bytes == GR_UNKNOWN_U64 || c->shared_bytes < c->device_bytes)
                         *ret_planned += c->device_bytes - (c->shared_bytes == GR_UNKNOWN_U64 ? 0 : c->shared_bytes);
@@ -282,7 +269,7 @@ static bool drm_ended(const gr_snapshot *before, const gr_snapshot *s, const gr_
         if (!p || !s->drm)
                 return true;
         for (size_t i = 0; i < s->drm->n_clients; i++)
-                if (planned_client(p, &s->drm->clients[i]))
+                if (gr_plan_ends_client(p, s->drm->clients[i].pdev, s->drm->clients[i].client_id))
                         return false;
         for (size_t i = 0; i < s->drm->n_kfd; i++)
                 for (size_t k = 0; k < p->n_drm_kfd; k++)

@@ -84,6 +84,16 @@ done
 exec "\$@"
 EOF
 chmod +x "$T/bind.sh"
+# leftover ROLE CLIENT VRAM-KIB: a process holding a render node of that client, forked by a
+# launcher that is then killed (a likely leftover)
+leftover() {
+        launch pidfile "$PIDS" "$1-launcher" setpgid open dri/renderD128 spawn-holder "$PIDS" "$1" sleep
+        local l=$LAST
+        wait_role "$1-launcher" "$1"
+        fdinfo "$(pid_of "$1")" "$2" "$3"
+        kill -KILL "$l"
+        wait "$l" 2>/dev/null || true
+}
 grns() {
         set +e
         unshare -m --propagation private "$T/bind.sh" "$GPUREAP" "$@" >"$T/out" 2>"$T/err"
@@ -157,13 +167,8 @@ ok "the live job and the leftover sharing its client survived"
 
 # a target that holds a live client by the time of its signal (its fd now says client 52: one
 # passed to it since the plan) is spared: the ladder reads each fd's client again before it
-launch pidfile "$PIDS" ylauncher setpgid open dri/renderD128 spawn-holder "$PIDS" y sleep
-yl=$LAST
-wait_role ylauncher y
+leftover y 70 1048576
 y=$(pid_of y)
-fdinfo "$y" 70 1048576
-kill -KILL "$yl"
-wait "$yl" 2>/dev/null || true
 yfd=$(render_fd "$y")
 set +e
 GPUREAP_TEST_BEFORE_SIGNAL="sed -i 's/^drm-client-id:.*/drm-client-id:	52/' '$T/fi/$y/$yfd'" \
@@ -179,13 +184,8 @@ ok "it was not signalled"
 
 # a leftover whose VRAM the driver does not give back (the stand-in keeps it): its client is
 # gone, but the device's count is not back, and reap does not say verified
-launch pidfile "$PIDS" zlauncher setpgid open dri/renderD128 spawn-holder "$PIDS" z sleep
-zl=$LAST
-wait_role zlauncher z
+leftover z 80 1048576
 z=$(pid_of z)
-fdinfo "$z" 80 1048576
-kill -KILL "$zl"
-wait "$zl" 2>/dev/null || true
 grns reap --yes --likely --timeout 1s
 expect_rc 1 "the client gone, its VRAM not back: not verified"
 has out "^  $z +ended" "the leftover ended"
@@ -204,9 +204,8 @@ ok "nothing signalled"
 # snapshot's scan does not read for DRM): the look at every process's files before the plan
 # finds it, and the leftover is spared; the GPU, dirty as far as the snapshot sees, not clean
 launch open dri/renderD128 thread-holds pidfile "$PIDS" tjob sleep
-launch pidfile "$PIDS" vlauncher setpgid open dri/renderD128 spawn-holder "$PIDS" v sleep
-vl=$LAST
-wait_role tjob vlauncher v
+leftover v 90 1048576
+wait_role tjob
 tjob=$(pid_of tjob); v=$(pid_of v)
 tid=$(ls "/proc/$tjob/task" | grep -v "^$tjob\$" | head -n 1)
 tfd=""
@@ -214,9 +213,6 @@ for f in /proc/"$tjob"/task/"$tid"/fd/*; do [ "$(readlink "$f")" = "$T/dev/dri/r
 [ -n "$tfd" ] || fail "the live job's thread holds no render node"
 mkdir -p "$T/fi/$tjob.$tid"
 printf '%s\n' "drm-driver:	amdgpu" "drm-client-id:	90" "drm-pdev:	$PDEV" "drm-total-vram:	1048576 KiB" >"$T/fi/$tjob.$tid/$tfd"
-fdinfo "$v" 90 1048576
-kill -KILL "$vl"
-wait "$vl" 2>/dev/null || true
 grns reap --yes --likely --timeout 1s
 has out "^  spare  $v .*shares an AMD or Intel GPU's open file with a process this reap does not end" \
         "(1) the leftover sharing a client with a live job's thread's table is spared"
@@ -230,9 +226,8 @@ fds=""
 for _ in $(seq 65); do fds="$fds open dri/renderD128"; done
 # shellcheck disable=SC2086
 launch pidfile "$PIDS" manyfd $fds sleep
-launch pidfile "$PIDS" ulauncher setpgid open dri/renderD128 spawn-holder "$PIDS" u sleep
-ul=$LAST
-wait_role manyfd ulauncher u
+leftover u 91 1048576
+wait_role manyfd
 manyfd=$(pid_of manyfd); u=$(pid_of u)
 mkdir -p "$T/fi/$manyfd"
 n=0
@@ -242,9 +237,6 @@ for f in $(ls /proc/"$manyfd"/fd | sort -n); do
         id=93; [ $n -lt 65 ] || id=91
         printf '%s\n' "drm-driver:	amdgpu" "drm-client-id:	$id" "drm-pdev:	$PDEV" "drm-total-vram:	1024 KiB" >"$T/fi/$manyfd/$f"
 done
-fdinfo "$u" 91 1048576
-kill -KILL "$ul"
-wait "$ul" 2>/dev/null || true
 grns reap --yes --likely --timeout 1s
 has out "^  spare  $u " "(2) the leftover sharing a client past a live job's 64 listed fds is spared"
 kill -0 "$u" || fail "(2) it was killed"
