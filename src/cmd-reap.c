@@ -403,7 +403,6 @@ static int take(const gr_snapshot_options *so, gr_snapshot **ret, void *userdata
 static bool review(const gr_snapshot *s, const gr_diagnosis *d, const gr_plan *plan, void *userdata)
 {
         struct reap *r = userdata;
-        char bad[128];
         for (size_t i = 0; r->pids_typed && i < plan->n; i++) {
                 const gr_target *t = &plan->targets[i];
                 if (t->why == GR_WHY_ASKED_PID && t->refused == GR_REFUSE_GONE) {
@@ -415,6 +414,12 @@ static bool review(const gr_snapshot *s, const gr_diagnosis *d, const gr_plan *p
                         return false;
                 }
         }
+        if (selection_rejected(&r->sel, s)) {
+                /* a --gpu that names no GPU (NVML's, or by PCI address the AMD and Intel ones
+                 * where there is no NVIDIA GPU): an error before anything is signalled */
+                r->code = EXIT_USAGE;
+                return false;
+        }
         if (gr_snapshot_drm_only(s)) {
                 /* no NVIDIA driver: the AMD and Intel GPUs are reaped and verified (docs/drm.md) */
                 if (!r->json)
@@ -424,10 +429,6 @@ static bool review(const gr_snapshot *s, const gr_diagnosis *d, const gr_plan *p
                 error_msg("%s", s->gpu->error);
                 if (!r->json)
                         printf("the driver cannot be read: ending the named processes anyway; their GPUs cannot be verified\n");
-        } else if (gpu_selection_unmatched(&r->sel, s->gpu, bad, sizeof(bad))) {
-                gpu_selection_error(&r->sel, s->gpu);
-                r->code = EXIT_USAGE;
-                return false;
         }
         r->sel.scope_mask = scope_gpus(s, &r->scope);
         size_t n = gr_plan_count(plan);
@@ -717,12 +718,6 @@ static int reap_execute(struct reap *r)
                                res.all_ended ? "every named process ended" : "not every named process ended");
                 break;
         case GR_REAP_DRIVER:
-                if (!res.after && res.drm_only) { /* --gpu without NVML: NVIDIA's GPUs cannot be named */
-                        error_msg("no NVIDIA driver here, and --gpu names NVIDIA GPUs: without --gpu, reap takes the AMD "
-                                  "and Intel GPUs' leftovers (docs/drm.md)");
-                        code = EXIT_USAGE;
-                        break;
-                }
                 if (!res.after) { /* the first look: nothing was planned */
                         error_msg("%s", res.before->gpu->error);
                         code = EXIT_DRIVER;

@@ -115,18 +115,6 @@ const char *scope_arg(const gr_scope *sc, char *buf, size_t size)
         return buf;
 }
 
-/* An AMD or Intel GPU by its PCI address (docs/drm.md): lspci's spelling with the domain
- * (0000:03:00.0), or without it (03:00.0, any domain), in either case */
-static bool drm_matches(const gr_drm_gpu *g, const char *sel)
-{
-        if (!g->pdev[0] || !sel[0])
-                return false;
-        if (strcasecmp(g->pdev, sel) == 0)
-                return true;
-        const char *colon = strchr(g->pdev, ':');
-        return strchr(sel, ':') == strrchr(sel, ':') && colon && strcasecmp(colon + 1, sel) == 0;
-}
-
 struct drm_sel {
         const gr_drm_gpu *g;
         const gr_drm_report *r;
@@ -138,7 +126,7 @@ struct drm_sel {
 static bool drm_hit_cb(const char *sel, void *ud)
 {
         struct drm_sel *ds = ud;
-        ds->hit = ds->hit || drm_matches(ds->g, sel);
+        ds->hit = ds->hit || gr_drm_gpu_matches(ds->g, sel);
         return false;
 }
 
@@ -156,7 +144,7 @@ static bool drm_unmatched_cb(const char *sel, void *ud)
         struct drm_sel *ds = ud;
         unsigned n = 0;
         for (unsigned i = 0; i < ds->r->n_gpus && i < GR_DRM_GPUS_MAX; i++)
-                n += drm_matches(&ds->r->gpus[i], sel);
+                n += gr_drm_gpu_matches(&ds->r->gpus[i], sel);
         if (n == 1)
                 return false;
         gr_strlcpy(ds->buf, sel, ds->size);

@@ -98,8 +98,8 @@ struct gr_reap_result {
                                           else every selected one) */
         bool drm_only;                 /* no NVIDIA driver, AMD or Intel GPUs (docs/drm.md): theirs
                                           were reaped and verified (the plan's drm_clients gone) */
-        bool gpus_named;               /* --gpu (NVML's) narrowed it: AMD and Intel GPUs are
-                                          looked at only where the plan ended clients there */
+        const char *drm_gpus;          /* --gpu: the AMD and Intel GPUs it names (by PCI
+                                          address) are looked at where nothing was signalled */
         gr_snapshot *after;            /* the verify's last look, and its diagnosis */
         gr_diagnosis *after_d;
         bool met;                      /* the GPUs were free of leftovers at that look */

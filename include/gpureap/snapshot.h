@@ -152,6 +152,10 @@ bool gr_gpu_matches(const gr_gpu *g, const char *selector);
 bool gr_gpu_list_each(const char *list, bool (*cb)(const char *selector, void *userdata), void *userdata);
 /* Does the GPU match any selector of the list? (a NULL list matches every GPU) */
 bool gr_gpu_matches_list(const gr_gpu *g, const char *list);
+/* An AMD or Intel GPU by its PCI address (docs/drm.md): lspci's spelling with the domain
+ * (0000:03:00.0), or without it (03:00.0, any domain), in either case */
+bool gr_drm_gpu_matches(const gr_drm_gpu *g, const char *selector);
+bool gr_drm_gpu_matches_list(const gr_drm_gpu *g, const char *list);
 
 #pragma GCC visibility pop
 

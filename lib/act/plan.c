@@ -391,6 +391,27 @@ static int drm_ends(const gr_snapshot *s, const gr_diagnosis *d, gr_plan *p)
         return 0;
 }
 
+/* Does the AMD or Intel holder hold a client on one of the GPUs --gpu names (by PCI address),
+ * or keep a ghost's memory there? */
+static bool drm_on_selected(const gr_snapshot *s, const gr_diagnosis *d, const gr_process *p, const char *gpus)
+{
+        for (size_t k = 0; s->drm && p->drm && k < s->drm->n_clients; k++) {
+                const gr_drm_client *c = &s->drm->clients[k];
+                if (c->gpu < 0 || !gr_drm_gpu_matches_list(&s->drm->gpus[c->gpu], gpus))
+                        continue;
+                for (unsigned h = 0; h < c->n_holders && h < GR_DRM_CLIENT_HOLDERS_MAX; h++)
+                        if (c->holders[h].pid == p->pid)
+                                return true;
+        }
+        const gr_holder_verdict *v = gr_diagnosis_drm_holder(d, p->pid);
+        for (size_t k = 0; v && v->ghost && k < d->drm->n_ghosts; k++) {
+                const gr_kfd_ghost *g = &d->drm->ghosts[k];
+                if (g->pid == v->ghost && g->gpu >= 0 && gr_drm_gpu_matches_list(&s->drm->gpus[g->gpu], gpus))
+                        return true;
+        }
+        return false;
+}
+
 int gr_plan_make(const gr_snapshot *s, const gr_diagnosis *d, const gr_plan_options *o,
                  gr_plan **ret)
 {
@@ -408,7 +429,7 @@ int gr_plan_make(const gr_snapshot *s, const gr_diagnosis *d, const gr_plan_opti
                  * step whose PID has since gone to another process kills nothing */
                 for (size_t i = 0; r == 0 && i < o->n_pids; i++) {
                         const gr_process *proc = gr_proc_table_find(s->procs, o->pids[i]);
-                        bool off = o->gpus && proc && !(gpus_of(s, proc) & chosen);
+                        bool off = o->gpus && proc && !(gpus_of(s, proc) & chosen) && !drm_on_selected(s, d, proc, o->gpus);
                         r = add(&b, o->pids[i], GR_WHY_ASKED_PID, off ? GR_REFUSE_NOT_ON_GPU : GR_REFUSE_NONE);
                 }
         } else if (o->all) {
@@ -446,11 +467,13 @@ int gr_plan_make(const gr_snapshot *s, const gr_diagnosis *d, const gr_plan_opti
                         else
                                 r = add(&b, v->pid, GR_WHY_LEFTOVER, judged_refusal(v, o->likely));
                 }
-                /* AMD and Intel leftovers, where no --gpu (NVML's) narrows the plan: by their own
-                 * verdicts, as NVIDIA's (sure ones; likely with --likely), and their clients' */
-                for (size_t i = 0; r == 0 && !o->gpus && d->drm && i < d->drm->n_holders; i++) {
+                /* AMD and Intel leftovers, on the GPUs --gpu names by their PCI addresses (or
+                 * every one): by their own verdicts, as NVIDIA's (sure ones; likely with
+                 * --likely), and their clients' */
+                for (size_t i = 0; r == 0 && d->drm && i < d->drm->n_holders; i++) {
                         const gr_holder_verdict *v = &d->drm->holders[i];
                         if (v->process && v->judgement == GR_JUDGE_LEFTOVER &&
+                            (!o->gpus || drm_on_selected(s, d, v->process, o->gpus)) &&
                             gr_scope_contains(o->scope, v->process) != GR_SCOPE_OUT)
                                 r = add(&b, v->pid, GR_WHY_LEFTOVER, judged_refusal(v, o->likely));
                 }

@@ -262,9 +262,11 @@ static bool drm_usage_back(const gr_snapshot *before, const gr_snapshot *s, cons
 }
 
 /* The AMD and Intel ends of the plan (docs/drm.md): none of its clients held any more, none of
- * its KFD entries left, the GPUs they were on free of leftovers (with nothing signalled and no
- * --gpu, every one of them, as NVIDIA's selected GPUs are looked at once), and their VRAM back */
-static bool drm_ended(const gr_snapshot *before, const gr_snapshot *s, const gr_diagnosis *d, const gr_plan *p, bool all)
+ * its KFD entries left, the GPUs they were on free of leftovers (with nothing signalled, every
+ * one --gpu names, or every one: as NVIDIA's selected GPUs are looked at once), and their VRAM
+ * back */
+static bool drm_ended(const gr_snapshot *before, const gr_snapshot *s, const gr_diagnosis *d, const gr_plan *p,
+                      bool none_signalled, const char *gpus)
 {
         if (!p || !s->drm)
                 return true;
@@ -275,14 +277,18 @@ static bool drm_ended(const gr_snapshot *before, const gr_snapshot *s, const gr_
                 for (size_t k = 0; k < p->n_drm_kfd; k++)
                         if (s->drm->kfd[i].pid == p->drm_kfd[k])
                                 return false;
-        return gr_drm_gpus_free(s, d, all ? UINT64_MAX : gr_plan_drm_gpus(p, s), true) && drm_usage_back(before, s, p);
+        uint64_t look = gr_plan_drm_gpus(p, s);
+        for (unsigned i = 0; none_signalled && i < s->drm->n_gpus && i < 64; i++)
+                if (gr_drm_gpu_matches_list(&s->drm->gpus[i], gpus))
+                        look |= 1ULL << i;
+        return gr_drm_gpus_free(s, d, look, true) && drm_usage_back(before, s, p);
 }
 
 static bool free_of_leftovers(const gr_snapshot *s, const gr_diagnosis *d, void *userdata)
 {
         gr_reap_result *r = userdata;
         bool nvidia = r->drm_only || gr_gpus_free_of_leftovers(s, d, r->gpus, &r->unknown);
-        return nvidia && drm_ended(r->before, s, d, r->plan, r->n_signalled == 0 && !r->gpus_named);
+        return nvidia && drm_ended(r->before, s, d, r->plan, r->n_signalled == 0, r->drm_gpus);
 }
 
 int gr_reap(const gr_reap_options *o, gr_reap_result *r)
@@ -310,8 +316,7 @@ int gr_reap(const gr_reap_options *o, gr_reap_result *r)
          * job's holders from /proc) are still ended, each verified as ever; GPUs cannot be */
         r->drm_only = gr_snapshot_drm_only(s);
         bool blind = s->gpu->status != GR_GPU_OK && !r->drm_only;
-        if ((blind && (o->po->n_pids == 0 || o->po->gpus)) || (r->drm_only && o->po->gpus)) {
-                /* --gpu names NVML's GPUs, which cannot be read */
+        if (blind && (o->po->n_pids == 0 || o->po->gpus)) {
                 r->status = GR_REAP_DRIVER;
                 goto out;
         }
@@ -365,7 +370,7 @@ int gr_reap(const gr_reap_options *o, gr_reap_result *r)
                 goto out;
         }
         r->gpus = r->drm_only ? 0 : gpus_to_verify(o, s, r->plan, n);
-        r->gpus_named = o->po->gpus != NULL;
+        r->drm_gpus = o->po->gpus;
         /* the verifying looks do not ask the kubelet: its answer can only make an unsure holder
          * likely, which the states "free of leftovers" takes the same as unsure, and a hanging
          * kubelet took a second of the deadline at each look (sixth adversarial round) */

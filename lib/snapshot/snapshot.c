@@ -422,6 +422,26 @@ bool gr_gpu_matches_list(const gr_gpu *g, const char *list)
         return !list || gr_gpu_list_each(list, matches_cb, (void *)g);
 }
 
+bool gr_drm_gpu_matches(const gr_drm_gpu *g, const char *sel)
+{
+        if (!g->pdev[0] || !sel[0])
+                return false;
+        if (strcasecmp(g->pdev, sel) == 0)
+                return true;
+        const char *colon = strchr(g->pdev, ':');
+        return strchr(sel, ':') == strrchr(sel, ':') && colon && strcasecmp(colon + 1, sel) == 0;
+}
+
+static bool drm_matches_cb(const char *selector, void *userdata)
+{
+        return gr_drm_gpu_matches(userdata, selector);
+}
+
+bool gr_drm_gpu_matches_list(const gr_drm_gpu *g, const char *list)
+{
+        return !list || gr_gpu_list_each(list, drm_matches_cb, (void *)g);
+}
+
 bool gr_nvidia_device_file(const char *dev_dir, char *buf, size_t size)
 {
         DIR *d = opendir(dev_dir && dev_dir[0] ? dev_dir : "/dev");
