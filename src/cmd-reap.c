@@ -573,13 +573,19 @@ static void report_drm(struct reap *r, const gr_reap_result *res)
                 for (size_t k = 0; k < res->plan->n_drm_clients; k++)
                         if (strcmp(res->plan->drm_clients[k].pdev, g->pdev) == 0)
                                 json_object_array_add(ids, json_object_new_int64((int64_t)res->plan->drm_clients[k].client_id));
-                size_t n = json_object_array_length(ids);
+                size_t n = json_object_array_length(ids), held = 0;
+                for (size_t k = 0; k < s->drm->n_clients; k++)
+                        held += strcmp(s->drm->clients[k].pdev, g->pdev) == 0 &&
+                                gr_plan_ends_client(res->plan, s->drm->clients[k].pdev, s->drm->clients[k].client_id);
                 const char *state = res->after_d && res->after_d->drm ? gr_gpu_state_name(res->after_d->drm->gpus[i].state) : "unknown";
-                char b1[32], b2[32];
+                char b1[32], b2[32], ended[48];
+                if (held)
+                        snprintf(ended, sizeof(ended), "%zu of %zu leftover client%s still held", held, n, n == 1 ? "" : "s");
+                else
+                        snprintf(ended, sizeof(ended), "%zu leftover client%s gone", n, n == 1 ? "" : "s");
                 if (!r->json)
-                        printf("GPU %s  %s  VRAM %s -> %s  (%zu leftover client%s)\n", g->pdev, state,
-                               gr_format_bytes(before, b1, sizeof(b1)), gr_format_bytes(g->vram_used, b2, sizeof(b2)), n,
-                               n == 1 ? "" : "s");
+                        printf("GPU %s  %s  VRAM %s -> %s  (%s)\n", g->pdev, state, gr_format_bytes(before, b1, sizeof(b1)),
+                               gr_format_bytes(g->vram_used, b2, sizeof(b2)), ended);
                 json_object *e = json_object_new_object();
                 json_object_object_add(e, "pci_bus_id", json_object_new_string(g->pdev));
                 json_object_object_add(e, "vendor", json_object_new_string(gr_vendor_name(g->vendor)));

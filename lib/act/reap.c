@@ -95,10 +95,14 @@ static int drm_audit(const gr_reap_options *o, gr_reap_result *r)
                         q = 0; /* ended meanwhile */
                 } else if (q == -EACCES || q == -EPERM) {
                         struct stat st;
+                        gr_stat ps;
                         char p[64];
                         snprintf(p, sizeof(p), "%d", (int)pid);
-                        /* another user's, not ours to read: not known (said in docs/drm.md) */
-                        a.all = a.all || me == 0 || fstatat(dirfd(dir), p, &st, 0) < 0 || st.st_uid == me;
+                        /* a zombie holds no file (the kernel makes its fd directory root's: one
+                         * of ours, gpureap's own helper, made every target spared); another
+                         * user's, not ours to read: not known (said in docs/drm.md) */
+                        bool zombie = gr_proc_read_stat(s->proc_root, pid, &ps) == 0 && (ps.state == 'Z' || ps.state == 'X');
+                        a.all = a.all || (!zombie && (me == 0 || fstatat(dirfd(dir), p, &st, 0) < 0 || st.st_uid == me));
                         q = 0;
                 } else if (q < 0 && q != -ENOMEM) {
                         a.all = true; /* more DRM fds than listed, a table that cannot be read */
@@ -340,6 +344,14 @@ int gr_reap(const gr_reap_options *o, gr_reap_result *r)
                 r->status = go ? GR_REAP_PLANNED : GR_REAP_DECLINED;
                 goto out;
         }
+        /* the look at every process's DRM files again, now that the plan was shown (a terminal's
+         * question may have taken a while): a client taken by a live process since spares its
+         * targets (an adversary's, 2026-12-07: pidfd_getfd in that window) */
+        if ((q = drm_audit(o, r)) < 0) {
+                failed(r, GR_REAP_AT_PLAN, q);
+                goto out;
+        }
+        n = r->n_signalled = gr_plan_count(r->plan);
         uint64_t targets[GR_GPUS_MAX];
         gr_drain_targets(s, r->before_d, r->plan, targets, GR_GPUS_MAX);
         uint64_t arm_by = gr_now_ms() + (o->so->gpu.timeout_ms ? o->so->gpu.timeout_ms : 5000);

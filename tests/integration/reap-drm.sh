@@ -205,7 +205,7 @@ grns reap --yes --likely --timeout 1s
 expect_rc 1 "the client gone, its VRAM not back: not verified"
 has out "^  $z +ended" "the leftover ended"
 has err "not clean by the deadline" "said so"
-has out "^GPU $PDEV  busy  VRAM 4.1 GiB -> 4.1 GiB  \\(1 leftover client\\)" "the VRAM before and after shown"
+has out "^GPU $PDEV  busy  VRAM 4.1 GiB -> 4.1 GiB  \\(1 leftover client gone\\)" "the VRAM before and after shown, the client gone"
 
 # --gpu by PCI address, as status shows it (with or without the domain); one that names no GPU
 # here, or an NVML index where there is no NVIDIA GPU, is a usage error: nothing signalled
@@ -268,6 +268,53 @@ kill -0 "$u" || fail "(2) it was killed"
 ok "(2) nothing signalled"
 kill -KILL "$manyfd" "$u" "$tjob" "$v"
 wait_state "$manyfd" "Z gone"
+# (2b) a live job of 65 threads, each with a file table of its own, the last holding the
+# leftover's client: past the 64 threads read, not all is known, and every AMD target is spared
+leftover s 96 1048576
+s_=$(pid_of s)
+/usr/bin/python3 "$(dirname "$0")/drm-threads.py" 65 "$T/dev/dri/renderD128" "$T/threads" &
+LAUNCHED="$LAUNCHED $!"
+tj=$!
+for _ in $(seq 1 400); do [ -s "$T/threads" ] && break; sleep 0.05; done
+[ -s "$T/threads" ] || fail "the 65-thread job did not start"
+read -r ttid tfd2 <"$T/threads"
+mkdir -p "$T/fi/$tj.$ttid"
+printf '%s\n' "drm-driver:	amdgpu" "drm-client-id:	96" "drm-pdev:	$PDEV" "drm-total-vram:	1048576 KiB" >"$T/fi/$tj.$ttid/$tfd2"
+grns reap --yes --likely --timeout 1s
+has out "^  spare  $s_ " "(2b) the leftover sharing a client with a live job's 65th thread is spared"
+kill -0 "$s_" || fail "(2b) it was killed"
+ok "(2b) nothing signalled"
+kill -KILL "$tj" "$s_"
+wait "$tj" 2>/dev/null || true
+# (2c) reap as a user: a zombie of that user (its fd directory root's, unreadable) holds no file
+# and does not make every target spared; the user's own leftover, its client's only holder, ends
+if command -v setpriv >/dev/null; then
+        chmod -R a+rX "$T"
+        chmod a+rw "$T/dev/dri/renderD128"
+        : >"$T/pids4242"
+        chmod a+rw "$T/pids4242"
+        setpriv --reuid 4242 --regid 4242 --clear-groups "$GPUHOLD" setpgid open dri/renderD128 spawn-holder "$T/pids4242" nr sleep &
+        nrl=$!
+        LAUNCHED="$LAUNCHED $nrl"
+        for _ in $(seq 1 400); do grep -q '^nr ' "$T/pids4242" && break; sleep 0.02; done
+        nr=$(awk '$1 == "nr" {print $2}' "$T/pids4242")
+        [ -n "$nr" ] || fail "(2c) uid 4242's leftover did not start"
+        LAUNCHED="$LAUNCHED $nr"
+        fdinfo "$nr" 98 1048576
+        free_when_gone 1073741824 "$nr"
+        kill -KILL "$nrl" # its launcher: a zombie of uid 4242 until this shell reaps it
+        mkdir -p "$T/state4242"
+        chown 4242 "$T/state4242"
+        set +e
+        GPUREAP_STATE_DIR=$T/state4242 unshare -m --propagation private "$T/bind.sh" \
+                setpriv --reuid 4242 --regid 4242 --clear-groups "$GPUREAP" reap --yes --likely --timeout 2s >"$T/out" 2>"$T/err"
+        RC=$?
+        set -e
+        has out "^  $nr +ended" "(2c) as uid 4242, its leftover ends (a zombie of the user's spares nothing)"
+        wait "$nrl" 2>/dev/null || true
+else
+        ok "# SKIP no setpriv"
+fi
 # (3) the AMD ghost of a pipeline's first member, killed; the second member opened /dev/kfd itself
 # and forked a worker: that worker, in the ghost's process group, holds its live parent's file,
 # not the ghost's; only the ghost's own fork is its hidden holder
