@@ -16,22 +16,6 @@ struct hint_gpu {
         int drm;
 };
 
-/* Will a target of the plan end something on AMD or Intel GPU i: a client there, a ghost's? */
-static bool ends_on_drm_gpu(const gr_snapshot *s, const gr_diagnosis *d, const gr_target *t, int i)
-{
-        for (size_t k = 0; k < s->drm->n_clients; k++) {
-                const gr_drm_client *c = &s->drm->clients[k];
-                for (unsigned h = 0; c->gpu == i && h < c->n_holders && h < GR_DRM_CLIENT_HOLDERS_MAX; h++)
-                        if (c->holders[h].pid == t->pid)
-                                return true;
-        }
-        const gr_holder_verdict *v = gr_diagnosis_drm_holder(d, t->pid);
-        for (size_t k = 0; v && v->ghost && k < d->drm->n_ghosts; k++)
-                if (d->drm->ghosts[k].pid == v->ghost && d->drm->ghosts[k].gpu == i)
-                        return true;
-        return false;
-}
-
 /* How many of the GPU's holders 'gpureap reap --gpu INDEX' (an AMD or Intel GPU's: 'gpureap
  * reap') with these flags would end, as this user: the count a hint gives is the plan of the
  * command it names */
@@ -49,7 +33,7 @@ static size_t reap_would_end(const gr_snapshot *s, const gr_diagnosis *d, const 
         if (gr_plan_make(s, d, &po, &p) == 0)
                 for (size_t i = 0; i < p->n; i++)
                         n += p->targets[i].refused == GR_REFUSE_NONE &&
-                             (g->drm < 0 || ends_on_drm_gpu(s, d, &p->targets[i], g->drm));
+                             (g->drm < 0 || gr_drm_holder_on(s, d, p->targets[i].pid, 1ULL << g->drm));
         gr_plan_free(p);
         self_plan_options_release(&po);
         return n;
@@ -187,8 +171,7 @@ unsigned summary_drm(struct summary *m, const gr_snapshot *s, const gr_diagnosis
                 unsigned leftovers = 0;
                 for (size_t k = 0; k < d->drm->n_holders; k++) {
                         const gr_holder_verdict *v = &d->drm->holders[k];
-                        gr_target t = { .pid = v->pid };
-                        leftovers += v->judgement == GR_JUDGE_LEFTOVER && ends_on_drm_gpu(s, d, &t, (int)i);
+                        leftovers += v->judgement == GR_JUDGE_LEFTOVER && gr_drm_holder_on(s, d, v->pid, 1ULL << i);
                 }
                 char label[GR_DRM_NAME_MAX + 24];
                 snprintf(label, sizeof(label), "GPU %s (%s)", g->pdev, gr_vendor_name(g->vendor));

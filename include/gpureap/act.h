@@ -182,6 +182,11 @@ typedef struct gr_ladder_options {
  * to a fixed point, and the plan's clients and KFD entries made again. 0 or -ENOMEM */
 int gr_plan_drm_held_outside(const gr_snapshot *s, const gr_diagnosis *d, gr_plan *p, const gr_drm_key *held,
                              size_t n_held, bool all);
+/* Will the plan signal this PID (a target not refused)? */
+bool gr_plan_signals(const gr_plan *p, pid_t pid);
+/* Does this PID hold a DRM client on one of the AMD or Intel GPUs gpus (bit i: s->drm->gpus[i]),
+ * or keep the memory of a KFD ghost there? */
+bool gr_drm_holder_on(const gr_snapshot *s, const gr_diagnosis *d, pid_t pid, uint64_t gpus);
 /* Is this DRM client one of those the plan ends? */
 bool gr_plan_ends_client(const gr_plan *p, const char *pdev, uint64_t client_id);
 /* The client of one DRM fd, by the fdinfo/FD of its file table's directory: 1 (*ret), 0 none

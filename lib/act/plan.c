@@ -258,6 +258,11 @@ static bool signalled_target(const gr_plan *plan, size_t n, pid_t pid)
         return false;
 }
 
+bool gr_plan_signals(const gr_plan *p, pid_t pid)
+{
+        return signalled_target(p, p->n, pid);
+}
+
 bool gr_plan_group_targets_alone(const gr_snapshot *s, const gr_plan *plan, const gr_plan_options *o, pid_t pgrp)
 {
         if (pgrp <= 1 || !s->procs || callers_group(s, o, pgrp))
@@ -278,12 +283,27 @@ static int cmp_target(const void *a, const void *b)
         return (x > y) - (x < y);
 }
 
-bool gr_plan_ends_client(const gr_plan *p, const char *pdev, uint64_t client_id)
+static bool key_in(const gr_drm_key *keys, size_t n, const char *pdev, uint64_t client_id)
 {
-        for (size_t i = 0; i < p->n_drm_clients; i++)
-                if (p->drm_clients[i].client_id == client_id && strcmp(p->drm_clients[i].pdev, pdev) == 0)
+        for (size_t i = 0; i < n; i++)
+                if (keys[i].client_id == client_id && strcmp(keys[i].pdev, pdev) == 0)
                         return true;
         return false;
+}
+
+bool gr_plan_ends_client(const gr_plan *p, const char *pdev, uint64_t client_id)
+{
+        return key_in(p->drm_clients, p->n_drm_clients, pdev, client_id);
+}
+
+uint64_t gr_plan_drm_gpus(const gr_plan *p, const gr_snapshot *s)
+{
+        uint64_t m = 0;
+        for (unsigned i = 0; p && s->drm && i < s->drm->n_gpus && i < 64; i++)
+                for (size_t k = 0; k < p->n_drm_clients && !(m >> i & 1); k++)
+                        if (strcmp(s->drm->gpus[i].pdev, p->drm_clients[k].pdev) == 0)
+                                m |= 1ULL << i;
+        return m;
 }
 
 static int add_client(const gr_snapshot *s, size_t k, void *ud)
@@ -298,14 +318,6 @@ static int add_client(const gr_snapshot *s, size_t k, void *ud)
         return 0;
 }
 
-static bool signalled_pid(const gr_plan *p, pid_t pid)
-{
-        for (size_t i = 0; i < p->n; i++)
-                if (p->targets[i].pid == pid)
-                        return p->targets[i].refused == GR_REFUSE_NONE;
-        return false;
-}
-
 /* 1 when a holder of client k is not a target that will be signalled */
 static int holder_stays(const gr_snapshot *s, size_t k, void *ud)
 {
@@ -314,7 +326,7 @@ static int holder_stays(const gr_snapshot *s, size_t k, void *ud)
         if (c->n_holders > GR_DRM_CLIENT_HOLDERS_MAX)
                 return 1; /* holders past the table are not known */
         for (unsigned h = 0; h < c->n_holders; h++)
-                if (!signalled_pid(p, c->holders[h].pid))
+                if (!gr_plan_signals(p, c->holders[h].pid))
                         return 1;
         return 0;
 }
@@ -331,7 +343,7 @@ static bool ghost_stays(const gr_diagnosis *d, const gr_plan *p, pid_t pid)
                 if (g->n_holders >= GR_KFD_GHOST_HOLDERS_MAX)
                         return true; /* more may keep it than are listed */
                 for (unsigned h = 0; h < g->n_holders; h++)
-                        if (!signalled_pid(p, g->holders[h]))
+                        if (!gr_plan_signals(p, g->holders[h]))
                                 return true;
         }
         return false;
@@ -391,25 +403,34 @@ static int drm_ends(const gr_snapshot *s, const gr_diagnosis *d, gr_plan *p)
         return 0;
 }
 
+bool gr_drm_holder_on(const gr_snapshot *s, const gr_diagnosis *d, pid_t pid, uint64_t gpus)
+{
+        for (size_t k = 0; s->drm && k < s->drm->n_clients; k++) {
+                const gr_drm_client *c = &s->drm->clients[k];
+                if (c->gpu < 0 || c->gpu >= 64 || !(gpus >> c->gpu & 1))
+                        continue;
+                for (unsigned h = 0; h < c->n_holders && h < GR_DRM_CLIENT_HOLDERS_MAX; h++)
+                        if (c->holders[h].pid == pid)
+                                return true;
+        }
+        const gr_holder_verdict *v = gr_diagnosis_drm_holder(d, pid);
+        for (size_t k = 0; v && v->ghost && k < d->drm->n_ghosts; k++) {
+                const gr_kfd_ghost *g = &d->drm->ghosts[k];
+                if (g->pid == v->ghost && g->gpu >= 0 && g->gpu < 64 && (gpus >> g->gpu & 1))
+                        return true;
+        }
+        return false;
+}
+
 /* Does the AMD or Intel holder hold a client on one of the GPUs --gpu names (by PCI address),
  * or keep a ghost's memory there? */
 static bool drm_on_selected(const gr_snapshot *s, const gr_diagnosis *d, const gr_process *p, const char *gpus)
 {
-        for (size_t k = 0; s->drm && p->drm && k < s->drm->n_clients; k++) {
-                const gr_drm_client *c = &s->drm->clients[k];
-                if (c->gpu < 0 || !gr_drm_gpu_matches_list(&s->drm->gpus[c->gpu], gpus))
-                        continue;
-                for (unsigned h = 0; h < c->n_holders && h < GR_DRM_CLIENT_HOLDERS_MAX; h++)
-                        if (c->holders[h].pid == p->pid)
-                                return true;
-        }
-        const gr_holder_verdict *v = gr_diagnosis_drm_holder(d, p->pid);
-        for (size_t k = 0; v && v->ghost && k < d->drm->n_ghosts; k++) {
-                const gr_kfd_ghost *g = &d->drm->ghosts[k];
-                if (g->pid == v->ghost && g->gpu >= 0 && gr_drm_gpu_matches_list(&s->drm->gpus[g->gpu], gpus))
-                        return true;
-        }
-        return false;
+        uint64_t m = 0;
+        for (unsigned i = 0; p->drm && s->drm && i < s->drm->n_gpus && i < 64; i++)
+                if (gr_drm_gpu_matches_list(&s->drm->gpus[i], gpus))
+                        m |= 1ULL << i;
+        return m && gr_drm_holder_on(s, d, p->pid, m);
 }
 
 int gr_plan_make(const gr_snapshot *s, const gr_diagnosis *d, const gr_plan_options *o,
@@ -538,8 +559,7 @@ static int held_outside(const gr_snapshot *s, size_t k, void *ud)
 {
         const struct held_check *hc = ud;
         const gr_drm_client *c = &s->drm->clients[k];
-        gr_plan held = { .drm_clients = (gr_drm_key *)hc->held, .n_drm_clients = hc->n_held };
-        return gr_plan_ends_client(&held, c->pdev, c->client_id);
+        return key_in(hc->held, hc->n_held, c->pdev, c->client_id);
 }
 
 int gr_plan_drm_held_outside(const gr_snapshot *s, const gr_diagnosis *d, gr_plan *p, const gr_drm_key *held,

@@ -68,7 +68,7 @@ static int audit_fd(int table_dir, int fd, unsigned node, void *userdata)
  * and the leftover sharing it with the live job was ended (an adversary's wrong kills,
  * 2026-12-07). Only where the plan ends a client; another user's files that this user may not
  * read are not looked at (docs/drm.md) */
-static int drm_audit(const gr_reap_options *o, gr_reap_result *r)
+static int drm_audit(gr_reap_result *r)
 {
         const gr_snapshot *s = r->before;
         if (!r->plan->n_drm_clients)
@@ -85,10 +85,7 @@ static int drm_audit(const gr_reap_options *o, gr_reap_result *r)
                 if (gr_parse_u64(de->d_name, &v) < 0 || v == 0 || v > GR_PROC_PID_MAX)
                         continue;
                 pid_t pid = (pid_t)v;
-                bool target = false;
-                for (size_t i = 0; i < r->plan->n && !target; i++)
-                        target = r->plan->targets[i].pid == pid && r->plan->targets[i].refused == GR_REFUSE_NONE;
-                if (target)
+                if (gr_plan_signals(r->plan, pid))
                         continue;
                 q = gr_proc_each_drm_fd(s->proc_root, s->dev_dir[0] ? s->dev_dir : NULL, pid, audit_fd, &a);
                 if (q == -ESRCH || q == -ENOENT) {
@@ -113,7 +110,6 @@ static int drm_audit(const gr_reap_options *o, gr_reap_result *r)
         if (q == 0 && (a.n_held > 0 || a.all))
                 q = gr_plan_drm_held_outside(s, r->before_d, r->plan, a.held, a.n_held, a.all);
         free(a.held);
-        (void)o;
         return q;
 }
 
@@ -129,7 +125,7 @@ static int plan(const gr_reap_options *o, gr_reap_result *r)
         if ((q = gr_plan_make(s, r->before_d, o->po, &r->plan)) < 0)
                 return q;
         if (!o->po->tree)
-                return drm_audit(o, r);
+                return drm_audit(r);
         bool loaded = false;
         for (size_t i = 0; i < r->plan->n; i++) {
                 gr_process *tp = gr_proc_table_find(s->procs, r->plan->targets[i].pid);
@@ -137,12 +133,12 @@ static int plan(const gr_reap_options *o, gr_reap_result *r)
                         loaded |= gr_proc_load_details(&o->so->proc, tp) == 0;
         }
         if (!loaded)
-                return drm_audit(o, r);
+                return drm_audit(r);
         gr_plan_free(r->plan);
         r->plan = NULL;
         if ((q = gr_plan_make(s, r->before_d, o->po, &r->plan)) < 0)
                 return q;
-        return drm_audit(o, r);
+        return drm_audit(r);
 }
 
 /* The ladder over the plan, following forks; the outcomes in r */
@@ -203,16 +199,6 @@ static uint64_t gpus_to_verify(const gr_reap_options *o, const gr_snapshot *s, c
         return m;
 }
 
-
-uint64_t gr_plan_drm_gpus(const gr_plan *p, const gr_snapshot *s)
-{
-        uint64_t m = 0;
-        for (size_t k = 0; p && s->drm && k < p->n_drm_clients; k++)
-                for (unsigned i = 0; i < s->drm->n_gpus && i < 64; i++)
-                        if (strcmp(s->drm->gpus[i].pdev, p->drm_clients[k].pdev) == 0)
-                                m |= 1ULL << i;
-        return m;
-}
 
 /* The VRAM on GPU pdev that the clients of the view hold: those the plan ends (less the part
  * they share with other clients, which stays) into *ret_planned, the others' into *ret_others */
@@ -347,7 +333,7 @@ int gr_reap(const gr_reap_options *o, gr_reap_result *r)
         /* the look at every process's DRM files again, now that the plan was shown (a terminal's
          * question may have taken a while): a client taken by a live process since spares its
          * targets (an adversary's, 2026-12-07: pidfd_getfd in that window) */
-        if ((q = drm_audit(o, r)) < 0) {
+        if ((q = drm_audit(r)) < 0) {
                 failed(r, GR_REAP_AT_PLAN, q);
                 goto out;
         }
