@@ -131,6 +131,12 @@ struct run {
         size_t n_end_pids;              /* looks for them among the driver's context owners */
         bool maybe_opened;              /* a member looked at without a GPU was not looked at
                                            again at the end: it may have opened one since */
+        /* AMD and Intel (docs/drm.md): a member was seen holding a DRM or KFD file; the view
+         * just before the first signal, and the clients held by the tree alone in it */
+        bool drm_used;
+        gr_snapshot *drm_before;
+        gr_drm_key *drm_keys;
+        size_t n_drm_keys;
         unsigned reaped_orphans;
         unsigned killed_term, killed_kill;
         unsigned not_ended;             /* members still alive when the teardown gave up */
@@ -164,7 +170,7 @@ static int64_t now_ms_since(const struct run *r)
 /* Can a process here hold a GPU at all: the driver's control device is there (GPUREAP_DEV_DIR in
  * the tests) or the driver is loaded. Where neither is, the tree is not looked at for GPU files
  * (a CPU node, the CI machine): every look would find nothing. Once true, it stays. */
-static bool driver_present(void)
+static bool nvidia_present(void)
 {
         static bool present;
         if (present)
@@ -173,6 +179,24 @@ static bool driver_present(void)
         snprintf(path, sizeof(path), "%s/nvidiactl", gr_context_dev_dir(NULL));
         present = access(path, F_OK) == 0 || access("/proc/driver/nvidia", F_OK) == 0;
         return present;
+}
+
+/* An AMD or Intel GPU in sysfs (docs/drm.md; GPUREAP_SYS_ROOT in the tests): read once, at the
+ * first look at the tree (a command that ends at once never pays it) */
+static bool drm_present(void)
+{
+        static int present = -1;
+        if (present < 0) {
+                gr_drm_report *rep = NULL;
+                present = gr_drm_report_read(&(gr_drm_input){ 0 }, &rep) == 0 && rep && rep->n_gpus > 0;
+                gr_drm_report_free(rep);
+        }
+        return present;
+}
+
+static bool driver_present(void)
+{
+        return nvidia_present() || drm_present();
 }
 
 /* gpureap itself was told to end (its signals wait in the signalfd): long steps of the
@@ -407,8 +431,14 @@ static void note_gone(struct run *r, pid_t pid)
 /* One member's fds: the GPUs it holds join the tree's */
 static void look_at(struct run *r, struct sampled *sm)
 {
+        int q = drm_present() ? gr_proc_holds_drm(NULL, NULL, sm->pid) : 0;
+        if (q > 0 || (q < 0 && q != -ESRCH && q != -ENOENT)) {
+                /* one whose files cannot all be read (more DRM fds than listed) counts as holding */
+                r->drm_used = true;
+                sm->holds = true;
+        }
         gr_holding *h = NULL;
-        if (gr_proc_holding(NULL, NULL, sm->pid, &h) < 0 || !h)
+        if (!nvidia_present() || gr_proc_holding(NULL, NULL, sm->pid, &h) < 0 || !h)
                 return;
         for (unsigned g = 0; g < h->n_gpus; g++)
                 if (h->gpus[g].minor < 64) {
@@ -836,6 +866,40 @@ static uint64_t pass_on_and_wait(struct run *r, int sig, uint64_t grace)
         return spent < grace ? spent : grace;
 }
 
+static bool in_tree(const struct run *r, pid_t pid)
+{
+        struct sampled key = { .pid = pid };
+        return r->n_sampled && bsearch(&key, r->sampled, r->n_sampled, sizeof(key), cmp_sampled);
+}
+
+/* AMD and Intel (docs/drm.md): where a member was seen holding a DRM or KFD file, the view just
+ * before the first signal: the device's VRAM count then, and the clients the tree alone holds
+ * (one shared with a process outside it stays when the tree is gone), whose memory the end
+ * waits for. The scan of every process's DRM files (a few ms) is paid only there */
+static void drm_view_before(struct run *r)
+{
+        if (!r->drm_used || r->drm_before)
+                return;
+        gr_snapshot_options so = { 0 };
+        nvml_timeout_from_env(&so.gpu.timeout_ms);
+        if (gr_snapshot_take(&so, &r->drm_before) < 0) {
+                r->drm_before = NULL;
+                return;
+        }
+        const gr_drm_report *dr = r->drm_before->drm;
+        r->drm_keys = dr && dr->n_clients ? calloc(dr->n_clients, sizeof(*r->drm_keys)) : NULL;
+        for (size_t i = 0; r->drm_keys && i < dr->n_clients; i++) {
+                const gr_drm_client *c = &dr->clients[i];
+                bool alone = c->n_holders > 0 && c->n_holders <= GR_DRM_CLIENT_HOLDERS_MAX;
+                for (unsigned k = 0; alone && k < c->n_holders; k++)
+                        alone = in_tree(r, c->holders[k].pid);
+                if (!alone)
+                        continue;
+                gr_strlcpy(r->drm_keys[r->n_drm_keys].pdev, c->pdev, sizeof(r->drm_keys[0].pdev));
+                r->drm_keys[r->n_drm_keys++].client_id = c->client_id;
+        }
+}
+
 static void end_tree(struct run *r, int ending, int *child_status, bool *child_done)
 {
         if (tree_gone(r, child_status, child_done))
@@ -853,6 +917,7 @@ static void end_tree(struct run *r, int ending, int *child_status, bool *child_d
         bool host_pids = gr_proc_in_init_pidns();
         if (host_pids)
                 sample_gpus(r, SAMPLE_END_PRE);
+        drm_view_before(r);
         /* The signal that ended gpureap (INT, HUP, QUIT) reaches the command first, as itself,
          * with time to act on it (pass_on_and_wait), but only after the last look: passed on at
          * once, it ended the command before that look could see its GPU. The time it takes is
@@ -1231,6 +1296,60 @@ static void wait_kfd_back(struct run *r, int *drain_met, uint64_t *drain_ms, cha
                           left == 1 ? "" : "es", (double)r->drain_timeout / 1000);
 }
 
+/* The tree's AMD and Intel GPUs back (docs/drm.md): none of the clients it alone held still
+ * there, no KFD entry of its PIDs left, the GPUs its clients were on free of leftovers, and
+ * their VRAM count back by what those clients held (where the view before the signal was
+ * taken: a tree that ended on its own was not looked at then) */
+static bool drm_back(const gr_snapshot *s, const gr_diagnosis *d, void *userdata)
+{
+        const struct run *r = userdata;
+        if (!s->drm)
+                return gr_kfd_entries_left(NULL, r->end_pids, r->n_end_pids) <= 0;
+        uint64_t gpus = 0;
+        for (size_t i = 0; i < s->drm->n_clients; i++) {
+                const gr_drm_client *c = &s->drm->clients[i];
+                for (size_t k = 0; k < r->n_drm_keys; k++)
+                        if (r->drm_keys[k].client_id == c->client_id && strcmp(r->drm_keys[k].pdev, c->pdev) == 0)
+                                return false;
+        }
+        for (size_t i = 0; i < s->drm->n_kfd; i++)
+                if (r->n_end_pids && bsearch(&s->drm->kfd[i].pid, r->end_pids, r->n_end_pids, sizeof(pid_t), gr_cmp_pid))
+                        return false;
+        for (unsigned i = 0; i < s->drm->n_gpus && i < GR_DRM_GPUS_MAX; i++)
+                for (size_t k = 0; k < r->n_drm_keys; k++)
+                        if (strcmp(r->drm_keys[k].pdev, s->drm->gpus[i].pdev) == 0)
+                                gpus |= 1ULL << i;
+        if (!r->drm_before)
+                gpus = UINT64_MAX; /* not known which: every one */
+        return gr_drm_gpus_free(s, d, gpus, true) &&
+               (!r->drm_before || gr_drm_usage_back(r->drm_before, s, r->drm_keys, r->n_drm_keys, r->end_pids, r->n_end_pids));
+}
+
+static void wait_drm_back(struct run *r, int *drain_met, uint64_t *drain_ms, char *note, size_t note_size)
+{
+        gr_snapshot_options so = { 0 };
+        nvml_timeout_from_env(&so.gpu.timeout_ms);
+        gr_wait_options w = { .so = &so, .timeout_ms = r->drain_timeout, .drm = true };
+        gr_snapshot *s = NULL;
+        gr_diagnosis *d = NULL;
+        bool met = false;
+        uint64_t t0 = gr_now_ms();
+        if (gr_wait_until(&w, drm_back, r, &s, &d, &met) < 0)
+                return;
+        uint64_t ms = gr_now_ms() - t0;
+        *drain_met = (*drain_met != 0) && met;
+        *drain_ms += ms;
+        size_t o = strlen(note);
+        snprintf(note + o, note_size - o, "; AMD/Intel GPU memory %s in %llu ms", met ? "back" : "NOT back",
+                 (unsigned long long)ms);
+        if (!met) {
+                error_msg("the AMD/Intel GPU memory of the tree did not come back within %.1fs:", (double)r->drain_timeout / 1000);
+                render_status_table(stderr, s, d, NULL, &(struct table_options){ .width = terminal_width(STDERR_FILENO) });
+        }
+        gr_diagnosis_free(d);
+        gr_snapshot_free(s);
+}
+
 /* The GPUs the tree used: until the driver has their memory back. *drain_met 1 back, 0 not
  * by --drain-timeout, -1 nothing to wait for (or the driver could not be read); the note for
  * the summary line */
@@ -1242,7 +1361,7 @@ static void wait_gpus_back(struct run *r, int *drain_met, uint64_t *drain_ms, ch
         /* the driver is asked only when a member looked at without a GPU may have opened one
          * since: every other member's files were read at the end, or it was seen holding */
         collect_end_pids(r);
-        if (!r->gpu_minors && r->maybe_opened)
+        if (!r->gpu_minors && r->maybe_opened && nvidia_present())
                 r->gpu_minors = gpus_owned_by_tree(r);
         if (r->gpu_minors) {
                 gr_snapshot_options so = { 0 };
@@ -1266,7 +1385,10 @@ static void wait_gpus_back(struct run *r, int *drain_met, uint64_t *drain_ms, ch
                         gr_snapshot_free(s);
                 }
         }
-        wait_kfd_back(r, drain_met, drain_ms, note, note_size);
+        if (r->drm_used)
+                wait_drm_back(r, drain_met, drain_ms, note, note_size);
+        else
+                wait_kfd_back(r, drain_met, drain_ms, note, note_size);
 }
 
 /* The one line run writes at its end (not with --quiet) */
@@ -1860,5 +1982,7 @@ int cmd_run(int argc, char **argv)
                 regfree(&r.ready_re);
         free(r.sampled);
         free(r.end_pids);
+        gr_snapshot_free(r.drm_before);
+        free(r.drm_keys);
         return e.code;
 }

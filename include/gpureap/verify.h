@@ -55,6 +55,15 @@ bool gr_gpus_free_of_leftovers(const gr_snapshot *s, const gr_diagnosis *d, uint
  * live or unsure clients only counts as free too */
 bool gr_drm_gpus_free(const gr_snapshot *s, const gr_diagnosis *d, uint64_t gpus, bool busy_ok);
 
+/* The device's own count of used VRAM (amdgpu's mem_info_vram_used) back, on each GPU where
+ * one of the ended clients was or where KFD counted VRAM of one of kfd_pids at the look
+ * before: down from before's by what the ended clients held alone, or by those PIDs' KFD VRAM
+ * where that is more (the two count the same memory), less what the clients still there have
+ * grown by since, within 64 MiB. The count is relative, so the unknown clean baseline does not
+ * matter; where the driver keeps no count (i915, xe), true */
+bool gr_drm_usage_back(const gr_snapshot *before, const gr_snapshot *s, const gr_drm_key *ended, size_t n_ended,
+                       const pid_t *kfd_pids, size_t n_kfd_pids);
+
 #pragma GCC visibility pop
 
 #endif

@@ -200,57 +200,6 @@ static uint64_t gpus_to_verify(const gr_reap_options *o, const gr_snapshot *s, c
 }
 
 
-/* The VRAM on GPU pdev that the clients of the view hold: those the plan ends (less the part
- * they share with other clients, which stays) into *ret_planned, the others' into *ret_others */
-static void client_bytes(const gr_snapshot *s, const gr_plan *p, const char *pdev, uint64_t *ret_planned, uint64_t *ret_others)
-{
-        *ret_planned = *ret_others = 0;
-        for (size_t i = 0; s->drm && i < s->drm->n_clients; i++) {
-                const gr_drm_client *c = &s->drm->clients[i];
-                if (strcmp(c->pdev, pdev) != 0 || c->device_bytes == GR_UNKNOWN_U64)
-                        continue;
-                if (!gr_plan_ends_client(p, c->pdev, c->client_id))
-                        *ret_others += c->device_bytes;
-                else if (c->shared_bytes == GR_UNKNOWN_U64 || c->shared_bytes < c->device_bytes)
-                        *ret_planned += c->device_bytes - (c->shared_bytes == GR_UNKNOWN_U64 ? 0 : c->shared_bytes);
-        }
-}
-
-#define DRM_USAGE_SLACK (64ULL << 20)
-
-/* The device's own count back (amdgpu's mem_info_vram_used), on each GPU the plan's clients
- * were on: down from the first look's by what they held alone, or by the plan's KFD entries'
- * VRAM where that is more (the two count the same memory), less what the clients it leaves
- * alone have grown by since, within DRM_USAGE_SLACK. Where the driver does not say (i915, xe),
- * not judged */
-static bool drm_usage_back(const gr_snapshot *before, const gr_snapshot *s, const gr_plan *p)
-{
-        uint64_t gpus = gr_plan_drm_gpus(p, s);
-        for (unsigned i = 0; s->drm && before->drm && i < s->drm->n_gpus && i < 64; i++) {
-                const gr_drm_gpu *g = &s->drm->gpus[i];
-                const gr_drm_gpu *b = NULL;
-                for (unsigned k = 0; k < before->drm->n_gpus && !b; k++)
-                        if (strcmp(before->drm->gpus[k].pdev, g->pdev) == 0)
-                                b = &before->drm->gpus[k];
-                if (!b || !(gpus >> i & 1) || b->vram_used == GR_UNKNOWN_U64 || g->vram_used == GR_UNKNOWN_U64)
-                        continue;
-                uint64_t freed, others_before, ignored, others_now, kfd = 0;
-                client_bytes(before, p, g->pdev, &freed, &others_before);
-                client_bytes(s, p, g->pdev, &ignored, &others_now);
-                for (size_t k = 0; k < before->drm->n_kfd; k++)
-                        for (size_t j = 0; j < p->n_drm_kfd; j++)
-                                if (before->drm->kfd[k].pid == p->drm_kfd[j] && before->drm->kfd[k].gpu >= 0 &&
-                                    strcmp(before->drm->gpus[before->drm->kfd[k].gpu].pdev, g->pdev) == 0)
-                                        kfd += before->drm->kfd[k].vram;
-                uint64_t expected = freed > kfd ? freed : kfd;
-                uint64_t grown = others_now > others_before ? others_now - others_before : 0;
-                uint64_t target = (b->vram_used > expected ? b->vram_used - expected : 0) + grown + DRM_USAGE_SLACK;
-                if (g->vram_used > target)
-                        return false;
-        }
-        return true;
-}
-
 /* The AMD and Intel ends of the plan (docs/drm.md): none of its clients held any more, none of
  * its KFD entries left, the GPUs they were on free of leftovers (with nothing signalled, every
  * one --gpu names, or every one: as NVIDIA's selected GPUs are looked at once), and their VRAM
@@ -271,7 +220,8 @@ static bool drm_ended(const gr_snapshot *before, const gr_snapshot *s, const gr_
         for (unsigned i = 0; none_signalled && i < s->drm->n_gpus && i < 64; i++)
                 if (gr_drm_gpu_matches_list(&s->drm->gpus[i], gpus))
                         look |= 1ULL << i;
-        return gr_drm_gpus_free(s, d, look, true) && drm_usage_back(before, s, p);
+        return gr_drm_gpus_free(s, d, look, true) &&
+               gr_drm_usage_back(before, s, p->drm_clients, p->n_drm_clients, p->drm_kfd, p->n_drm_kfd);
 }
 
 static bool free_of_leftovers(const gr_snapshot *s, const gr_diagnosis *d, void *userdata)

@@ -117,3 +117,69 @@ bool gr_drm_gpus_free(const gr_snapshot *s, const gr_diagnosis *d, uint64_t gpus
         }
         return true;
 }
+
+static bool key_listed(const gr_drm_key *keys, size_t n, const char *pdev, uint64_t client_id)
+{
+        for (size_t i = 0; i < n; i++)
+                if (keys[i].client_id == client_id && strcmp(keys[i].pdev, pdev) == 0)
+                        return true;
+        return false;
+}
+
+/* The VRAM on GPU pdev that the view's clients hold: the ended ones' (less the part they share
+ * with other clients, which stays) into *ret_ended, the others' into *ret_others */
+static void client_bytes(const gr_snapshot *s, const gr_drm_key *ended, size_t n_ended, const char *pdev,
+                         uint64_t *ret_ended, uint64_t *ret_others)
+{
+        *ret_ended = *ret_others = 0;
+        for (size_t i = 0; s->drm && i < s->drm->n_clients; i++) {
+                const gr_drm_client *c = &s->drm->clients[i];
+                if (strcmp(c->pdev, pdev) != 0 || c->device_bytes == GR_UNKNOWN_U64)
+                        continue;
+                if (!key_listed(ended, n_ended, c->pdev, c->client_id))
+                        *ret_others += c->device_bytes;
+                else if (c->shared_bytes == GR_UNKNOWN_U64 || c->shared_bytes < c->device_bytes)
+                        *ret_ended += c->device_bytes - (c->shared_bytes == GR_UNKNOWN_U64 ? 0 : c->shared_bytes);
+        }
+}
+
+#define DRM_USAGE_SLACK (64ULL << 20)
+
+bool gr_drm_usage_back(const gr_snapshot *before, const gr_snapshot *s, const gr_drm_key *ended, size_t n_ended,
+                       const pid_t *kfd_pids, size_t n_kfd_pids)
+{
+        for (unsigned i = 0; s->drm && before->drm && i < s->drm->n_gpus && i < GR_DRM_GPUS_MAX; i++) {
+                const gr_drm_gpu *g = &s->drm->gpus[i];
+                const gr_drm_gpu *b = NULL;
+                for (unsigned k = 0; k < before->drm->n_gpus && !b; k++)
+                        if (strcmp(before->drm->gpus[k].pdev, g->pdev) == 0)
+                                b = &before->drm->gpus[k];
+                if (!b || b->vram_used == GR_UNKNOWN_U64 || g->vram_used == GR_UNKNOWN_U64)
+                        continue;
+                bool on = false;
+                for (size_t k = 0; k < n_ended && !on; k++)
+                        on = strcmp(ended[k].pdev, g->pdev) == 0;
+                uint64_t kfd = 0;
+                for (size_t k = 0; k < before->drm->n_kfd; k++) {
+                        const gr_kfd_usage *u = &before->drm->kfd[k];
+                        for (size_t j = 0; j < n_kfd_pids; j++)
+                                if (u->pid == kfd_pids[j] && u->gpu >= 0 && (unsigned)u->gpu < before->drm->n_gpus &&
+                                    strcmp(before->drm->gpus[u->gpu].pdev, g->pdev) == 0) {
+                                        kfd += u->vram;
+                                        on = true;
+                                }
+                }
+                if (!on)
+                        continue;
+                uint64_t freed, others_before, ignored, others_now;
+                client_bytes(before, ended, n_ended, g->pdev, &freed, &others_before);
+                client_bytes(s, ended, n_ended, g->pdev, &ignored, &others_now);
+                /* the clients' count and KFD's count the same memory: the larger of the two */
+                uint64_t expected = freed > kfd ? freed : kfd;
+                uint64_t grown = others_now > others_before ? others_now - others_before : 0;
+                uint64_t target = (b->vram_used > expected ? b->vram_used - expected : 0) + grown + DRM_USAGE_SLACK;
+                if (g->vram_used > target)
+                        return false;
+        }
+        return true;
+}

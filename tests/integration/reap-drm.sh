@@ -382,4 +382,47 @@ set -e
 grep -q "AMD VRAM (KFD) NOT back in" "$T/out" "$T/err" || fail "run did not say KFD kept the VRAM"
 has err "KFD still keeps the VRAM of 1 process of the tree after 0.3s" "run says KFD still keeps the VRAM (control: the entry kept)"
 rm -rf "$SYS"/class/kfd/kfd/proc/*
+# run with a DRM client of its own (docs/drm.md): the command opens the render node (client 70,
+# 512 MiB of VRAM, its fdinfo bound over its own in run's mount namespace); SIGTERM to gpureap
+# ends it, and the stand-in for the driver gives the VRAM back 300 ms after the holder is gone.
+# run looks at the tree's clients before the signal and waits until the device's count is back,
+# says so and only then returns; kept (the stand-in never gives it back), it waits
+# --drain-timeout and says not back
+runjob='exec 7<>"$0/dev/dri/renderD128"; mkdir -p "$0/fi/$$"
+printf "%s\n" "pos:	0" "flags:	02100002" "drm-driver:	amdgpu" "drm-client-id:	70" "drm-pdev:	$1" "drm-total-vram:	524288 KiB" >"$0/fi/$$/7"
+mount --bind "$0/fi/$$" /proc/$$/fdinfo && echo $$ >"$0/runjob.pid"; exec sleep 60'
+run_drm() { # KEEP [ARGS...]: RC, out and err of a run of runjob ended by SIGTERM
+        local keep=$1 p
+        shift
+        rm -f "$T/runjob.pid"
+        echo $(( $(cat "$DEV/mem_info_vram_used") + 536870912 )) >"$DEV/mem_info_vram_used"
+        unshare -m --propagation private "$GPUREAP" run "$@" -- sh -c "$runjob" "$T" "$PDEV" >"$T/out" 2>"$T/err" &
+        local rp=$!
+        for _ in $(seq 1 500); do [ -s "$T/runjob.pid" ] && break; sleep 0.01; done
+        p=$(cat "$T/runjob.pid") || fail "run's command did not start"
+        if [ "$keep" = give ]; then
+                ( while kill -0 "$p" 2>/dev/null; do sleep 0.01; done; sleep 0.3
+                  echo $(( $(cat "$DEV/mem_info_vram_used") - 536870912 )) >"$DEV/mem_info_vram_used.tmp"
+                  mv "$DEV/mem_info_vram_used.tmp" "$DEV/mem_info_vram_used" ) &
+                LAUNCHED="$LAUNCHED $!"
+        fi
+        sleep 0.1
+        kill -TERM "$rp"
+        set +e
+        wait "$rp"
+        RC=$?
+        set -e
+        ! kill -0 "$p" 2>/dev/null || fail "run's command $p is still alive"
+}
+used0=$(cat "$DEV/mem_info_vram_used")
+run_drm give
+grep -Eq "AMD/Intel GPU memory back in ([3-9][0-9]{2}|[0-9]{4,}) ms" "$T/err" ||
+        fail "run did not wait for the device's VRAM count: $(cat "$T/err")"
+ok "run waited until the device's VRAM count was back (rc $RC)"
+[ "$(cat "$DEV/mem_info_vram_used")" = "$used0" ] || fail "run ended before the VRAM was back"
+ok "the 512 MiB were back when run returned"
+run_drm keep --drain-timeout 400ms
+grep -q "AMD/Intel GPU memory NOT back in" "$T/err" || fail "run did not say the VRAM was not back: $(cat "$T/err")"
+has err "the AMD/Intel GPU memory of the tree did not come back within 0.4s" "run says the VRAM is not back (control: the driver keeps it)"
+echo "$used0" >"$DEV/mem_info_vram_used"
 done_testing
