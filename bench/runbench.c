@@ -50,7 +50,10 @@ static double run_once(struct cmd *c, double *ret_cpu_ms)
                 int fd = open("/dev/null", O_RDWR);
                 dup2(fd, 1);
                 dup2(fd, 2);
-                execvp(c->argv[0], c->argv);
+                char **av = c->argv; /* NAME=VALUE words first: the environment, set here (no env(1) exec to time) */
+                while (av[0] && av[1] && av[0][strcspn(av[0], "=/")] == '=')
+                        putenv(*av++);
+                execvp(av[0], av);
                 _exit(127);
         }
         int st;

@@ -5,7 +5,7 @@ pkgs=(
         gcc meson ninja-build pkg-config     # build
         libjson-c-dev                        # JSON output
         libcmocka-dev                        # unit tests
-        jq util-linux procps psmisc          # integration tests: JSON checks, unshare, fuser
+        jq util-linux procps psmisc strace   # integration tests: JSON checks, unshare, fuser, syscalls
         tini dumb-init                       # bench/bench-run.sh compares against them; init shims in the tests
         prometheus                           # promtool checks 'gpureap metrics' in the tests
         scdoc man-db                         # the man pages, and 'man -l' in the package test

@@ -101,6 +101,14 @@ struct serve {
         size_t json_len;
         char *wire;               /* the same snapshot as its structs, for a client of this build */
         size_t wire_len;
+        gr_snapshot *served;      /* the wire read back: what such a client judges from */
+        struct rendered {         /* its reports rendered for clients (status_rendered), until
+                                     the next look */
+                char key[32];
+                char *out;        /* "ok CODE\n" and the report; "no\n" */
+                size_t len;
+        } rendered[4];
+        unsigned rendered_next;
         char *metrics;            /* the last answer of /metrics */
         size_t metrics_len;
         uint64_t refreshes;
@@ -442,6 +450,11 @@ static void refresh(struct serve *sv)
                 drop_process_series(metrics, &ml);
         gr_diagnosis_free(d);
         gr_snapshot_free(s);
+        /* the report a client of this build would render from the wire is rendered from the
+         * wire read back: the same processes, the same facts, byte for byte */
+        gr_snapshot *served = NULL;
+        if (json && wire && snapshot_from_wire(wire, wl, &served) < 0)
+                served = NULL;
         pthread_mutex_lock(&sv->lock);
         if (json) {
                 free(sv->json);
@@ -451,7 +464,15 @@ static void refresh(struct serve *sv)
                 sv->wire = wire;
                 sv->wire_len = wire ? wl : 0;
                 wire = NULL;
+                gr_snapshot_free(sv->served);
+                sv->served = served;
+                served = NULL;
+                for (size_t i = 0; i < GR_ELEMENTSOF(sv->rendered); i++) {
+                        free(sv->rendered[i].out);
+                        sv->rendered[i] = (struct rendered){ 0 };
+                }
         }
+        gr_snapshot_free(served);
         free(wire);
         if (metrics) {
                 free(sv->metrics);
@@ -537,7 +558,75 @@ static void client_close(struct client *c)
         c->fd = -1;
 }
 
-/* The request is one line: "status" (the served snapshot) or "ping" */
+/* "status-out ID FLAGS WIDTH": the report that a client of build ID would render from the
+ * wire, rendered here (issue 25: the client only copies it out). Only for a client of serve's
+ * own user (the diagnosis is for getuid(), as the client's is), of this very build (the same
+ * code renders it), and from a look no older than a client takes (5 s); a report that would
+ * say something on stderr is not rendered here. FLAGS: j(son) or t(able), c(olour) or -,
+ * v (--why) or -; WIDTH 0: as wide as it takes. The answer: "ok CODE\n" and the report, or
+ * "no\n" (the client then asks for the structs). Kept until the next look; a table says how
+ * old the look is, to a tenth of a second, which is part of its key. Under sv->lock */
+static char *status_rendered(struct serve *sv, int fd, const char *args, size_t *ret_len)
+{
+        char id[64], flags[8];
+        int width = 0;
+        struct ucred cred;
+        socklen_t cl = sizeof(cred);
+        uint64_t now = gr_wall_ms();
+        const gr_snapshot *s = sv->served;
+        bool ok = sscanf(args, "%63s %7s %d", id, flags, &width) == 3 && strlen(flags) == 3 && width >= 0 &&
+                  width <= 10000 && strcmp(id, wire_build_id()) == 0 && s && s->served_by && s->history_since_ms &&
+                  s->taken_at_ms + 5000 >= now && s->taken_at_ms <= now + 5000 &&
+                  getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cl) == 0 && cred.uid == getuid();
+        if (!ok) {
+                *ret_len = 3;
+                return strdup("no\n");
+        }
+        bool json = flags[0] == 'j';
+        char key[32];
+        snprintf(key, sizeof(key), "%s %d %llu", flags, width,
+                 json ? 0ULL : (unsigned long long)((now > s->taken_at_ms ? now - s->taken_at_ms : 0) / 100));
+        for (size_t i = 0; i < GR_ELEMENTSOF(sv->rendered); i++)
+                if (sv->rendered[i].out && strcmp(sv->rendered[i].key, key) == 0) {
+                        char *out = malloc(sv->rendered[i].len);
+                        if (out)
+                                memcpy(out, sv->rendered[i].out, sv->rendered[i].len);
+                        *ret_len = sv->rendered[i].len;
+                        return out;
+                }
+        char *buf = NULL;
+        size_t len = 0;
+        FILE *f = open_memstream(&buf, &len);
+        if (!f)
+                return NULL;
+        struct status_report_options o = { .json = json, .color = flags[1] == 'c', .why = flags[2] == 'v', .width = width };
+        bool would_say = false;
+        fputs("ok 0\n", f);
+        int code = status_report(s, &o, f, &would_say);
+        if (fclose(f) != 0 || len < 5) {
+                free(buf);
+                return NULL;
+        }
+        if (would_say || code < 0 || code > 9) {
+                free(buf);
+                *ret_len = 3;
+                return strdup("no\n");
+        }
+        buf[3] = (char)('0' + code);
+        struct rendered *r = &sv->rendered[sv->rendered_next++ % GR_ELEMENTSOF(sv->rendered)];
+        free(r->out);
+        r->out = malloc(len);
+        if (r->out) {
+                memcpy(r->out, buf, len);
+                r->len = len;
+                gr_strlcpy(r->key, key, sizeof(r->key));
+        }
+        *ret_len = len;
+        return buf;
+}
+
+/* The request is one line: "status" (the served snapshot's JSON), "status-wire ID" (its
+ * structs), "status-out ID FLAGS WIDTH" (its report) or "ping" */
 static void client_answer(struct serve *sv, struct client *c)
 {
         c->req[c->req_len < REQUEST_MAX ? c->req_len : REQUEST_MAX - 1] = '\0';
@@ -548,7 +637,9 @@ static void client_answer(struct serve *sv, struct client *c)
         /* "status-wire ID": the structs, to a client whose build ID is serve's; else the JSON */
         bool wire = strncmp(c->req, "status-wire ", 12) == 0;
         bool same = wire && sv->wire && strcmp(c->req + 12, wire_build_id()) == 0;
-        if ((strcmp(c->req, "status") == 0 || wire) && sv->json) {
+        if (strncmp(c->req, "status-out ", 11) == 0) {
+                c->out = status_rendered(sv, c->fd, c->req + 11, &c->out_len);
+        } else if ((strcmp(c->req, "status") == 0 || wire) && sv->json) {
                 const char *a = same ? sv->wire : sv->json;
                 size_t n = same ? sv->wire_len : sv->json_len;
                 c->out = malloc(n);
@@ -560,7 +651,7 @@ static void client_answer(struct serve *sv, struct client *c)
                 char line[128];
                 int n = strcmp(c->req, "ping") == 0
                                 ? snprintf(line, sizeof(line), "gpureap serve %d %s\n", (int)getpid(), GPUREAP_VERSION)
-                                : snprintf(line, sizeof(line), "error: unknown request (status, status-wire ID, ping)\n");
+                                : snprintf(line, sizeof(line), "error: unknown request (status, status-wire ID, status-out ID FLAGS WIDTH, ping)\n");
                 c->out = strdup(line);
                 c->out_len = c->out ? (size_t)n : 0;
         }
@@ -1158,7 +1249,7 @@ static void serve_on_events(struct serve *sv, int efd)
                 history_note_lost(&sv->hist);
 }
 
-static void serve_accept(struct serve_io *io)
+static void serve_accept(struct serve *sv, struct serve_io *io)
 {
         for (;;) {
                 int cfd = accept4(io->lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
@@ -1171,8 +1262,14 @@ static void serve_accept(struct serve_io *io)
                         close(cfd); /* busy: the client falls back to reading the driver itself */
                         continue;
                 }
-                io->clients[i].fd = cfd;
-                io->clients[i].deadline = gr_now_ms() + 2000;
+                struct client *c = &io->clients[i];
+                c->fd = cfd;
+                c->deadline = gr_now_ms() + 2000;
+                /* a client sends its request as it connects: answered in this round when it is
+                 * there, the answer sent as far as the socket takes it (the rest when poll says) */
+                client_io(sv, c, POLLIN);
+                if (c->fd >= 0 && c->out)
+                        client_io(sv, c, POLLOUT);
         }
 }
 
@@ -1212,7 +1309,7 @@ static void serve_loop(struct serve *sv, struct serve_io *io)
                         if (pfd[i].revents)
                                 client_io(sv, &io->clients[map[i - 3]], pfd[i].revents);
                 if (pfd[0].revents & POLLIN)
-                        serve_accept(io);
+                        serve_accept(sv, io);
         }
 }
 
@@ -1236,6 +1333,9 @@ static void serve_close(struct serve *sv, struct serve_io *io, bool ran)
                 close(io->sfd);
         free(sv->json);
         free(sv->wire);
+        gr_snapshot_free(sv->served);
+        for (size_t i = 0; i < GR_ELEMENTSOF(sv->rendered); i++)
+                free(sv->rendered[i].out);
         free(sv->metrics);
         free(sv->sure);
         if (ran)

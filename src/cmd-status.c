@@ -142,47 +142,32 @@ struct status_args {
         uint64_t watch_ms;      /* -l/--watch: every this long; 0 once */
 };
 
-/* One report to f; its exit code */
-static int status_once(const struct status_args *a, FILE *f)
+/* The report of s to f, as getuid() is judged, and its exit code. What it has to say on
+ * stderr is said there; or, with ret_would_say, not said and *ret_would_say set (serve renders
+ * for a client only reports that say nothing there: status_rendered) */
+int status_report(const gr_snapshot *s, const struct status_report_options *o, FILE *f, bool *ret_would_say)
 {
-        struct gpu_selection sel = { .list = a->gpus[0] ? a->gpus : NULL, .scope = &a->scope };
-        gr_snapshot *s = NULL;
-        if (a->replay) {
-                char err[512];
-                if (snapshot_from_json(a->replay, &s, err, sizeof(err)) < 0) {
-                        error_msg("%s", err);
-                        return EXIT_USAGE;
-                }
-        } else {
-                int r = view_take(&a->so, a->direct ? VIEW_DIRECT : VIEW_SERVED_OK, &s);
-                if (r < 0) {
-                        error_msg("cannot take a snapshot: %s", strerror(-r));
-                        return EXIT_DRIVER;
-                }
-        }
-        if (selection_rejected(&sel, s)) {
-                gr_snapshot_free(s);
-                return EXIT_USAGE;
-        }
-
-        sel.scope_mask = scope_gpus(s, &a->scope);
+        struct gpu_selection sel = { .list = o->gpus && o->gpus[0] ? o->gpus : NULL, .scope = o->scope };
+        static const gr_scope no_scope = { .kind = GR_SCOPE_NONE };
+        const gr_scope *scope = o->scope ? o->scope : &no_scope;
+        sel.scope = scope;
+        if (ret_would_say)
+                *ret_would_say = false;
+        sel.scope_mask = scope_gpus(s, scope);
         gr_diagnosis *d = NULL;
         int r = gr_diagnose(s, getuid(), &d);
         if (r < 0) {
-                error_msg("cannot diagnose: %s", strerror(-r));
-                gr_snapshot_free(s);
+                if (ret_would_say)
+                        *ret_would_say = true;
+                else
+                        error_msg("cannot diagnose: %s", strerror(-r));
                 return EXIT_DRIVER;
         }
-        gr_diagnosis_narrow(d, s, &a->scope); /* the findings, states and exit code: the scope's */
-        if (a->json) {
+        gr_diagnosis_narrow(d, s, scope); /* the findings, states and exit code: the scope's */
+        if (o->json) {
                 render_status_json(f, s, d, &sel);
         } else {
-                struct table_options to = {
-                        .color = color_wanted(a->color, STDOUT_FILENO),
-                        .why = a->why,
-                        .width = a->wide ? 0 : terminal_width(STDOUT_FILENO),
-                        .replay = a->replay,
-                };
+                struct table_options to = { .color = o->color, .why = o->why, .width = o->width, .replay = o->replay };
                 render_status_table(f, s, d, &sel, &to);
         }
         fflush(f);
@@ -190,14 +175,22 @@ static int status_once(const struct status_args *a, FILE *f)
         int code = EXIT_CLEAN;
         /* no NVIDIA driver, but AMD or Intel GPUs: their states answer (docs/drm.md) */
         bool drm_answers = gr_snapshot_drm_only(s);
+        bool say = !ret_would_say;
         if (drm_answers) {
-                fprintf(stderr, "hint: no NVIDIA driver found; %u AMD or Intel GPU%s read from DRM and KFD\n",
-                        s->drm->n_gpus, s->drm->n_gpus == 1 ? "" : "s");
+                if (say)
+                        fprintf(stderr, "hint: no NVIDIA driver found; %u AMD or Intel GPU%s read from DRM and KFD\n",
+                                s->drm->n_gpus, s->drm->n_gpus == 1 ? "" : "s");
+                else
+                        *ret_would_say = true;
         } else if (s->gpu->status != GR_GPU_OK) {
-                error_msg("%s", s->gpu->error);
-                if (s->gpu->status == GR_GPU_NO_LIBRARY)
-                        fprintf(stderr, "hint: no NVIDIA driver found; holders of device files were still listed from %s\n",
-                                QUOTED(s->proc_root));
+                if (say) {
+                        error_msg("%s", s->gpu->error);
+                        if (s->gpu->status == GR_GPU_NO_LIBRARY)
+                                fprintf(stderr, "hint: no NVIDIA driver found; holders of device files were still listed from %s\n",
+                                        QUOTED(s->proc_root));
+                } else {
+                        *ret_would_say = true;
+                }
                 code = EXIT_DRIVER;
         } else {
                 for (unsigned i = 0; i < s->gpu->n_gpus; i++) {
@@ -219,8 +212,75 @@ static int status_once(const struct status_args *a, FILE *f)
                         code = EXIT_NOT_CLEAN;
         }
         gr_diagnosis_free(d);
-        if (s->proc_error < 0)
-                error_msg("cannot read '%s': %s", QUOTED(s->proc_root), strerror(-s->proc_error));
+        if (s->proc_error < 0) {
+                if (say)
+                        error_msg("cannot read '%s': %s", QUOTED(s->proc_root), strerror(-s->proc_error));
+                else
+                        *ret_would_say = true;
+        }
+        return code;
+}
+
+/* The served path's fast way (issue 25): a plain 'status' or 'status --json' is rendered by
+ * serve itself, from the very snapshot its structs would carry, by this very build, for a
+ * client of serve's own user (status_rendered): the client copies it out. -1 where serve
+ * does not answer so (not running, another build, another user, a report with stderr lines,
+ * a look too old): the usual way then */
+static int status_served(const struct status_args *a, FILE *f)
+{
+        if (a->direct || a->replay || a->gpus[0] || a->scope.kind != GR_SCOPE_NONE || !serve_rendered_wanted() ||
+            !wire_build_id()[0])
+                return -1;
+        char req[160];
+        snprintf(req, sizeof(req), "status-out %s %c%c%c %d\n", wire_build_id(), a->json ? 'j' : 't',
+                 !a->json && color_wanted(a->color, STDOUT_FILENO) ? 'c' : '-', !a->json && a->why ? 'v' : '-',
+                 a->json || a->wide ? 0 : terminal_width(STDOUT_FILENO));
+        char *buf = NULL;
+        size_t len = 0;
+        if (serve_fetch(serve_socket_path(NULL), req, 500, &buf, &len) < 0)
+                return -1;
+        int code = -1;
+        char *nl = memchr(buf, '\n', len);
+        if (nl && len > 3 && memcmp(buf, "ok ", 3) == 0 && buf[3] >= '0' && buf[3] <= '9' && nl == buf + 4) {
+                code = buf[3] - '0';
+                fwrite(nl + 1, 1, len - (size_t)(nl + 1 - buf), f);
+                fflush(f);
+        }
+        free(buf);
+        return code;
+}
+
+/* One report to f; its exit code */
+static int status_once(const struct status_args *a, FILE *f)
+{
+        gr_snapshot *s = NULL;
+        if (a->replay) {
+                char err[512];
+                if (snapshot_from_json(a->replay, &s, err, sizeof(err)) < 0) {
+                        error_msg("%s", err);
+                        return EXIT_USAGE;
+                }
+        } else {
+                int code = status_served(a, f);
+                if (code >= 0)
+                        return code;
+                int r = view_take(&a->so, a->direct ? VIEW_DIRECT : VIEW_SERVED_OK, &s);
+                if (r < 0) {
+                        error_msg("cannot take a snapshot: %s", strerror(-r));
+                        return EXIT_DRIVER;
+                }
+        }
+        struct gpu_selection sel = { .list = a->gpus[0] ? a->gpus : NULL, .scope = &a->scope };
+        if (selection_rejected(&sel, s)) {
+                gr_snapshot_free(s);
+                return EXIT_USAGE;
+        }
+        struct status_report_options o = {
+                .json = a->json, .why = a->why, .color = color_wanted(a->color, STDOUT_FILENO),
+                .width = a->wide ? 0 : terminal_width(STDOUT_FILENO), .replay = a->replay,
+                .gpus = a->gpus, .scope = &a->scope,
+        };
+        int code = status_report(s, &o, f, NULL);
         gr_snapshot_free(s);
         return code;
 }

@@ -179,6 +179,15 @@ const char *wire_build_id(void);
 bool finding_selected(const struct gpu_selection *sel, const gr_snapshot *s, const gr_finding *f);
 
 int cmd_status(int argc, char **argv);
+/* One status report of a snapshot (src/cmd-status.c), the command's and serve's rendered one */
+struct status_report_options {
+        bool json, why, color;
+        int width;                 /* 0: as wide as it takes */
+        const char *replay;
+        const char *gpus;          /* --gpu's list; NULL or "": all */
+        const gr_scope *scope;     /* NULL: none */
+};
+int status_report(const gr_snapshot *s, const struct status_report_options *o, FILE *f, bool *ret_would_say);
 int cmd_reap(int argc, char **argv);
 int cmd_wait(int argc, char **argv);
 int cmd_reset(int argc, char **argv);
@@ -194,8 +203,10 @@ void metrics_render(FILE *f, const gr_snapshot *s, const gr_diagnosis *d, const 
 #define SERVE_SOCKET_DEFAULT "/run/gpureap/serve.sock"
 const char *serve_socket_path(const char *given);
 int serve_fetch(const char *path, const char *request, uint64_t timeout_ms, char **ret, size_t *ret_len);
-/* false: ask serve for JSON only, never its structs (GPUREAP_SERVE_WIRE=0: for comparing) */
-void serve_wire_set(bool on);
+/* GPUREAP_SERVE_WIRE: "0" ask serve for JSON only, never its structs; "structs" its structs,
+ * never its rendered report (for comparing); NULL or else: all three, best first */
+void serve_wire_set(const char *how);
+bool serve_rendered_wanted(void);
 /* Copy serve's memory of each process into a fresh snapshot (same PID and start time); a
  * launcher that serve last saw alive and that is gone now ended unseen */
 void serve_merge_history(gr_snapshot *fresh, const gr_snapshot *served);

@@ -248,8 +248,8 @@ int main(int argc, char **argv)
         }
         gr_context_set_helper(NULL, "/proc/self/exe");
         library_from_env();
-        const char *wire = getenv("GPUREAP_SERVE_WIRE"); /* 0: JSON from serve (docs/serve.md) */
-        serve_wire_set(!wire || strcmp(wire, "0") != 0);
+        /* 0: JSON from serve, structs: its structs, not its rendered report (docs/serve.md) */
+        serve_wire_set(getenv("GPUREAP_SERVE_WIRE"));
         struct sigaction sa = { .sa_handler = sigpipe_caught, .sa_flags = SA_RESTART };
         sigemptyset(&sa.sa_mask);
         sigaction(SIGPIPE, &sa, NULL);

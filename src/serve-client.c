@@ -64,8 +64,10 @@ int serve_fetch(const char *path, const char *request, uint64_t timeout_ms, char
         char *buf = NULL;
         size_t len = 0, cap = 0;
         while (r == 0) {
-                if (cap - len < 65536) {
-                        size_t nc = cap ? cap * 2 : 262144;
+                /* 64 KiB first: below malloc's mmap threshold (128 KiB), so no mmap, munmap
+                 * and fresh zeroed pages for an answer of ~20 KB; grows as before */
+                if (cap - len < 16384) {
+                        size_t nc = cap ? cap * 2 : 65536;
                         if (nc > REPLAY_MAX_BYTES + 1) {
                                 r = -EFBIG;
                                 break;
@@ -134,11 +136,17 @@ void serve_merge_history(gr_snapshot *fresh, const gr_snapshot *served)
         fresh->served_by = served->served_by;
 }
 
-static bool serve_json_only;
+static bool serve_json_only, serve_structs_only;
 
-void serve_wire_set(bool on)
+void serve_wire_set(const char *how)
 {
-        serve_json_only = !on;
+        serve_json_only = how && strcmp(how, "0") == 0;
+        serve_structs_only = how && strcmp(how, "structs") == 0;
+}
+
+bool serve_rendered_wanted(void)
+{
+        return !serve_json_only && !serve_structs_only;
 }
 
 gr_snapshot *serve_fetch_fresh(void)

@@ -63,8 +63,12 @@ static int note_cb(struct dl_phdr_info *info, size_t size, void *data)
                                 break;
                         if (nh->n_type == NT_GNU_BUILD_ID && nh->n_namesz == 4 && memcmp(name, "GNU", 4) == 0 &&
                             nh->n_descsz > 0 && nh->n_descsz * 2 < sizeof(build_id)) {
-                                for (unsigned k = 0; k < nh->n_descsz; k++)
-                                        snprintf(build_id + 2 * k, 3, "%02x", desc[k]);
+                                static const char hex[] = "0123456789abcdef";
+                                for (unsigned k = 0; k < nh->n_descsz; k++) {
+                                        build_id[2 * k] = hex[desc[k] >> 4];
+                                        build_id[2 * k + 1] = hex[desc[k] & 15];
+                                }
+                                build_id[2 * nh->n_descsz] = '\0';
                                 return 1;
                         }
                         p = (const char *)desc + ((nh->n_descsz + 3) & ~3u);

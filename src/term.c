@@ -87,8 +87,14 @@ static int cp_width(unsigned cp)
 int text_width_n(const char *s, size_t n)
 {
         int w = 0;
-        for (size_t i = 0, len; i < n && s[i]; i += len)
+        for (size_t i = 0, len; i < n && s[i]; i += len) {
+                if ((unsigned char)s[i] >= 0x20 && (unsigned char)s[i] < 0x7f) { /* printable ASCII, nearly every byte: one column */
+                        w++;
+                        len = 1;
+                        continue;
+                }
                 w += cp_width(decode(s + i, &len));
+        }
         return w;
 }
 
@@ -103,7 +109,7 @@ static size_t fit_bytes(const char *s, int cols)
         size_t i = 0, len;
         int w = 0;
         while (s[i]) {
-                int cw = cp_width(decode(s + i, &len));
+                int cw = (unsigned char)s[i] >= 0x20 && (unsigned char)s[i] < 0x7f ? (len = 1, 1) : cp_width(decode(s + i, &len));
                 if (w + cw > cols)
                         break;
                 w += cw;

@@ -88,7 +88,7 @@ int gr_sock_table_from_proc(int piddir, gr_sock_table *t)
 }
 
 /* One family's TCP sockets in the listening and established states, by sock_diag */
-static int netlink_family(int fd, uint8_t family, gr_sock_table *t, size_t *cap)
+static int netlink_family(int fd, uint8_t family, gr_sock_table *t, size_t *cap, char *buf, size_t buf_size)
 {
         struct {
                 struct nlmsghdr nlh;
@@ -102,9 +102,8 @@ static int netlink_family(int fd, uint8_t family, gr_sock_table *t, size_t *cap)
         struct sockaddr_nl kernel = { .nl_family = AF_NETLINK };
         if (sendto(fd, &msg, sizeof(msg), 0, (struct sockaddr *)&kernel, sizeof(kernel)) < 0)
                 return -errno;
-        static _Thread_local char buf[32768] __attribute__((aligned(NLMSG_ALIGNTO)));
         for (unsigned rounds = 0; rounds < 100000; rounds++) {
-                ssize_t n = recv(fd, buf, sizeof(buf), 0);
+                ssize_t n = recv(fd, buf, buf_size, 0);
                 if (n < 0) {
                         if (errno == EINTR)
                                 continue;
@@ -141,13 +140,23 @@ int gr_sock_table_from_netlink(gr_sock_table *t)
         /* the kernel answers a dump at once; the bound is for a kernel that never does */
         struct timeval tv = { .tv_sec = 1 };
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+        /* the answer's buffer from the heap, not a thread-local array: 32 KiB of .tbss is
+         * zeroed in every thread's TLS at its start, eight page faults for every gpureap
+         * command (also 'status' through serve, which reads no socket table) */
+        enum { BUF_SIZE = 32768 };
+        char *buf = malloc(BUF_SIZE); /* malloc's alignment (16) is NLMSG_ALIGNTO's (4) and more */
+        if (!buf) {
+                close(fd);
+                return -ENOMEM;
+        }
         size_t cap = 0;
-        int r = netlink_family(fd, AF_INET, t, &cap);
+        int r = netlink_family(fd, AF_INET, t, &cap, buf, BUF_SIZE);
         if (r == 0) {
-                r = netlink_family(fd, AF_INET6, t, &cap);
+                r = netlink_family(fd, AF_INET6, t, &cap, buf, BUF_SIZE);
                 if (r == -EAFNOSUPPORT || r == -ENOENT)
                         r = 0; /* no IPv6 here */
         }
+        free(buf);
         close(fd);
         if (r < 0)
                 gr_sock_table_release(t);
