@@ -11,6 +11,7 @@
 #include <json-c/json.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <pthread.h>
 #include <regex.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -428,13 +429,19 @@ static void note_gone(struct run *r, pid_t pid)
         r->gone[r->n_gone++ % GR_ELEMENTSOF(r->gone)] = pid;
 }
 
-/* One member's fds: the GPUs it holds join the tree's */
-static void look_at(struct run *r, struct sampled *sm)
+/* What the looks at members found: the GPUs they hold */
+struct look_found {
+        uint64_t minors;
+        bool drm_used;
+};
+
+/* One member's fds: the GPUs it holds into *f (each thread of a parallel look its own) */
+static void look_member(struct sampled *sm, struct look_found *f)
 {
         int q = drm_present() ? gr_proc_holds_drm(NULL, NULL, sm->pid) : 0;
         if (q > 0 || (q < 0 && q != -ESRCH && q != -ENOENT)) {
                 /* one whose files cannot all be read (more DRM fds than listed) counts as holding */
-                r->drm_used = true;
+                f->drm_used = true;
                 sm->holds = true;
         }
         gr_holding *h = NULL;
@@ -442,10 +449,89 @@ static void look_at(struct run *r, struct sampled *sm)
                 return;
         for (unsigned g = 0; g < h->n_gpus; g++)
                 if (h->gpus[g].minor < 64) {
-                        r->gpu_minors |= 1ULL << h->gpus[g].minor;
+                        f->minors |= 1ULL << h->gpus[g].minor;
                         sm->holds = true;
                 }
         free(h);
+}
+
+static void found_join(struct run *r, const struct look_found *f)
+{
+        r->gpu_minors |= f->minors;
+        r->drm_used = r->drm_used || f->drm_used;
+}
+
+/* One member's fds: the GPUs it holds join the tree's */
+static void look_at(struct run *r, struct sampled *sm)
+{
+        struct look_found f = { 0 };
+        look_member(sm, &f);
+        found_join(r, &f);
+}
+
+/* The end's looks (sample_gpus): the members in order, each marked looked as it is, until the
+ * budget is spent (0: none). Past LOOK_PARALLEL_MIN members, shared out to one thread per CPU
+ * (at most LOOK_THREADS): a young tree's hundred members were read one by one before the
+ * first signal, which waited for them (issue 25) */
+#define LOOK_PARALLEL_MIN 16
+#define LOOK_THREADS 8
+struct look_job {
+        struct sampled *sm;
+        bool again;               /* looked at before: at the end once more */
+};
+struct look_pool {
+        struct look_job *jobs;
+        size_t n;
+        size_t next;              /* atomic: the next job to take */
+        uint64_t t0_us, budget_us, now_ms;
+        bool end;
+};
+struct look_worker {
+        struct look_pool *pool;
+        struct look_found found;
+        pthread_t thread;
+};
+
+static void *look_work(void *arg)
+{
+        struct look_worker *w = arg;
+        struct look_pool *p = w->pool;
+        for (;;) {
+                size_t i = __atomic_fetch_add(&p->next, 1, __ATOMIC_RELAXED);
+                if (i >= p->n || (p->budget_us && gr_now_us() - p->t0_us > p->budget_us))
+                        break;
+                struct sampled *sm = p->jobs[i].sm;
+                if (!p->jobs[i].again) {
+                        sm->next_ms = p->now_ms + sm->interval_ms;
+                        sm->looked = true;
+                        if (sm->interval_ms < 5000)
+                                sm->interval_ms *= 2;
+                }
+                sm->end_looked = p->end;
+                look_member(sm, &w->found);
+        }
+        return NULL;
+}
+
+static void look_many(struct run *r, struct look_pool *p)
+{
+        static long cpus;
+        if (!cpus)
+                cpus = sysconf(_SC_NPROCESSORS_ONLN);
+        size_t n_threads = p->n < LOOK_PARALLEL_MIN || cpus < 2 ? 1 : cpus < LOOK_THREADS ? (size_t)cpus : LOOK_THREADS;
+        struct look_worker w[LOOK_THREADS] = { 0 };
+        size_t started = 1;
+        for (size_t i = 0; i < n_threads; i++)
+                w[i].pool = p;
+        /* the other threads block every signal: the signalfd's stay with the main thread */
+        for (; started < n_threads; started++)
+                if (pthread_create(&w[started].thread, NULL, look_work, &w[started]) != 0)
+                        break;
+        look_work(&w[0]);
+        for (size_t i = 1; i < started; i++)
+                pthread_join(w[i].thread, NULL);
+        for (size_t i = 0; i < started; i++)
+                found_join(r, &w[i].found);
 }
 
 /* The record for the tree as listed now (zombies left out), each member's earlier record kept
@@ -496,30 +582,39 @@ static void sample_gpus(struct run *r, enum sample_mode mode)
         if (!now_set)
                 return;
         uint64_t now = gr_now_ms(), t0 = gr_now_us();
-        for (size_t i = 0; i < k; i++) {
-                struct sampled *sm = &now_set[i];
-                if (sm->holds || (mode == SAMPLE_DUE && now < sm->next_ms) ||
-                    (mode == SAMPLE_END_PRE && (sm->looked || gr_now_us() - t0 > END_PRE_BUDGET_US)) ||
-                    (mode == SAMPLE_END_POST && (sm->looked || sm->end_looked)))
-                        continue;
-                if (mode == SAMPLE_DUE && end_pending())
-                        continue; /* the teardown looks at the new ones */
-                sm->next_ms = now + sm->interval_ms;
-                sm->looked = true;
-                sm->end_looked = mode != SAMPLE_DUE;
-                if (sm->interval_ms < 5000)
-                        sm->interval_ms *= 2;
-                look_at(r, sm);
-        }
-        /* at the end, before the signal, after the new ones (a child forked since the last look
-         * has its parent's files): those looked at earlier without a GPU, in what is left of
-         * the budget */
-        for (size_t i = 0; mode == SAMPLE_END_PRE && i < k; i++) {
-                struct sampled *sm = &now_set[i];
-                if (sm->holds || sm->end_looked || gr_now_us() - t0 > END_PRE_BUDGET_US)
-                        continue;
-                sm->end_looked = true;
-                look_at(r, sm);
+        if (mode == SAMPLE_DUE) {
+                for (size_t i = 0; i < k; i++) {
+                        struct sampled *sm = &now_set[i];
+                        if (sm->holds || now < sm->next_ms)
+                                continue;
+                        if (end_pending())
+                                continue; /* the teardown looks at the new ones */
+                        sm->next_ms = now + sm->interval_ms;
+                        sm->looked = true;
+                        if (sm->interval_ms < 5000)
+                                sm->interval_ms *= 2;
+                        look_at(r, sm);
+                }
+        } else {
+                /* at the end: the never looked at first; before the signal, then (a child forked
+                 * since the last look has its parent's files) those looked at earlier without a
+                 * GPU, in what is left of the budget; after it, everyone not known to hold one
+                 * (SAMPLE_ALL) or the never looked at that the first pass did not reach */
+                struct look_pool p = { .jobs = calloc(k ? k : 1, sizeof(*p.jobs)), .t0_us = t0, .now_ms = now, .end = true,
+                                       .budget_us = mode == SAMPLE_END_PRE ? END_PRE_BUDGET_US : 0 };
+                if (!p.jobs) {
+                        free(now_set);
+                        return;
+                }
+                for (size_t i = 0; i < k; i++)
+                        if (!now_set[i].holds && !now_set[i].looked)
+                                p.jobs[p.n++] = (struct look_job){ &now_set[i], false };
+                for (size_t i = 0; i < k; i++)
+                        if (!now_set[i].holds && now_set[i].looked && !now_set[i].end_looked &&
+                            (mode == SAMPLE_END_PRE || mode == SAMPLE_ALL))
+                                p.jobs[p.n++] = (struct look_job){ &now_set[i], true };
+                look_many(r, &p);
+                free(p.jobs);
         }
         free(r->sampled);
         r->sampled = now_set;
@@ -1297,15 +1392,16 @@ static void wait_kfd_back(struct run *r, int *drain_met, uint64_t *drain_ms, cha
 }
 
 /* The tree's AMD and Intel GPUs back (docs/drm.md): none of the clients it alone held still
- * there, no KFD entry of its PIDs left, the GPUs its clients were on free of leftovers, and
- * their VRAM count back by what those clients held (where the view before the signal was
- * taken: a tree that ended on its own was not looked at then) */
+ * there, no KFD entry of its PIDs left, and the devices' VRAM count back by what those clients
+ * held (where the view before the signal was taken: a tree that ended on its own was not looked
+ * at then, and is waited for by its KFD entries alone). Only what is the tree's: another's
+ * leftover on the same GPU is no part of it (an adversary's run waited 30 s for one) */
 static bool drm_back(const gr_snapshot *s, const gr_diagnosis *d, void *userdata)
 {
+        (void)d;
         const struct run *r = userdata;
         if (!s->drm)
                 return gr_kfd_entries_left(NULL, r->end_pids, r->n_end_pids) <= 0;
-        uint64_t gpus = 0;
         for (size_t i = 0; i < s->drm->n_clients; i++) {
                 const gr_drm_client *c = &s->drm->clients[i];
                 for (size_t k = 0; k < r->n_drm_keys; k++)
@@ -1315,14 +1411,7 @@ static bool drm_back(const gr_snapshot *s, const gr_diagnosis *d, void *userdata
         for (size_t i = 0; i < s->drm->n_kfd; i++)
                 if (r->n_end_pids && bsearch(&s->drm->kfd[i].pid, r->end_pids, r->n_end_pids, sizeof(pid_t), gr_cmp_pid))
                         return false;
-        for (unsigned i = 0; i < s->drm->n_gpus && i < GR_DRM_GPUS_MAX; i++)
-                for (size_t k = 0; k < r->n_drm_keys; k++)
-                        if (strcmp(r->drm_keys[k].pdev, s->drm->gpus[i].pdev) == 0)
-                                gpus |= 1ULL << i;
-        if (!r->drm_before)
-                gpus = UINT64_MAX; /* not known which: every one */
-        return gr_drm_gpus_free(s, d, gpus, true) &&
-               (!r->drm_before || gr_drm_usage_back(r->drm_before, s, r->drm_keys, r->n_drm_keys, r->end_pids, r->n_end_pids));
+        return !r->drm_before || gr_drm_usage_back(r->drm_before, s, r->drm_keys, r->n_drm_keys, r->end_pids, r->n_end_pids);
 }
 
 static void wait_drm_back(struct run *r, int *drain_met, uint64_t *drain_ms, char *note, size_t note_size)

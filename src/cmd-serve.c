@@ -558,34 +558,39 @@ static void client_close(struct client *c)
         c->fd = -1;
 }
 
-/* "status-out ID FLAGS WIDTH": the report that a client of build ID would render from the
+/* "status-out ID FLAGS WIDTH UID": the report that a client of build ID would render from the
  * wire, rendered here (issue 25: the client only copies it out). Only for a client of serve's
  * own user (the diagnosis is for getuid(), as the client's is), of this very build (the same
  * code renders it), and from a look no older than a client takes (5 s); a report that would
  * say something on stderr is not rendered here. FLAGS: j(son) or t(able), c(olour) or -,
- * v (--why) or -; WIDTH 0: as wide as it takes. The answer: "ok CODE\n" and the report, or
+ * v (--why) or -; WIDTH 0: as wide as it takes; UID the client's real uid, which must be its
+ * effective one (SO_PEERCRED) and serve's. The answer: "ok CODE LENGTH\n" and the report, or
  * "no\n" (the client then asks for the structs). Kept until the next look; a table says how
  * old the look is, to a tenth of a second, which is part of its key. Under sv->lock */
 static char *status_rendered(struct serve *sv, int fd, const char *args, size_t *ret_len)
 {
-        char id[64], flags[8];
-        int width = 0;
+        char id[64], flags[8], width_s[8], uid_s[16], extra;
+        uint64_t width = 0, uid = UINT64_MAX;
         struct ucred cred;
         socklen_t cl = sizeof(cred);
         uint64_t now = gr_wall_ms();
         const gr_snapshot *s = sv->served;
-        bool ok = sscanf(args, "%63s %7s %d", id, flags, &width) == 3 && strlen(flags) == 3 && width >= 0 &&
-                  width <= 10000 && strcmp(id, wire_build_id()) == 0 && s && s->served_by && s->history_since_ms &&
+        bool ok = sscanf(args, "%63s %7s %7s %15s %c", id, flags, width_s, uid_s, &extra) == 4 &&
+                  strlen(flags) == 3 && strchr("jt", flags[0]) && strchr("c-", flags[1]) && strchr("v-", flags[2]) &&
+                  width_s[strspn(width_s, "0123456789")] == '\0' && gr_parse_u64(width_s, &width) == 0 && width <= 10000 &&
+                  uid_s[strspn(uid_s, "0123456789")] == '\0' && gr_parse_u64(uid_s, &uid) == 0 &&
+                  strcmp(id, wire_build_id()) == 0 && s && s->served_by && s->history_since_ms &&
                   s->taken_at_ms + 5000 >= now && s->taken_at_ms <= now + 5000 &&
-                  getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cl) == 0 && cred.uid == getuid();
+                  getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cl) == 0 && cred.uid == getuid() && uid == getuid();
         if (!ok) {
                 *ret_len = 3;
                 return strdup("no\n");
         }
         bool json = flags[0] == 'j';
         char key[32];
-        snprintf(key, sizeof(key), "%s %d %llu", flags, width,
-                 json ? 0ULL : (unsigned long long)((now > s->taken_at_ms ? now - s->taken_at_ms : 0) / 100));
+        /* a table says its age as %.1f s does: rounded to the tenth */
+        snprintf(key, sizeof(key), "%s %d %llu", flags, (int)width,
+                 json ? 0ULL : (unsigned long long)(((now > s->taken_at_ms ? now - s->taken_at_ms : 0) + 50) / 100));
         for (size_t i = 0; i < GR_ELEMENTSOF(sv->rendered); i++)
                 if (sv->rendered[i].out && strcmp(sv->rendered[i].key, key) == 0) {
                         char *out = malloc(sv->rendered[i].len);
@@ -594,25 +599,35 @@ static char *status_rendered(struct serve *sv, int fd, const char *args, size_t 
                         *ret_len = sv->rendered[i].len;
                         return out;
                 }
-        char *buf = NULL;
+        char *body = NULL;
         size_t len = 0;
-        FILE *f = open_memstream(&buf, &len);
+        FILE *f = open_memstream(&body, &len);
         if (!f)
                 return NULL;
-        struct status_report_options o = { .json = json, .color = flags[1] == 'c', .why = flags[2] == 'v', .width = width };
+        struct status_report_options o = { .json = json, .color = flags[1] == 'c', .why = flags[2] == 'v', .width = (int)width };
         bool would_say = false;
-        fputs("ok 0\n", f);
         int code = status_report(s, &o, f, &would_say);
-        if (fclose(f) != 0 || len < 5) {
-                free(buf);
+        if (fclose(f) != 0) {
+                free(body);
                 return NULL;
         }
         if (would_say || code < 0 || code > 9) {
-                free(buf);
+                free(body);
                 *ret_len = 3;
                 return strdup("no\n");
         }
-        buf[3] = (char)('0' + code);
+        /* the length, so that a client takes only the whole answer */
+        char head[48];
+        int hl = snprintf(head, sizeof(head), "ok %d %zu\n", code, len);
+        char *buf = malloc((size_t)hl + len);
+        if (!buf) {
+                free(body);
+                return NULL;
+        }
+        memcpy(buf, head, (size_t)hl);
+        memcpy(buf + hl, body, len);
+        free(body);
+        len += (size_t)hl;
         struct rendered *r = &sv->rendered[sv->rendered_next++ % GR_ELEMENTSOF(sv->rendered)];
         free(r->out);
         r->out = malloc(len);
@@ -626,7 +641,7 @@ static char *status_rendered(struct serve *sv, int fd, const char *args, size_t 
 }
 
 /* The request is one line: "status" (the served snapshot's JSON), "status-wire ID" (its
- * structs), "status-out ID FLAGS WIDTH" (its report) or "ping" */
+ * structs), "status-out ID FLAGS WIDTH UID" (its report) or "ping" */
 static void client_answer(struct serve *sv, struct client *c)
 {
         c->req[c->req_len < REQUEST_MAX ? c->req_len : REQUEST_MAX - 1] = '\0';
@@ -651,7 +666,7 @@ static void client_answer(struct serve *sv, struct client *c)
                 char line[128];
                 int n = strcmp(c->req, "ping") == 0
                                 ? snprintf(line, sizeof(line), "gpureap serve %d %s\n", (int)getpid(), GPUREAP_VERSION)
-                                : snprintf(line, sizeof(line), "error: unknown request (status, status-wire ID, status-out ID FLAGS WIDTH, ping)\n");
+                                : snprintf(line, sizeof(line), "error: unknown request (status, status-wire ID, status-out ID FLAGS WIDTH UID, ping)\n");
                 c->out = strdup(line);
                 c->out_len = c->out ? (size_t)n : 0;
         }

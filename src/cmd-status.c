@@ -228,22 +228,30 @@ int status_report(const gr_snapshot *s, const struct status_report_options *o, F
  * a look too old): the usual way then */
 static int status_served(const struct status_args *a, FILE *f)
 {
+        /* judged for the real uid (gr_diagnose(getuid())), while serve knows the effective one
+         * (SO_PEERCRED): where they differ, not asked */
         if (a->direct || a->replay || a->gpus[0] || a->scope.kind != GR_SCOPE_NONE || !serve_rendered_wanted() ||
-            !wire_build_id()[0])
+            !wire_build_id()[0] || getuid() != geteuid())
                 return -1;
-        char req[160];
-        snprintf(req, sizeof(req), "status-out %s %c%c%c %d\n", wire_build_id(), a->json ? 'j' : 't',
+        char req[192];
+        snprintf(req, sizeof(req), "status-out %s %c%c%c %d %u\n", wire_build_id(), a->json ? 'j' : 't',
                  !a->json && color_wanted(a->color, STDOUT_FILENO) ? 'c' : '-', !a->json && a->why ? 'v' : '-',
-                 a->json || a->wide ? 0 : terminal_width(STDOUT_FILENO));
+                 a->json || a->wide ? 0 : terminal_width(STDOUT_FILENO), (unsigned)getuid());
         char *buf = NULL;
         size_t len = 0;
         if (serve_fetch(serve_socket_path(NULL), req, 500, &buf, &len) < 0)
                 return -1;
+        /* "ok CODE LENGTH\n" and exactly LENGTH bytes: an answer cut short (serve closes a
+         * client that has not read it all in 2 s) is not taken */
         int code = -1;
         char *nl = memchr(buf, '\n', len);
-        if (nl && len > 3 && memcmp(buf, "ok ", 3) == 0 && buf[3] >= '0' && buf[3] <= '9' && nl == buf + 4) {
-                code = buf[3] - '0';
-                fwrite(nl + 1, 1, len - (size_t)(nl + 1 - buf), f);
+        unsigned c;
+        unsigned long long n;
+        char tail;
+        if (nl && sscanf(buf, "ok %u %llu%c", &c, &n, &tail) == 3 && tail == '\n' && c <= 9 &&
+            n == len - (size_t)(nl + 1 - buf)) {
+                code = (int)c;
+                fwrite(nl + 1, 1, (size_t)n, f);
                 fflush(f);
         }
         free(buf);

@@ -396,7 +396,7 @@ run_drm() { # KEEP [ARGS...]: RC, out and err of a run of runjob ended by SIGTER
         shift
         rm -f "$T/runjob.pid"
         echo $(( $(cat "$DEV/mem_info_vram_used") + 536870912 )) >"$DEV/mem_info_vram_used"
-        unshare -m --propagation private "$GPUREAP" run "$@" -- sh -c "$runjob" "$T" "$PDEV" >"$T/out" 2>"$T/err" &
+        unshare -m --propagation private "$T/bind.sh" "$GPUREAP" run "$@" -- sh -c "$runjob" "$T" "$PDEV" >"$T/out" 2>"$T/err" &
         local rp=$!
         for _ in $(seq 1 500); do [ -s "$T/runjob.pid" ] && break; sleep 0.01; done
         p=$(cat "$T/runjob.pid") || fail "run's command did not start"
@@ -415,10 +415,13 @@ run_drm() { # KEEP [ARGS...]: RC, out and err of a run of runjob ended by SIGTER
         ! kill -0 "$p" 2>/dev/null || fail "run's command $p is still alive"
 }
 used0=$(cat "$DEV/mem_info_vram_used")
-run_drm give
+# another's leftover on the same GPU (client 90, not the tree's): no part of what run waits for
+# (an adversary's run waited its whole --drain-timeout for one, and said NOT back)
+leftover other 90 1048576
+run_drm give --drain-timeout 5s
 grep -Eq "AMD/Intel GPU memory back in ([3-9][0-9]{2}|[0-9]{4,}) ms" "$T/err" ||
-        fail "run did not wait for the device's VRAM count: $(cat "$T/err")"
-ok "run waited until the device's VRAM count was back (rc $RC)"
+        fail "run did not wait for the device's VRAM count, or waited for another's leftover: $(cat "$T/err")"
+ok "run waited until the device's VRAM count was back, not for another's leftover on the GPU (rc $RC)"
 [ "$(cat "$DEV/mem_info_vram_used")" = "$used0" ] || fail "run ended before the VRAM was back"
 ok "the 512 MiB were back when run returned"
 run_drm keep --drain-timeout 400ms

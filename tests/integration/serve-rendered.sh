@@ -48,20 +48,23 @@ while True:
 sys.stdout.buffer.write(d)
 PY
 }
-ask "status-out $id t-- 0" >"$T/r.txt"
-[ "$(head -1 "$T/r.txt")" = "ok 1" ] || fail "this build and user got: $(head -c 80 "$T/r.txt")"
+ask "status-out $id t-- 0 0" >"$T/r.txt"
+head -1 "$T/r.txt" | grep -Eq "^ok 1 [0-9]+$" || fail "this build and user got: $(head -c 80 "$T/r.txt")"
+[ "$(head -1 "$T/r.txt" | cut -d" " -f3)" = "$(tail -n +2 "$T/r.txt" | wc -c)" ] || fail "the length in the head is not the report's: $(head -1 "$T/r.txt")"
 grep -q "^GPU  STATE" "$T/r.txt" || fail "no table in serve's rendered answer: $(head -5 "$T/r.txt")"
-ok "serve renders the table for this build and user, with the exit code (1: leftovers)"
-ask "status-out 0123456789abcdef0123456789abcdef01234567 t-- 0" >"$T/r.txt"
+ok "serve renders the table for this build and user, with the exit code (1: leftovers) and its length"
+ask "status-out 0123456789abcdef0123456789abcdef01234567 t-- 0 0" >"$T/r.txt"
 [ "$(cat "$T/r.txt")" = "no" ] || fail "another build got: $(head -c 80 "$T/r.txt")"
 ok "another build gets no rendered report"
-ask "status-out $id t-- 0" other >"$T/r.txt"
+ask "status-out $id t-- 0 4242" other >"$T/r.txt"
 [ "$(cat "$T/r.txt")" = "no" ] || fail "another user got a report rendered for root: $(head -c 80 "$T/r.txt")"
-ok "another user gets no rendered report (the diagnosis is the asker's)"
-ask "status-out $id t-- 99999" >"$T/r.txt"
-[ "$(cat "$T/r.txt")" = "no" ] || fail "a width out of range got: $(head -c 80 "$T/r.txt")"
-ask "status-out $id tcvx 0" >"$T/r.txt"
-[ "$(cat "$T/r.txt")" = "no" ] || fail "bad flags got: $(head -c 80 "$T/r.txt")"
+ask "status-out $id t-- 0 4242" >"$T/r.txt"
+[ "$(cat "$T/r.txt")" = "no" ] || fail "a root peer that says it is uid 4242 (its real uid) got: $(head -c 80 "$T/r.txt")"
+ok "another user gets no rendered report, nor a root peer whose real uid is another (the diagnosis is the asker's)"
+for bad in "t-- 99999 0" "tcvx 0 0" "xyz 0 0" "t-- +7 0" "t-- 0x10 0" "t-- 0 0 junk" "t-- 0"; do
+        ask "status-out $id $bad" >"$T/r.txt"
+        [ "$(cat "$T/r.txt")" = "no" ] || fail "status-out $bad got: $(head -c 80 "$T/r.txt")"
+done
 ok "a bad width or bad flags: no"
 
 # the same report as the client renders from the structs, of the same look
@@ -110,7 +113,42 @@ if command -v strace >/dev/null && strace -f -o /dev/null true 2>/dev/null; then
         ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0 strace -f -qq -s 40 -e trace=sendto -o "$T/strace" "$GPUREAP" status --gpu 0 >/dev/null 2>&1 || true
         grep -q 'status-wire' "$T/strace" || fail "status --gpu 0 did not take the structs: $(cat "$T/strace")"
         ok "a selection (--gpu 0) takes the structs: serve renders only the whole report"
+        # real uid 4242, effective root: judged for 4242, which serve cannot see: not asked
+        ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0 setpriv --ruid 4242 strace -f -qq -s 40 -e trace=sendto -o "$T/strace" "$GPUREAP" status >/dev/null 2>&1 || true
+        ! grep -q 'status-out' "$T/strace" || fail "a client whose real uid is not its effective one asked for a rendered report: $(cat "$T/strace")"
+        ok "a client whose real and effective uids differ does not ask for a rendered report"
 else
         ok "# SKIP strace cannot run here: which way the client took is not checked"
 fi
+
+# a serve whose answer is cut short (it closes a client that has not read it all in 2 s): the
+# client takes only a whole answer (the length in its head), and reads the driver itself
+kill -TERM "$SERVE"; wait "$SERVE" 2>/dev/null || true
+/usr/bin/python3 - "$GPUREAP_SERVE_SOCKET" "$T/fake.ready" <<'PY' &
+import os, socket, sys
+path = sys.argv[1]
+if os.path.exists(path):
+    os.unlink(path)
+s = socket.socket(socket.AF_UNIX)
+s.bind(path)
+s.listen(8)
+open(sys.argv[2], "w").close()
+s.settimeout(20)
+try:
+    while True:
+        c, _ = s.accept()
+        c.recv(4096)
+        c.sendall(b"ok 0 99999\nGPU  STATE  CUT SHORT\n")
+        c.close()
+except socket.timeout:
+    pass
+PY
+FAKE=$!
+LAUNCHED="$LAUNCHED $FAKE"
+for _ in $(seq 1 200); do [ -e "$T/fake.ready" ] && break; sleep 0.02; done
+gr status
+! grep -q "CUT SHORT" "$T/out" || fail "the client printed an answer cut short: $(cat "$T/out")"
+grep -q "^GPU  STATE" "$T/out" || fail "no report after a cut answer: $(cat "$T/out" "$T/err")"
+ok "an answer cut short is not taken: the client reads the driver itself (exit $RC)"
+kill "$FAKE" 2>/dev/null; wait "$FAKE" 2>/dev/null || true
 done_testing
