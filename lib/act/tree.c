@@ -2,6 +2,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/file.h>
@@ -343,6 +344,119 @@ static int cmp_tree_proc(const void *a, const void *b)
         return (x > y) - (x < y);
 }
 
+/* One member as the listing found it: its stat line (where it could be read) and whether it is
+ * dead (a zombie whose threads are gone too) */
+struct visit {
+        gr_stat st;
+        bool have_stat, dead;
+};
+
+/* Read one member's stat and, unless it is a cgroup member (ask_children false) or dead, the
+ * children of it into kids */
+static int visit_one(const char *proc_root, pid_t pid, bool skipped, bool ask_children, struct visit *v,
+                     struct pidset *kids)
+{
+        v->have_stat = v->dead = false;
+        if (!skipped && gr_proc_read_stat(proc_root, pid, &v->st) == 0) {
+                v->have_stat = true;
+                if (v->st.state == 'Z' && gr_proc_zombie_threads_alive(proc_root, pid, &v->st))
+                        v->st.state = 'S'; /* its main thread is gone, not the process */
+                v->dead = v->st.state == 'Z' || v->st.state == 'X';
+        } /* else gone meanwhile (or skipped): its children, if any, are still asked for */
+        if (ask_children && !v->dead)
+                return add_children_of(proc_root, pid, v->have_stat ? &v->st : NULL, kids);
+        return 0;
+}
+
+/* A wave of members (those the previous wave found) read by several threads at once: a young
+ * tree of a hundred sleepers is one wave, which one thread read member by member while the
+ * teardown's first signal waited (issue 25). Each thread has its own set of children, joined
+ * afterwards in order, so the listing is the same as one thread's */
+#define WAVE_PARALLEL_MIN 32
+#define WAVE_THREADS 8
+struct wave {
+        const char *proc_root;
+        const pid_t *pids;
+        size_t n, first_asked;    /* pids[i] for i >= first_asked are asked for their children */
+        pid_t root;
+        const pid_t *skip;
+        size_t n_skip;
+        struct visit *v;
+        size_t next;              /* atomic */
+};
+struct wave_worker {
+        struct wave *w;
+        struct pidset kids;
+        int r;
+        pthread_t thread;
+};
+
+static bool is_skipped(const struct wave *w, pid_t pid)
+{
+        bool skipped = pid == w->root;
+        for (size_t j = 0; j < w->n_skip && !skipped; j++)
+                skipped = w->skip[j] == pid;
+        return skipped;
+}
+
+static void *wave_work(void *arg)
+{
+        struct wave_worker *ww = arg;
+        struct wave *w = ww->w;
+        for (;;) {
+                size_t i = __atomic_fetch_add(&w->next, 1, __ATOMIC_RELAXED);
+                if (i >= w->n || ww->r < 0)
+                        break;
+                ww->r = visit_one(w->proc_root, w->pids[i], is_skipped(w, w->pids[i]), i >= w->first_asked, &w->v[i],
+                                  &ww->kids);
+        }
+        return NULL;
+}
+
+static long cpus_online(void)
+{
+        static long cpus;
+        if (!cpus)
+                cpus = sysconf(_SC_NPROCESSORS_ONLN);
+        return cpus;
+}
+
+/* The wave [from, to) of ps: each member visited (v[i - from]), the children found added to ps */
+static int visit_wave(struct wave *w, struct pidset *ps)
+{
+        long cpus = cpus_online();
+        size_t n_threads = w->n < WAVE_PARALLEL_MIN || cpus < 2 ? 1 : cpus < WAVE_THREADS ? (size_t)cpus : WAVE_THREADS;
+        if (n_threads == 1) {
+                int r = 0;
+                for (size_t i = 0; i < w->n && r >= 0; i++)
+                        r = visit_one(w->proc_root, w->pids[i], is_skipped(w, w->pids[i]), i >= w->first_asked, &w->v[i], ps);
+                return r;
+        }
+        struct wave_worker ww[WAVE_THREADS];
+        memset(ww, 0, sizeof(ww));
+        size_t started = 1;
+        for (size_t i = 0; i < n_threads; i++)
+                ww[i].w = w;
+        for (; started < n_threads; started++)
+                if (pthread_create(&ww[started].thread, NULL, wave_work, &ww[started]) != 0)
+                        break;
+        wave_work(&ww[0]);
+        int r = 0;
+        for (size_t i = 0; i < started; i++) {
+                if (i > 0)
+                        pthread_join(ww[i].thread, NULL);
+                if (ww[i].r < 0 && r == 0)
+                        r = ww[i].r;
+                for (size_t k = 0; r >= 0 && k < ww[i].kids.n; k++) {
+                        int q = pidset_add(ps, ww[i].kids.p[k]);
+                        r = q < 0 ? q : r;
+                }
+                free(ww[i].kids.p);
+                free(ww[i].kids.slots);
+        }
+        return r;
+}
+
 /* The descendants of root and the cgroup's members without reading the rest of /proc: the
  * cost follows the tree, not the machine (a node runs thousands of other processes) */
 static int tree_by_children(const char *proc_root, pid_t root, const char *cgroup, const pid_t *skip,
@@ -355,7 +469,8 @@ static int tree_by_children(const char *proc_root, pid_t root, const char *cgrou
         /* The cgroup's members are not asked for their children: a child is born in its parent's
          * cgroup, and what root moves out of it is found once its parent ends (it comes to root,
          * the subreaper); a tree of a thousand costs a thousand stat reads, not nine thousand
-         * system calls more. The others breadth first, until no new one appears. */
+         * system calls more. The others breadth first, a wave at a time, until no new one
+         * appears. */
         size_t in_cgroup = ps.n;
         r = r < 0 ? r : add_children(proc_root, root, &ps);
         /* each one's stat first: a zombie (its leader dead, no thread left) has no children of
@@ -363,17 +478,34 @@ static int tree_by_children(const char *proc_root, pid_t root, const char *cgrou
          * the nine system calls that ask are saved: after a group's SIGTERM most of a tree is */
         gr_tree_proc *out = NULL;
         size_t k = 0, cap = 0;
-        for (size_t i = 0; r >= 0 && i < ps.n; i++) {
-                bool skipped = ps.p[i] == root, dead = false;
-                for (size_t j = 0; j < n_skip && !skipped; j++)
-                        skipped = skip[j] == ps.p[i];
-                gr_stat st;
-                bool have_stat = false;
-                if (!skipped && gr_proc_read_stat(proc_root, ps.p[i], &st) == 0) {
-                        have_stat = true;
-                        if (st.state == 'Z' && gr_proc_zombie_threads_alive(proc_root, ps.p[i], &st))
-                                st.state = 'S'; /* its main thread is gone, not the process */
-                        dead = st.state == 'Z' || st.state == 'X';
+        struct visit *v = NULL;
+        size_t v_cap = 0;
+        for (size_t from = 0; r >= 0 && from < ps.n;) {
+                size_t to = ps.n;
+                if (to - from > v_cap) {
+                        struct visit *nv = realloc(v, (to - from) * sizeof(*nv));
+                        if (!nv) {
+                                r = -ENOMEM;
+                                break;
+                        }
+                        v = nv;
+                        v_cap = to - from;
+                }
+                /* the wave's PIDs copied: ps grows (and may move) as children are added */
+                pid_t *pids = malloc((to - from) * sizeof(*pids));
+                if (!pids) {
+                        r = -ENOMEM;
+                        break;
+                }
+                memcpy(pids, ps.p + from, (to - from) * sizeof(*pids));
+                struct wave w = { .proc_root = proc_root, .pids = pids, .n = to - from, .root = root, .skip = skip,
+                                  .n_skip = n_skip, .v = v,
+                                  .first_asked = in_cgroup > from ? (in_cgroup < to ? in_cgroup : to) - from : 0 };
+                r = visit_wave(&w, &ps);
+                free(pids);
+                for (size_t i = 0; r >= 0 && i < w.n; i++) {
+                        if (!v[i].have_stat)
+                                continue;
                         if (k == cap) {
                                 size_t nc = cap ? cap * 2 : 64;
                                 gr_tree_proc *no = realloc(out, nc * sizeof(*no));
@@ -384,14 +516,15 @@ static int tree_by_children(const char *proc_root, pid_t root, const char *cgrou
                                 out = no;
                                 cap = nc;
                         }
-                        out[k] = (gr_tree_proc){ .pid = st.pid, .start_time = st.start_time, .cpu_ticks = st.cpu_ticks,
-                                                 .state = st.state, .kthread = st.kthread, .pgid = st.pgrp };
-                        gr_strlcpy(out[k].comm, st.comm, sizeof(out[k].comm));
+                        const gr_stat *st = &v[i].st;
+                        out[k] = (gr_tree_proc){ .pid = st->pid, .start_time = st->start_time, .cpu_ticks = st->cpu_ticks,
+                                                 .state = st->state, .kthread = st->kthread, .pgid = st->pgrp };
+                        gr_strlcpy(out[k].comm, st->comm, sizeof(out[k].comm));
                         k++;
-                } /* else gone meanwhile (or skipped): its children, if any, are still asked for */
-                if (i >= in_cgroup && !dead)
-                        r = add_children_of(proc_root, ps.p[i], have_stat ? &st : NULL, &ps);
+                }
+                from = to;
         }
+        free(v);
         free(ps.slots);
         if (r < 0) {
                 free(ps.p);
@@ -410,7 +543,6 @@ static int tree_by_children(const char *proc_root, pid_t root, const char *cgrou
         return 0;
 }
 
-/* The same from one walk of the whole process table: where the children files are missing */
 static int tree_by_walk(const char *proc_root, pid_t root, const char *cgroup, const pid_t *skip,
                         size_t n_skip, gr_tree_proc **ret, size_t *ret_n)
 {

@@ -95,6 +95,59 @@ static void same_tree_both_ways(void **state)
         close(pfd[1]);
 }
 
+/* a wide tree, read by several threads a wave at a time (WAVE_PARALLEL_MIN 32 in lib/act/tree.c):
+ * 40 children, each with a grandchild, every fourth of those with a child of its own; one child
+ * skipped (its own line left out, its descendants still found). Both ways give the same tree */
+static void wide_tree_both_ways(void **state)
+{
+        prctl(PR_SET_CHILD_SUBREAPER, 1);
+        int pfd[2];
+        assert_int_equal(pipe(pfd), 0);
+        pid_t kids[40];
+        for (int i = 0; i < 40; i++) {
+                kids[i] = fork();
+                if (kids[i] == 0) {
+                        pid_t g = fork();
+                        if (g == 0) {
+                                if (i % 4 == 0)
+                                        spawn_sleeper();
+                                char r = 'g';
+                                if (write(pfd[1], &r, 1) != 1)
+                                        _exit(1);
+                                for (;;)
+                                        pause();
+                        }
+                        for (;;)
+                                pause();
+                }
+        }
+        for (int i = 0; i < 40; i++) {
+                char c;
+                assert_int_equal(read(pfd[0], &c, 1), 1);
+        }
+        gr_tree_proc *a = NULL, *b = NULL;
+        size_t na = 0, nb = 0;
+        assert_int_equal(gr_tree_list(NULL, getpid(), NULL, &kids[7], 1, &a, &na), 0);
+        assert_int_equal(gr_tree_list_by_walk(NULL, getpid(), NULL, &kids[7], 1, &b, &nb), 0);
+        /* 40 children, 40 grandchildren, 10 great-grandchildren, less the skipped one */
+        assert_int_equal(na, 89);
+        assert_int_equal(na, nb);
+        for (size_t i = 0; i < na; i++) {
+                assert_int_equal(a[i].pid, b[i].pid);
+                assert_int_equal(a[i].start_time, b[i].start_time);
+                assert_true(a[i].pid != kids[7]);
+        }
+        for (size_t i = 0; i < na; i++)
+                kill(a[i].pid, SIGKILL);
+        kill(kids[7], SIGKILL);
+        while (waitpid(-1, NULL, 0) > 0)
+                ;
+        free(a);
+        free(b);
+        close(pfd[0]);
+        close(pfd[1]);
+}
+
 /* A process born since the last PID was read has a PID in (before, now], also across the wrap
  * at pid_max; a real fork shows it */
 static void pid_born_since(void **state)
@@ -281,6 +334,7 @@ int main(void)
 {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_teardown(same_tree_both_ways, end_our_tree),
+                cmocka_unit_test_teardown(wide_tree_both_ways, end_our_tree),
                 cmocka_unit_test_teardown(pid_born_since, end_our_tree),
                 cmocka_unit_test_teardown(zombie_children_listed, end_our_tree),
                 cmocka_unit_test_teardown(tree_end_leaves_nothing, end_our_tree),
