@@ -166,6 +166,8 @@ typedef struct gr_drm_report {
 typedef struct gr_drm_fd_ref {
         pid_t pid;
         int fd;
+        pid_t tid;                     /* 0: in the process's own file table; else the thread
+                                          whose own table it is in (/proc/PID/task/TID/fdinfo/FD) */
         uint8_t node;                  /* gr_drm_node: 0 card, 1 render, 2 kfd */
         unsigned minor;
 } gr_drm_fd_ref;

@@ -379,12 +379,14 @@ int gr_proc_holding(const char *proc_root, const char *dev_dir, pid_t pid, gr_ho
 /* Does the process hold a DRM or KFD file (an AMD or Intel GPU's, docs/drm.md)? 1, 0, or -errno
  * when its fd directory cannot be read */
 int gr_proc_holds_drm(const char *proc_root, const char *dev_dir, pid_t pid);
-/* fn on each DRM and KFD fd the process holds, in its own file table and in each live thread's
- * that has one of its own (table_dir: the directory of that table, /proc/PID or a task/TID,
- * whose fdinfo/FD describes the fd; node a gr_drm_node), until fn answers non-zero, which is
- * returned; 0 when every one was seen; -errno when a table cannot be read, -E2BIG when one
- * holds more such fds than are listed (GR_DRM_FDS_MAX): then not all were seen */
-typedef int (*gr_drm_fd_fn)(int table_dir, int fd, unsigned node, void *userdata);
+/* fn on each DRM and KFD fd the process holds, every one, in its own file table and in each
+ * live thread's that has one of its own (table_dir: the directory of that table, /proc/PID or a
+ * task/TID, whose fdinfo/FD describes the fd; table_tid: PID for its own table, the thread's
+ * TID for a thread's, so /proc/TABLE_TID/fdinfo/FD is the fd's too; node a gr_drm_node), until
+ * minor the DRM minor of a card or render node; fn answers non-zero, which is returned; 0 when every one was seen; -errno when a table cannot
+ * be read, -E2BIG when more threads than are read have tables of their own: then not all were
+ * seen */
+typedef int (*gr_drm_fd_fn)(int table_dir, pid_t table_tid, int fd, unsigned node, unsigned minor, void *userdata);
 int gr_proc_each_drm_fd(const char *proc_root, const char *dev_dir, pid_t pid, gr_drm_fd_fn fn, void *userdata);
 
 /* ---- scopes (lib/proc/scope.c): one job, cgroup, container or pod ---- */

@@ -63,8 +63,9 @@ int gr_drm_fd_client(int table_dir, int fd, gr_drm_key *ret)
 }
 
 /* 1 where this fd is not one the plan lets its holder keep at the signal */
-static int drm_fd_refused(int table_dir, int fd, unsigned node, void *userdata)
+static int drm_fd_refused(int table_dir, pid_t table_tid, int fd, unsigned node, unsigned minor, void *userdata)
 {
+        (void)table_tid, (void)minor;
         const struct drm_allow *a = userdata;
         if (node == GR_DRM_NODE_KFD)
                 return a->kfd_ok ? 0 : 1;

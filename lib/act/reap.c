@@ -35,8 +35,9 @@ struct drm_audit {
 };
 
 /* One DRM fd of a process the plan does not signal: a client of the plan's, held outside it */
-static int audit_fd(int table_dir, int fd, unsigned node, void *userdata)
+static int audit_fd(int table_dir, pid_t table_tid, int fd, unsigned node, unsigned minor, void *userdata)
 {
+        (void)table_tid, (void)minor;
         struct drm_audit *a = userdata;
         if (node == GR_DRM_NODE_KFD)
                 return 0; /* no client of its own: the ghosts' holders are judged by the view */

@@ -194,7 +194,10 @@ static int gpu_of_minor(const gr_drm_report *r, unsigned node, unsigned minor)
 static int drm_fd(gr_drm_report *r, const char *proc_root, const gr_drm_fd_ref *ref, size_t *cap)
 {
         char path[128];
-        snprintf(path, sizeof(path), "%d/fdinfo/%d", (int)ref->pid, ref->fd);
+        if (ref->tid > 0) /* a thread's own table: its task directory's, as the scan read it */
+                snprintf(path, sizeof(path), "%d/task/%d/fdinfo/%d", (int)ref->pid, (int)ref->tid, ref->fd);
+        else
+                snprintf(path, sizeof(path), "%d/fdinfo/%d", (int)ref->pid, ref->fd);
         int rootfd = open(proc_root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (rootfd < 0)
                 return 0;

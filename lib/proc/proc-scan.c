@@ -303,9 +303,18 @@ static struct dirent64 *dents_next(struct dents *d)
         return de;
 }
 
+/* Each DRM or KFD fd of one table told to a caller as it is found (gr_proc_each_drm_fd): every
+ * one, however many, not the first GR_DRM_FDS_MAX that a holding keeps */
+struct drm_each {
+        gr_drm_fd_fn fn;
+        void *userdata;
+        pid_t tid;                /* whose /proc/TID the table is */
+        int r;                    /* the first non-zero answer */
+};
+
 static int scan_fds(int piddir, const char *devdir, size_t devdir_len, gr_holding **ret,
                     struct sock_list *socks, unsigned *ret_entries, const struct drm_class *drm_c,
-                    gr_drm_holding **ret_drm)
+                    gr_drm_holding **ret_drm, struct drm_each *each)
 {
         int fdd = openat(piddir, "fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
         if (fdd < 0)
@@ -337,10 +346,16 @@ static int scan_fds(int piddir, const char *devdir, size_t devdir_len, gr_holdin
                 if (k == GR_DEV_NONE) {
                         uint8_t node;
                         uint64_t fd;
-                        if (drm_c && ret_drm && gr_parse_u64(de->d_name, &fd) == 0 && fd <= INT32_MAX &&
+                        if (drm_c && (ret_drm || each) && gr_parse_u64(de->d_name, &fd) == 0 && fd <= INT32_MAX &&
                             (drm_c->by_name ? drm_by_name(devdir, devdir_len, target, &node, &minor)
-                                            : drm_by_number(fdd, de->d_name, target, drm_c, &node, &minor)) &&
-                            drm_add(&dh, (int)fd, node, minor) < 0) {
+                                            : drm_by_number(fdd, de->d_name, target, drm_c, &node, &minor))) {
+                                if (each) {
+                                        if (each->r == 0)
+                                                each->r = each->fn(piddir, each->tid, (int)fd, node, minor, each->userdata);
+                                        continue;
+                                }
+                                if (drm_add(&dh, (int)fd, node, minor) >= 0)
+                                        continue;
                                 free(h);
                                 close(fdd);
                                 return -ENOMEM;
@@ -500,7 +515,7 @@ int gr_proc_load_net(const gr_proc_options *opts, gr_process *p)
                 close(fd);
                 return -ENOMEM;
         }
-        int r = scan_fds(fd, "", 0, NULL, socks, NULL, NULL, NULL);
+        int r = scan_fds(fd, "", 0, NULL, socks, NULL, NULL, NULL, NULL);
         if (r >= 0) {
                 p->net = read_net(fd, socks, NULL);
                 r = p->net ? 0 : -ENOMEM;
@@ -573,7 +588,7 @@ static int scan_holding(struct scan *sc, int piddir, gr_process *p, unsigned *un
         struct sock_list socks;
         socks.n = 0;
         socks.truncated = false;
-        int q = scan_fds(piddir, sc->devdir, sc->devdir_len, &h, &socks, NULL, &sc->drm, &dh);
+        int q = scan_fds(piddir, sc->devdir, sc->devdir_len, &h, &socks, NULL, &sc->drm, &dh, NULL);
         if (q == -EACCES || q == -EPERM)
                 (*unreadable)++;
         else if (q == -ENOMEM)
@@ -1247,7 +1262,7 @@ static int thread_fds(int tdir, const gr_stat *tst, void *userdata)
 {
         struct thread_fds *tf = userdata;
         tf->socks->n = 0;
-        return scan_fds(tdir, tf->devdir, tf->devdir_len, tf->h, tf->socks, NULL, NULL, NULL);
+        return scan_fds(tdir, tf->devdir, tf->devdir_len, tf->h, tf->socks, NULL, NULL, NULL, NULL);
 }
 
 int gr_proc_read_thread_files(const gr_proc_options *opts, gr_proc_table *t, gr_process *p)
@@ -1292,7 +1307,7 @@ int gr_proc_holding(const char *proc_root, const char *dev_dir, pid_t pid, gr_ho
                 return -ENOMEM;
         }
         unsigned entries = 0;
-        int r = scan_fds(fd, devdir, devdir_len, &h, socks, &entries, NULL, NULL);
+        int r = scan_fds(fd, devdir, devdir_len, &h, socks, &entries, NULL, NULL, NULL);
         gr_stat st;
         char buf[1024];
         size_t len;
@@ -1326,29 +1341,22 @@ struct thread_drm {
         void *userdata;
 };
 
-/* one file table (a process's or a thread's directory): fn on each of its DRM and KFD fds,
- * until one answers non-zero; -errno when unreadable, -E2BIG when it holds more than were
- * listed (not all known); *ret_entries its fds, when asked */
-static int drm_in_table(int dir, struct thread_drm *td, unsigned *ret_entries)
+/* one file table (a process's or a thread's directory, /proc/TID): fn on each of its DRM and
+ * KFD fds, every one, until one answers non-zero; -errno when unreadable; *ret_entries its fds,
+ * when asked */
+static int drm_in_table(int dir, pid_t tid, struct thread_drm *td, unsigned *ret_entries)
 {
         gr_holding *h = NULL;
-        gr_drm_holding *dh = NULL;
+        struct drm_each each = { td->fn, td->userdata, tid, 0 };
         td->socks->n = 0;
-        int r = scan_fds(dir, td->devdir, td->devdir_len, &h, td->socks, ret_entries, td->c, &dh);
+        int r = scan_fds(dir, td->devdir, td->devdir_len, &h, td->socks, ret_entries, td->c, NULL, &each);
         free(h);
-        r = r < 0 ? r : 0;
-        for (unsigned i = 0; r == 0 && dh && i < dh->n; i++)
-                r = td->fn(dir, dh->fds[i].fd, dh->fds[i].node, td->userdata);
-        if (r == 0 && dh && dh->truncated)
-                r = -E2BIG;
-        free(dh);
-        return r;
+        return r < 0 ? r : each.r;
 }
 
 static int thread_drm(int tdir, const gr_stat *tst, void *userdata)
 {
-        (void)tst;
-        return drm_in_table(tdir, userdata, NULL);
+        return drm_in_table(tdir, tst->pid, userdata, NULL);
 }
 
 int gr_proc_each_drm_fd(const char *proc_root, const char *dev_dir, pid_t pid, gr_drm_fd_fn fn, void *userdata)
@@ -1366,7 +1374,7 @@ int gr_proc_each_drm_fd(const char *proc_root, const char *dev_dir, pid_t pid, g
         struct drm_class c = drm_class_of(root, devdir);
         struct thread_drm td = { devdir, dev_dir_len(devdir), socks, &c, fn, userdata };
         unsigned entries = 0;
-        int r = drm_in_table(fd, &td, &entries);
+        int r = drm_in_table(fd, pid, &td, &entries);
         /* a thread with a table of its own (unshare(CLONE_FILES)) holds files the leader's fd
          * directory does not show; where the leader has ended alone, every live thread is
          * read. Found by the sixth adversarial round: a child forked during a reap whose thread
@@ -1388,9 +1396,9 @@ int gr_proc_each_drm_fd(const char *proc_root, const char *dev_dir, pid_t pid, g
         return r;
 }
 
-static int any_drm(int table_dir, int fd, unsigned node, void *userdata)
+static int any_drm(int table_dir, pid_t tid, int fd, unsigned node, unsigned minor, void *userdata)
 {
-        (void)table_dir, (void)fd, (void)node, (void)userdata;
+        (void)table_dir, (void)tid, (void)fd, (void)node, (void)minor, (void)userdata;
         return 1;
 }
 

@@ -146,20 +146,139 @@ static bool drm_fd_counts(const gr_drm_report *r, const gr_drm_fd_ref *ref)
 /* The AMD and Intel view (drm.h): the fdinfo of every DRM fd the scan found, sysfs's GPUs and
  * KFD; then each process keeps only the files of the view, so that a compositor on nvidia-drm
  * or a BMC's display is no holder and an NVIDIA machine's snapshot is as it was */
+/* Every DRM fd of one process, its threads' own tables too, as refs */
+struct all_refs {
+        pid_t pid;
+        gr_drm_fd_ref *refs;
+        size_t n, cap;
+};
+
+static int add_ref(int table_dir, pid_t table_tid, int fd, unsigned node, unsigned minor, void *userdata)
+{
+        (void)table_dir;
+        struct all_refs *a = userdata;
+        if (a->n == a->cap) {
+                size_t nc = a->cap ? a->cap * 2 : 64;
+                gr_drm_fd_ref *nr = realloc(a->refs, nc * sizeof(*nr));
+                if (!nr)
+                        return -ENOMEM;
+                a->refs = nr;
+                a->cap = nc;
+        }
+        a->refs[a->n++] = (gr_drm_fd_ref){ .pid = a->pid, .fd = fd, .node = (uint8_t)node, .minor = minor,
+                                           .tid = table_tid != a->pid ? table_tid : 0 };
+        return 0;
+}
+
+/* The processes whose DRM files the scan's table does not all show, read again in full: one
+ * with more DRM fds than a holding lists (GR_DRM_FDS_MAX), and a live process that KFD has an
+ * entry for (a ROCm process: a thread's table of its own may hold its clients; its threads are
+ * read only where it has more than one, and compared with kcmp). reap's look before its plan reads every process so; the view
+ * reads these, so that status and check see what reap sees (2026-12-07) */
+static bool read_in_full(const gr_process *p, const pid_t *kfd_pids, size_t n_kfd)
+{
+        if (p->drm && p->drm->truncated)
+                return true;
+        return p->state != 'Z' && p->state != 'X' && n_kfd && bsearch(&p->pid, kfd_pids, n_kfd, sizeof(pid_t), gr_cmp_pid);
+}
+
+/* The PIDs KFD has entries for (its proc/ directory), sorted; none where there is no KFD */
+static int kfd_pids(gr_context *ctx, pid_t **ret, size_t *ret_n)
+{
+        char dir[4200];
+        snprintf(dir, sizeof(dir), "%s/class/kfd/kfd/proc", gr_context_sys_root(ctx));
+        *ret = NULL;
+        *ret_n = 0;
+        DIR *d = opendir(dir);
+        if (!d)
+                return 0;
+        size_t n = 0, cap = 0;
+        pid_t *p = NULL;
+        struct dirent *de;
+        int r = 0;
+        while ((de = readdir(d))) {
+                uint64_t v;
+                if (gr_parse_u64(de->d_name, &v) < 0 || v == 0 || v > GR_PROC_PID_MAX)
+                        continue;
+                if (n == cap) {
+                        size_t nc = cap ? cap * 2 : 16;
+                        pid_t *np = realloc(p, nc * sizeof(*np));
+                        if (!np) {
+                                r = -ENOMEM;
+                                break;
+                        }
+                        p = np;
+                        cap = nc;
+                }
+                p[n++] = (pid_t)v;
+        }
+        closedir(d);
+        if (r < 0) {
+                free(p);
+                return r;
+        }
+        if (n > 1)
+                qsort(p, n, sizeof(*p), gr_cmp_pid);
+        *ret = p;
+        *ret_n = n;
+        return 0;
+}
+
 static int take_drm(const gr_proc_options *po, gr_snapshot *s)
 {
-        size_t n = 0;
-        for (size_t i = 0; s->procs && i < s->procs->n; i++)
-                n += s->procs->procs[i].drm ? s->procs->procs[i].drm->n : 0;
-        gr_drm_fd_ref *refs = calloc(n ? n : 1, sizeof(*refs));
-        if (!refs)
+        pid_t *kfd = NULL;
+        size_t n_kfd = 0;
+        if (kfd_pids(po->ctx, &kfd, &n_kfd) < 0)
                 return -ENOMEM;
-        n = 0;
+        /* every process's refs in turn: its holding's, or all of them where read in full */
+        struct all_refs all = { 0 };
         for (size_t i = 0; s->procs && i < s->procs->n; i++) {
-                const gr_process *p = &s->procs->procs[i];
+                gr_process *p = &s->procs->procs[i];
+                if (!p->drm && !n_kfd)
+                        continue;
+                all.pid = p->pid;
+                size_t before = all.n;
+                if (read_in_full(p, kfd, n_kfd)) {
+                        int q = gr_proc_each_drm_fd(po->proc_root, po->dev_dir, p->pid, add_ref, &all);
+                        if (q == -ENOMEM) {
+                                free(kfd);
+                                free(all.refs);
+                                return q;
+                        }
+                        if (!p->drm && all.n > before) {
+                                /* its files are in a thread's table: a holder all the same */
+                                p->drm = calloc(1, sizeof(*p->drm));
+                                if (!p->drm) {
+                                        free(kfd);
+                                        free(all.refs);
+                                        return -ENOMEM;
+                                }
+                                for (size_t k = before; k < all.n; k++) {
+                                        p->drm->n_fds++;
+                                        p->drm->n_kfd += all.refs[k].node == GR_DRM_NODE_KFD;
+                                        if (p->drm->n < GR_DRM_FDS_MAX) {
+                                                p->drm->fds[p->drm->n].fd = all.refs[k].fd;
+                                                p->drm->fds[p->drm->n].node = all.refs[k].node;
+                                                p->drm->fds[p->drm->n++].minor = all.refs[k].minor;
+                                        } else {
+                                                p->drm->truncated = true;
+                                        }
+                                }
+                                s->procs->n_drm_holders++;
+                        }
+                        if (all.n > before)
+                                continue; /* read in full */
+                }
                 for (unsigned k = 0; p->drm && k < p->drm->n; k++)
-                        refs[n++] = (gr_drm_fd_ref){ p->pid, p->drm->fds[k].fd, p->drm->fds[k].node, p->drm->fds[k].minor };
+                        if (add_ref(-1, p->pid, p->drm->fds[k].fd, p->drm->fds[k].node, p->drm->fds[k].minor, &all) < 0) {
+                                free(kfd);
+                                free(all.refs);
+                                return -ENOMEM;
+                        }
         }
+        free(kfd);
+        gr_drm_fd_ref *refs = all.refs;
+        size_t n = all.n;
         gr_drm_input in = { .ctx = po->ctx, .proc_root = po->proc_root, .fds = refs, .n_fds = n };
         int r = gr_drm_report_read(&in, &s->drm);
         for (size_t i = 0; r == 0 && s->procs && i < s->procs->n; i++) {
@@ -168,7 +287,7 @@ static int take_drm(const gr_proc_options *po, gr_snapshot *s)
                         continue;
                 unsigned kept = 0;
                 for (unsigned k = 0; k < p->drm->n; k++) {
-                        gr_drm_fd_ref ref = { p->pid, p->drm->fds[k].fd, p->drm->fds[k].node, p->drm->fds[k].minor };
+                        gr_drm_fd_ref ref = { p->pid, p->drm->fds[k].fd, 0, p->drm->fds[k].node, p->drm->fds[k].minor };
                         if (drm_fd_counts(s->drm, &ref))
                                 p->drm->fds[kept++] = p->drm->fds[k];
                 }

@@ -238,6 +238,16 @@ for f in /proc/"$tjob"/task/"$tid"/fd/*; do [ "$(readlink "$f")" = "$T/dev/dri/r
 [ -n "$tfd" ] || fail "the live job's thread holds no render node"
 mkdir -p "$T/fi/$tjob.$tid"
 printf '%s\n' "drm-driver:	amdgpu" "drm-client-id:	90" "drm-pdev:	$PDEV" "drm-total-vram:	1048576 KiB" >"$T/fi/$tjob.$tid/$tfd"
+# the view reads the threads of a live process KFD has an entry for whose own table holds no
+# DRM file (a ROCm process): status sees the client the live job holds there, as reap does
+mkdir -p "$SYS/class/kfd/kfd/proc/$tjob"
+echo 0 >"$SYS/class/kfd/kfd/proc/$tjob/vram_1234"
+export GPUREAP_SCAN=proc
+grns status --json
+unset GPUREAP_SCAN
+jqok "[.drm.clients[] | select(.client_id == 90) | .holders[].pid] | sort == ([$tjob, $v] | sort)" \
+        "(1) status sees the client a live KFD process holds only in a thread's own table"
+rm -rf "${SYS:?}/class/kfd/kfd/proc/$tjob"
 grns reap --yes --likely --timeout 1s
 has out "^  spare  $v .*shares an AMD or Intel GPU's open file with a process this reap does not end" \
         "(1) the leftover sharing a client with a live job's thread's table is spared"
@@ -262,6 +272,11 @@ for f in $(ls /proc/"$manyfd"/fd | sort -n); do
         id=93; [ $n -lt 65 ] || id=91
         printf '%s\n' "drm-driver:	amdgpu" "drm-client-id:	$id" "drm-pdev:	$PDEV" "drm-total-vram:	1024 KiB" >"$T/fi/$manyfd/$f"
 done
+export GPUREAP_SCAN=proc
+grns status --json
+unset GPUREAP_SCAN
+jqok "[.drm.clients[] | select(.client_id == 91) | .holders[].pid] | sort == ([$manyfd, $u] | sort)" \
+        "(2) status sees the client past a live job's 64 listed fds"
 grns reap --yes --likely --timeout 1s
 has out "^  spare  $u " "(2) the leftover sharing a client past a live job's 64 listed fds is spared"
 kill -0 "$u" || fail "(2) it was killed"
