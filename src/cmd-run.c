@@ -11,7 +11,6 @@
 #include <json-c/json.h>
 #include <netinet/in.h>
 #include <poll.h>
-#include <pthread.h>
 #include <regex.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -489,7 +488,6 @@ struct look_pool {
 struct look_worker {
         struct look_pool *pool;
         struct look_found found;
-        pthread_t thread;
 };
 
 static void *look_work(void *arg)
@@ -515,22 +513,14 @@ static void *look_work(void *arg)
 
 static void look_many(struct run *r, struct look_pool *p)
 {
-        static long cpus;
-        if (!cpus)
-                cpus = sysconf(_SC_NPROCESSORS_ONLN);
+        long cpus = gr_cpus_online();
         size_t n_threads = p->n < LOOK_PARALLEL_MIN || cpus < 2 ? 1 : cpus < LOOK_THREADS ? (size_t)cpus : LOOK_THREADS;
         struct look_worker w[LOOK_THREADS] = { 0 };
-        size_t started = 1;
         for (size_t i = 0; i < n_threads; i++)
                 w[i].pool = p;
-        /* the other threads block every signal: the signalfd's stay with the main thread */
-        for (; started < n_threads; started++)
-                if (pthread_create(&w[started].thread, NULL, look_work, &w[started]) != 0)
-                        break;
-        look_work(&w[0]);
-        for (size_t i = 1; i < started; i++)
-                pthread_join(w[i].thread, NULL);
-        for (size_t i = 0; i < started; i++)
+        /* the other threads block every signal, as this one does: the signalfd's stay here */
+        gr_run_parallel(look_work, w, sizeof(w[0]), n_threads);
+        for (size_t i = 0; i < n_threads; i++)
                 found_join(r, &w[i].found);
 }
 

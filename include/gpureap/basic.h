@@ -89,6 +89,15 @@ struct timespec gr_deadline_in(uint64_t ms); /* CLOCK_MONOTONIC now + ms, for ti
  * after this look), or another -errno. */
 int gr_open_trusted(const char *path, int flags, uid_t uid, char *why, size_t why_size);
 
+/* fn on each of n items (items + i * size): the first in the calling thread, each other in a
+ * thread of its own (which the caller's signal mask is inherited by), all joined before it
+ * returns; an item whose thread cannot be started is run by the caller. n at most 16
+ * (lib/basic/threads.c) */
+#define GR_PARALLEL_MAX 16
+void gr_run_parallel(void *(*fn)(void *), void *items, size_t size, size_t n);
+/* The CPUs online (sysconf), read once; at least 1 */
+long gr_cpus_online(void);
+
 /* pidfds (lib/basic/pidfd.c): fd or -errno (-ENOSYS before Linux 5.3) */
 int gr_pidfd_open(pid_t pid);
 int gr_pidfd_send_signal(int fd, int sig);

@@ -2,7 +2,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/file.h>
@@ -388,7 +387,6 @@ struct wave_worker {
         struct wave *w;
         struct pidset kids;
         int r;
-        pthread_t thread;
 };
 
 static bool is_skipped(const struct wave *w, pid_t pid)
@@ -413,18 +411,10 @@ static void *wave_work(void *arg)
         return NULL;
 }
 
-static long cpus_online(void)
-{
-        static long cpus;
-        if (!cpus)
-                cpus = sysconf(_SC_NPROCESSORS_ONLN);
-        return cpus;
-}
-
 /* The wave [from, to) of ps: each member visited (v[i - from]), the children found added to ps */
 static int visit_wave(struct wave *w, struct pidset *ps)
 {
-        long cpus = cpus_online();
+        long cpus = gr_cpus_online();
         size_t n_threads = w->n < WAVE_PARALLEL_MIN || cpus < 2 ? 1 : cpus < WAVE_THREADS ? (size_t)cpus : WAVE_THREADS;
         if (n_threads == 1) {
                 int r = 0;
@@ -434,17 +424,11 @@ static int visit_wave(struct wave *w, struct pidset *ps)
         }
         struct wave_worker ww[WAVE_THREADS];
         memset(ww, 0, sizeof(ww));
-        size_t started = 1;
         for (size_t i = 0; i < n_threads; i++)
                 ww[i].w = w;
-        for (; started < n_threads; started++)
-                if (pthread_create(&ww[started].thread, NULL, wave_work, &ww[started]) != 0)
-                        break;
-        wave_work(&ww[0]);
+        gr_run_parallel(wave_work, ww, sizeof(ww[0]), n_threads);
         int r = 0;
-        for (size_t i = 0; i < started; i++) {
-                if (i > 0)
-                        pthread_join(ww[i].thread, NULL);
+        for (size_t i = 0; i < n_threads; i++) {
                 if (ww[i].r < 0 && r == 0)
                         r = ww[i].r;
                 for (size_t k = 0; r >= 0 && k < ww[i].kids.n; k++) {
