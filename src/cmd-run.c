@@ -434,17 +434,19 @@ struct look_found {
         bool drm_used;
 };
 
-/* One member's fds: the GPUs it holds into *f (each thread of a parallel look its own) */
-static void look_member(struct sampled *sm, struct look_found *f)
+/* One member's fds: the GPUs it holds into *f (each thread of a parallel look its own); which
+ * drivers can be there is decided by the caller, on the main thread (their answers are cached
+ * in statics that the look's threads must not race on) */
+static void look_member(struct sampled *sm, struct look_found *f, bool nvidia, bool drm)
 {
-        int q = drm_present() ? gr_proc_holds_drm(NULL, NULL, sm->pid) : 0;
+        int q = drm ? gr_proc_holds_drm(NULL, NULL, sm->pid) : 0;
         if (q > 0 || (q < 0 && q != -ESRCH && q != -ENOENT)) {
                 /* one whose files cannot all be read (more DRM fds than listed) counts as holding */
                 f->drm_used = true;
                 sm->holds = true;
         }
         gr_holding *h = NULL;
-        if (!nvidia_present() || gr_proc_holding(NULL, NULL, sm->pid, &h) < 0 || !h)
+        if (!nvidia || gr_proc_holding(NULL, NULL, sm->pid, &h) < 0 || !h)
                 return;
         for (unsigned g = 0; g < h->n_gpus; g++)
                 if (h->gpus[g].minor < 64) {
@@ -461,10 +463,10 @@ static void found_join(struct run *r, const struct look_found *f)
 }
 
 /* One member's fds: the GPUs it holds join the tree's */
-static void look_at(struct run *r, struct sampled *sm)
+static void look_at(struct run *r, struct sampled *sm, bool nvidia, bool drm)
 {
         struct look_found f = { 0 };
-        look_member(sm, &f);
+        look_member(sm, &f, nvidia, drm);
         found_join(r, &f);
 }
 
@@ -484,6 +486,7 @@ struct look_pool {
         size_t next;              /* atomic: the next job to take */
         uint64_t t0_us, budget_us, now_ms;
         bool end;
+        bool nvidia, drm;         /* nvidia_present(), drm_present(): read before the threads */
 };
 struct look_worker {
         struct look_pool *pool;
@@ -506,7 +509,7 @@ static void *look_work(void *arg)
                                 sm->interval_ms *= 2;
                 }
                 sm->end_looked = p->end;
-                look_member(sm, &w->found);
+                look_member(sm, &w->found, p->nvidia, p->drm);
         }
         return NULL;
 }
@@ -572,6 +575,7 @@ static void sample_gpus(struct run *r, enum sample_mode mode)
         if (!now_set)
                 return;
         uint64_t now = gr_now_ms(), t0 = gr_now_us();
+        bool nvidia = nvidia_present(), drm = drm_present();
         if (mode == SAMPLE_DUE) {
                 for (size_t i = 0; i < k; i++) {
                         struct sampled *sm = &now_set[i];
@@ -583,7 +587,7 @@ static void sample_gpus(struct run *r, enum sample_mode mode)
                         sm->looked = true;
                         if (sm->interval_ms < 5000)
                                 sm->interval_ms *= 2;
-                        look_at(r, sm);
+                        look_at(r, sm, nvidia, drm);
                 }
         } else {
                 /* at the end: the never looked at first; before the signal, then (a child forked
@@ -591,7 +595,8 @@ static void sample_gpus(struct run *r, enum sample_mode mode)
                  * GPU, in what is left of the budget; after it, everyone not known to hold one
                  * (SAMPLE_ALL) or the never looked at that the first pass did not reach */
                 struct look_pool p = { .jobs = calloc(k ? k : 1, sizeof(*p.jobs)), .t0_us = t0, .now_ms = now, .end = true,
-                                       .budget_us = mode == SAMPLE_END_PRE ? END_PRE_BUDGET_US : 0 };
+                                       .budget_us = mode == SAMPLE_END_PRE ? END_PRE_BUDGET_US : 0,
+                                       .nvidia = nvidia, .drm = drm };
                 if (!p.jobs) {
                         free(now_set);
                         return;

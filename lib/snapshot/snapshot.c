@@ -147,16 +147,23 @@ static bool drm_fd_counts(const gr_drm_report *r, const gr_drm_fd_ref *ref)
  * KFD; then each process keeps only the files of the view, so that a compositor on nvidia-drm
  * or a BMC's display is no holder and an NVIDIA machine's snapshot is as it was */
 /* Every DRM fd of one process, its threads' own tables too, as refs */
+#define DRM_VIEW_FDS_MAX 4096     /* a process's DRM fds read in full, at most */
 struct all_refs {
         pid_t pid;
         gr_drm_fd_ref *refs;
         size_t n, cap;
+        size_t of_pid;            /* this process's so far */
+        bool cut;                 /* it had more than DRM_VIEW_FDS_MAX */
 };
 
 static int add_ref(int table_dir, pid_t table_tid, int fd, unsigned node, unsigned minor, void *userdata)
 {
         (void)table_dir;
         struct all_refs *a = userdata;
+        if (table_dir >= 0 && a->of_pid++ == DRM_VIEW_FDS_MAX) {
+                a->cut = true;
+                return 1; /* enough: the rest is not read (its holding stays truncated) */
+        }
         if (a->n == a->cap) {
                 size_t nc = a->cap ? a->cap * 2 : 64;
                 gr_drm_fd_ref *nr = realloc(a->refs, nc * sizeof(*nr));
@@ -173,8 +180,10 @@ static int add_ref(int table_dir, pid_t table_tid, int fd, unsigned node, unsign
 /* The processes whose DRM files the scan's table does not all show, read again in full: one
  * with more DRM fds than a holding lists (GR_DRM_FDS_MAX), and a live process that KFD has an
  * entry for (a ROCm process: a thread's table of its own may hold its clients; its threads are
- * read only where it has more than one, and compared with kcmp). reap's look before its plan reads every process so; the view
- * reads these, so that status and check see what reap sees (2026-12-07) */
+ * read only where it has more than one, and compared with kcmp); at most DRM_VIEW_FDS_MAX fds
+ * of one (an adversary's process of 19,000 made every look take 2.4 s). reap's look before its
+ * plan reads every process so; the view reads these, so that status and check see what reap
+ * sees (2026-12-07) */
 static bool read_in_full(const gr_process *p, const pid_t *kfd_pids, size_t n_kfd)
 {
         if (p->drm && p->drm->truncated)
@@ -237,6 +246,8 @@ static int take_drm(const gr_proc_options *po, gr_snapshot *s)
                 if (!p->drm && !n_kfd)
                         continue;
                 all.pid = p->pid;
+                all.of_pid = 0;
+                all.cut = false;
                 size_t before = all.n;
                 if (read_in_full(p, kfd, n_kfd)) {
                         int q = gr_proc_each_drm_fd(po->proc_root, po->dev_dir, p->pid, add_ref, &all);
@@ -266,6 +277,8 @@ static int take_drm(const gr_proc_options *po, gr_snapshot *s)
                                 }
                                 s->procs->n_drm_holders++;
                         }
+                        if (p->drm && all.cut)
+                                p->drm->truncated = true;
                         if (all.n > before)
                                 continue; /* read in full */
                 }
