@@ -147,7 +147,7 @@ static bool drm_fd_counts(const gr_drm_report *r, const gr_drm_fd_ref *ref)
  * KFD; then each process keeps only the files of the view, so that a compositor on nvidia-drm
  * or a BMC's display is no holder and an NVIDIA machine's snapshot is as it was */
 /* Every DRM fd of one process, its threads' own tables too, as refs */
-#define DRM_VIEW_FDS_MAX 4096     /* a process's DRM fds read in full, at most */
+#define DRM_VIEW_FDS_MAX 1024     /* a process's DRM fds read in full, at most */
 struct all_refs {
         pid_t pid;
         gr_drm_fd_ref *refs;
