@@ -163,6 +163,19 @@ static bool pidset_seen(struct pidset *ps, pid_t pid)
         }
 }
 
+/* Is pid in the set? (no change to it: safe while other threads read the same set) */
+static bool pidset_has(const struct pidset *ps, pid_t pid)
+{
+        if (!ps->slots)
+                return false;
+        for (size_t h = ((uint32_t)pid * 2654435761u) & ps->mask;; h = (h + 1) & ps->mask) {
+                if (ps->slots[h] == pid)
+                        return true;
+                if (ps->slots[h] == 0)
+                        return false;
+        }
+}
+
 static int pidset_add(struct pidset *ps, pid_t pid)
 {
         if (ps->n * 2 >= ps->mask) { /* keep the index at most half full: rebuild it twice as big */
@@ -351,12 +364,19 @@ struct visit {
 };
 
 /* Read one member's stat and, unless it is a cgroup member (ask_children false) or dead, the
- * children of it into kids */
+ * children of it into kids. One found through a children file whose parent is neither root nor
+ * a member found before is not of the tree: its PID was freed and taken by another process
+ * between the two reads (a child's parent is the one whose file named it, or, once that one
+ * has ended, the nearest subreaper above it: root, or a member; a thread's child's is its
+ * thread group's). Neither it nor its children are listed: before, such a stranger was, and
+ * the teardown would have signalled it (an adversary's reading, 2026-12-07) */
 static int visit_one(const char *proc_root, pid_t pid, bool skipped, bool ask_children, struct visit *v,
-                     struct pidset *kids)
+                     struct pidset *kids, pid_t root, const struct pidset *found)
 {
         v->have_stat = v->dead = false;
         if (!skipped && gr_proc_read_stat(proc_root, pid, &v->st) == 0) {
+                if (ask_children && v->st.ppid != root && !pidset_has(found, v->st.ppid))
+                        return 0; /* a stranger under a freed PID */
                 v->have_stat = true;
                 if (v->st.state == 'Z' && gr_proc_zombie_threads_alive(proc_root, pid, &v->st))
                         v->st.state = 'S'; /* its main thread is gone, not the process */
@@ -382,6 +402,7 @@ struct wave {
         size_t n_skip;
         struct visit *v;
         size_t next;              /* atomic */
+        const struct pidset *found; /* every PID found so far (not changed during the wave) */
 };
 struct wave_worker {
         struct wave *w;
@@ -406,7 +427,7 @@ static void *wave_work(void *arg)
                 if (i >= w->n || ww->r < 0)
                         break;
                 ww->r = visit_one(w->proc_root, w->pids[i], is_skipped(w, w->pids[i]), i >= w->first_asked, &w->v[i],
-                                  &ww->kids);
+                                  &ww->kids, w->root, w->found);
         }
         return NULL;
 }
@@ -419,7 +440,8 @@ static int visit_wave(struct wave *w, struct pidset *ps)
         if (n_threads == 1) {
                 int r = 0;
                 for (size_t i = 0; i < w->n && r >= 0; i++)
-                        r = visit_one(w->proc_root, w->pids[i], is_skipped(w, w->pids[i]), i >= w->first_asked, &w->v[i], ps);
+                        r = visit_one(w->proc_root, w->pids[i], is_skipped(w, w->pids[i]), i >= w->first_asked, &w->v[i], ps,
+                                      w->root, ps);
                 return r;
         }
         struct wave_worker ww[WAVE_THREADS];
@@ -483,7 +505,7 @@ static int tree_by_children(const char *proc_root, pid_t root, const char *cgrou
                 }
                 memcpy(pids, ps.p + from, (to - from) * sizeof(*pids));
                 struct wave w = { .proc_root = proc_root, .pids = pids, .n = to - from, .root = root, .skip = skip,
-                                  .n_skip = n_skip, .v = v,
+                                  .n_skip = n_skip, .v = v, .found = &ps,
                                   .first_asked = in_cgroup > from ? (in_cgroup < to ? in_cgroup : to) - from : 0 };
                 r = visit_wave(&w, &ps);
                 free(pids);

@@ -7,8 +7,10 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <cmocka.h>
@@ -146,6 +148,64 @@ static void wide_tree_both_ways(void **state)
         free(b);
         close(pfd[0]);
         close(pfd[1]);
+}
+
+/* A recorded /proc (gr_tree_list's proc_root): root 50's children file names 100 and 101; 100's
+ * parent is 50, but 101's stat says its parent is 999: its PID was freed between the two reads
+ * and taken by a stranger, which must not be listed, nor its children (103); 100's child 102 is */
+static void put(const char *dir, const char *path, const char *text)
+{
+        char p[4200];
+        snprintf(p, sizeof(p), "%s/%s", dir, path);
+        for (char *c = p + strlen(dir) + 1; (c = strchr(c, '/')); c++) {
+                *c = '\0';
+                mkdir(p, 0755);
+                *c = '/';
+        }
+        FILE *f = fopen(p, "w");
+        assert_non_null(f);
+        fputs(text, f);
+        fclose(f);
+}
+
+static void put_stat(const char *dir, int pid, int ppid)
+{
+        char path[64], line[512];
+        snprintf(path, sizeof(path), "%d/stat", pid);
+        snprintf(line, sizeof(line),
+                 "%d (p%d) S %d %d %d 0 -1 4194304 0 0 0 0 0 0 0 0 20 0 1 0 %d 3133440 414 18446744073709551615 "
+                 "0 0 0 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0\n", pid, pid, ppid, pid, pid, 1000 + pid);
+        put(dir, path, line);
+}
+
+static void stranger_under_freed_pid(void **state)
+{
+        char dir[] = "/tmp/gpureap-tree-proc.XXXXXX";
+        assert_non_null(mkdtemp(dir));
+        put(dir, "50/task/50/children", "100 101 ");
+        put_stat(dir, 100, 50);
+        put(dir, "100/task/100/children", "102 ");
+        put_stat(dir, 102, 100);
+        put(dir, "102/task/102/children", "");
+        put_stat(dir, 101, 999); /* not root's child any more: a stranger's stat under its PID */
+        put(dir, "101/task/101/children", "103 ");
+        put_stat(dir, 103, 101);
+        put(dir, "103/task/103/children", "");
+        gr_tree_proc *t = NULL;
+        size_t n = 0;
+        assert_int_equal(gr_tree_list(dir, 50, NULL, NULL, 0, &t, &n), 0);
+        assert_int_equal(n, 2);
+        assert_int_equal(t[0].pid, 100);
+        assert_int_equal(t[1].pid, 102);
+        free(t);
+        /* control: with 101's parent root again, all four are the tree's */
+        put_stat(dir, 101, 50);
+        assert_int_equal(gr_tree_list(dir, 50, NULL, NULL, 0, &t, &n), 0);
+        assert_int_equal(n, 4);
+        free(t);
+        char cmd[128];
+        snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+        assert_int_equal(system(cmd), 0);
 }
 
 /* A process born since the last PID was read has a PID in (before, now], also across the wrap
@@ -335,6 +395,7 @@ int main(void)
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_teardown(same_tree_both_ways, end_our_tree),
                 cmocka_unit_test_teardown(wide_tree_both_ways, end_our_tree),
+                cmocka_unit_test(stranger_under_freed_pid),
                 cmocka_unit_test_teardown(pid_born_since, end_our_tree),
                 cmocka_unit_test_teardown(zombie_children_listed, end_our_tree),
                 cmocka_unit_test_teardown(tree_end_leaves_nothing, end_our_tree),
