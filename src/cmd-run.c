@@ -485,7 +485,6 @@ struct look_pool {
         size_t n;
         size_t next;              /* atomic: the next job to take */
         uint64_t t0_us, budget_us, now_ms;
-        bool end;
         bool nvidia, drm;         /* nvidia_present(), drm_present(): read before the threads */
 };
 struct look_worker {
@@ -508,7 +507,7 @@ static void *look_work(void *arg)
                         if (sm->interval_ms < 5000)
                                 sm->interval_ms *= 2;
                 }
-                sm->end_looked = p->end;
+                sm->end_looked = true;
                 look_member(sm, &w->found, p->nvidia, p->drm);
         }
         return NULL;
@@ -594,7 +593,7 @@ static void sample_gpus(struct run *r, enum sample_mode mode)
                  * since the last look has its parent's files) those looked at earlier without a
                  * GPU, in what is left of the budget; after it, everyone not known to hold one
                  * (SAMPLE_ALL) or the never looked at that the first pass did not reach */
-                struct look_pool p = { .jobs = calloc(k ? k : 1, sizeof(*p.jobs)), .t0_us = t0, .now_ms = now, .end = true,
+                struct look_pool p = { .jobs = calloc(k ? k : 1, sizeof(*p.jobs)), .t0_us = t0, .now_ms = now,
                                        .budget_us = mode == SAMPLE_END_PRE ? END_PRE_BUDGET_US : 0,
                                        .nvidia = nvidia, .drm = drm };
                 if (!p.jobs) {
@@ -1397,12 +1396,9 @@ static bool drm_back(const gr_snapshot *s, const gr_diagnosis *d, void *userdata
         const struct run *r = userdata;
         if (!s->drm)
                 return gr_kfd_entries_left(NULL, r->end_pids, r->n_end_pids) <= 0;
-        for (size_t i = 0; i < s->drm->n_clients; i++) {
-                const gr_drm_client *c = &s->drm->clients[i];
-                for (size_t k = 0; k < r->n_drm_keys; k++)
-                        if (r->drm_keys[k].client_id == c->client_id && strcmp(r->drm_keys[k].pdev, c->pdev) == 0)
-                                return false;
-        }
+        for (size_t i = 0; i < s->drm->n_clients; i++)
+                if (gr_drm_key_listed(r->drm_keys, r->n_drm_keys, s->drm->clients[i].pdev, s->drm->clients[i].client_id))
+                        return false;
         for (size_t i = 0; i < s->drm->n_kfd; i++)
                 if (r->n_end_pids && bsearch(&s->drm->kfd[i].pid, r->end_pids, r->n_end_pids, sizeof(pid_t), gr_cmp_pid))
                         return false;

@@ -147,10 +147,9 @@ struct status_args {
  * for a client only reports that say nothing there: status_rendered) */
 int status_report(const gr_snapshot *s, const struct status_report_options *o, FILE *f, bool *ret_would_say)
 {
-        struct gpu_selection sel = { .list = o->gpus && o->gpus[0] ? o->gpus : NULL, .scope = o->scope };
         static const gr_scope no_scope = { .kind = GR_SCOPE_NONE };
         const gr_scope *scope = o->scope ? o->scope : &no_scope;
-        sel.scope = scope;
+        struct gpu_selection sel = { .list = o->gpus && o->gpus[0] ? o->gpus : NULL, .scope = scope };
         if (ret_would_say)
                 *ret_would_say = false;
         sel.scope_mask = scope_gpus(s, scope);

@@ -189,6 +189,8 @@ bool gr_plan_signals(const gr_plan *p, pid_t pid);
 bool gr_drm_holder_on(const gr_snapshot *s, const gr_diagnosis *d, pid_t pid, uint64_t gpus);
 /* Is this DRM client one of those the plan ends? */
 bool gr_plan_ends_client(const gr_plan *p, const char *pdev, uint64_t client_id);
+/* Is the client (pdev, client_id) one of keys? */
+bool gr_drm_key_listed(const gr_drm_key *keys, size_t n, const char *pdev, uint64_t client_id);
 /* The client of one DRM fd, by the fdinfo/FD of its file table's directory: 1 (*ret), 0 none
  * named there (not a client), -errno where it cannot be read */
 int gr_drm_fd_client(int table_dir, int fd, gr_drm_key *ret);

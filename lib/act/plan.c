@@ -283,7 +283,7 @@ static int cmp_target(const void *a, const void *b)
         return (x > y) - (x < y);
 }
 
-static bool key_in(const gr_drm_key *keys, size_t n, const char *pdev, uint64_t client_id)
+bool gr_drm_key_listed(const gr_drm_key *keys, size_t n, const char *pdev, uint64_t client_id)
 {
         for (size_t i = 0; i < n; i++)
                 if (keys[i].client_id == client_id && strcmp(keys[i].pdev, pdev) == 0)
@@ -293,7 +293,7 @@ static bool key_in(const gr_drm_key *keys, size_t n, const char *pdev, uint64_t 
 
 bool gr_plan_ends_client(const gr_plan *p, const char *pdev, uint64_t client_id)
 {
-        return key_in(p->drm_clients, p->n_drm_clients, pdev, client_id);
+        return gr_drm_key_listed(p->drm_clients, p->n_drm_clients, pdev, client_id);
 }
 
 uint64_t gr_plan_drm_gpus(const gr_plan *p, const gr_snapshot *s)
@@ -559,7 +559,7 @@ static int held_outside(const gr_snapshot *s, size_t k, void *ud)
 {
         const struct held_check *hc = ud;
         const gr_drm_client *c = &s->drm->clients[k];
-        return key_in(hc->held, hc->n_held, c->pdev, c->client_id);
+        return gr_drm_key_listed(hc->held, hc->n_held, c->pdev, c->client_id);
 }
 
 int gr_plan_drm_held_outside(const gr_snapshot *s, const gr_diagnosis *d, gr_plan *p, const gr_drm_key *held,

@@ -118,14 +118,6 @@ bool gr_drm_gpus_free(const gr_snapshot *s, const gr_diagnosis *d, uint64_t gpus
         return true;
 }
 
-static bool key_listed(const gr_drm_key *keys, size_t n, const char *pdev, uint64_t client_id)
-{
-        for (size_t i = 0; i < n; i++)
-                if (keys[i].client_id == client_id && strcmp(keys[i].pdev, pdev) == 0)
-                        return true;
-        return false;
-}
-
 /* The VRAM on GPU pdev that the view's clients hold: the ended ones' (less the part they share
  * with other clients, which stays) into *ret_ended, the others' into *ret_others */
 static void client_bytes(const gr_snapshot *s, const gr_drm_key *ended, size_t n_ended, const char *pdev,
@@ -136,7 +128,7 @@ static void client_bytes(const gr_snapshot *s, const gr_drm_key *ended, size_t n
                 const gr_drm_client *c = &s->drm->clients[i];
                 if (strcmp(c->pdev, pdev) != 0 || c->device_bytes == GR_UNKNOWN_U64)
                         continue;
-                if (!key_listed(ended, n_ended, c->pdev, c->client_id))
+                if (!gr_drm_key_listed(ended, n_ended, c->pdev, c->client_id))
                         *ret_others += c->device_bytes;
                 else if (c->shared_bytes == GR_UNKNOWN_U64 || c->shared_bytes < c->device_bytes)
                         *ret_ended += c->device_bytes - (c->shared_bytes == GR_UNKNOWN_U64 ? 0 : c->shared_bytes);
