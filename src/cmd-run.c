@@ -155,6 +155,31 @@ struct run {
         uint64_t caller_ignored;        /* bit n-1: signal n was ignored when gpureap started */
 };
 
+/* GPUREAP_RUN_TRACE=1: the monotonic time of each step of the end, on stderr once gpureap is
+ * done (docs/benchmarks.md: where the teardown's time goes). A profiling aid: off, it costs one
+ * getenv */
+static struct {
+        bool on;
+        unsigned n;
+        struct { const char *step; uint64_t us; } at[32];
+        unsigned ticks, reaped;   /* the end's rounds, and the children it reaped */
+} trace;
+
+static void trace_step(const char *step)
+{
+        if (trace.on && trace.n < GR_ELEMENTSOF(trace.at))
+                trace.at[trace.n++] = (typeof(trace.at[0])){ step, gr_now_us() };
+}
+
+static void trace_print(void)
+{
+        for (unsigned i = 0; i < trace.n; i++)
+                fprintf(stderr, "gpureap: trace: %8.3f ms  %s\n", (double)(trace.at[i].us - trace.at[0].us) / 1000,
+                        trace.at[i].step);
+        if (trace.on)
+                fprintf(stderr, "gpureap: trace: %u rounds, %u children reaped in the end\n", trace.ticks, trace.reaped);
+}
+
 /* The cgroup the listings take as the tree's: none while some members were never moved into it
  * (gr_tree_list does not ask the leaf's members for their children) */
 static const char *listing_cgroup(const struct run *r)
@@ -641,6 +666,8 @@ struct end_hooks {
 static void end_reaped(pid_t pid, int status, void *userdata)
 {
         struct end_hooks *eh = userdata;
+        if (trace.on && trace.reaped++ == 0)
+                trace_step("the first child reaped");
         child_reaped(eh->r, pid, status, eh->child_status, eh->child_done);
 }
 
@@ -885,6 +912,7 @@ static void end_group_signalled(bool done, void *userdata)
         if (done)
                 audit_log(LOG_NOTICE, "'%s' (supervised): SIGTERM and SIGCONT to its process group %d", r->cmd[0],
                           (int)r->cmd_pid);
+        trace_step(done ? "SIGTERM and SIGCONT to the command's group" : "no group signal");
         verbose(r, "ending the tree: SIGTERM and SIGCONT to %s, SIGKILL after %.1fs",
                 done ? "its process group, then to each other process" : "each process", (double)r->grace / 1000);
 }
@@ -892,12 +920,15 @@ static void end_group_signalled(bool done, void *userdata)
 static void end_after_term(void *userdata)
 {
         struct end_hooks *eh = userdata;
+        trace_step("the tree listed, pinned and its first rung signalled");
         sample_gpus(eh->r, eh->post_sample);
+        trace_step("the look after the signal");
 }
 
 static void end_tick(void *userdata)
 {
         struct end_hooks *eh = userdata;
+        trace.ticks++;
         struct signalfd_siginfo si;
         while (read(eh->r->sigfd, &si, sizeof(si)) == sizeof(si))
                 ; /* SIGCHLD and what we forward: the tree is ending anyway */
@@ -1006,6 +1037,7 @@ static void end_tree(struct run *r, int ending, int *child_status, bool *child_d
         bool host_pids = gr_proc_in_init_pidns();
         if (host_pids)
                 sample_gpus(r, SAMPLE_END_PRE);
+        trace_step("the last look before the signal");
         drm_view_before(r);
         /* The signal that ended gpureap (INT, HUP, QUIT) reaches the command first, as itself,
          * with time to act on it (pass_on_and_wait), but only after the last look: passed on at
@@ -1024,6 +1056,11 @@ static void end_tree(struct run *r, int ending, int *child_status, bool *child_d
                 .group_fd = r->group_fd, .pgid = r->cmd_pid, .pgid_held = crash_pgid > 0,
                 .reaped = end_reaped, .group_signalled = end_group_signalled, .after_term = end_after_term,
                 .tick = end_tick, .member = end_member, .userdata = &eh,
+                /* the tree may end by itself before it is listed where the look after the signal
+                 * is not needed: before it every member was looked at, or the driver is asked at
+                 * the end for the PIDs of those that were not (collect_end_pids); not in another
+                 * PID namespace, where the driver's PIDs match nobody */
+                .settle = host_pids || !driver_present(), .wake_fd = r->sigfd,
         };
         gr_tree_end_result tr;
         if (!gr_tree_end(&to, &tr) && tr.n_left > 0) {
@@ -1038,6 +1075,7 @@ static void end_tree(struct run *r, int ending, int *child_status, bool *child_d
                           tr.n_left == 1 ? "" : "es", pids, tr.n_left > GR_ELEMENTSOF(tr.left) ? ", ..." : "");
         }
         r->killed_term += tr.group_ended;
+        trace_step("the tree is gone (every member reaped)");
 reaped:
         crash_pgid = 0; /* reaped: the number may be another group's */
         if (r->cgroup[0])
@@ -1050,6 +1088,7 @@ reaped:
         if (r->group_fd >= 0)
                 close(r->group_fd);
         r->cgroup_kill_fd = r->cgroup_lock = r->group_fd = -1;
+        trace_step("the cgroup removed");
 }
 
 /* The tree's PIDs for the drain, once it is gone: the members when it was ended, the last that
@@ -1067,10 +1106,11 @@ static void collect_end_pids(struct run *r)
                 r->end_pids[r->n_end_pids++] = r->sampled[i].pid;
         for (size_t i = 0; r->end_pids && i < n_gone; i++)
                 r->end_pids[r->n_end_pids++] = r->gone[i];
-        /* a member looked at without a GPU and not again at the end (the tree was gone before
-         * the end could look: the command exited right after opening one) may hold one now */
+        /* a member not looked at at the end and not seen holding (the tree was gone before the
+         * end could look: the command exited right after opening one, or the group's SIGTERM
+         * ended it before the look after the signal) may have held one */
         for (size_t i = 0; i < r->n_sampled; i++)
-                if (r->sampled[i].looked && !r->sampled[i].holds && !r->sampled[i].end_looked)
+                if (!r->sampled[i].holds && !r->sampled[i].end_looked)
                         r->maybe_opened = true;
         if (r->n_end_pids)
                 qsort(r->end_pids, r->n_end_pids, sizeof(pid_t), gr_cmp_pid);
@@ -2035,6 +2075,8 @@ int cmd_run(int argc, char **argv)
         if (r.announced)
                 sd_notify_send("STOPPING=1\nSTATUS=ending the tree, waiting for the GPU memory");
         uint64_t end_t0 = gr_now_ms();
+        trace.on = getenv("GPUREAP_RUN_TRACE") != NULL;
+        trace_step("the end begins");
         end_tree(&r, e.got_signal, &e.child_status, &e.child_done);
         uint64_t end_ms = gr_now_ms() - end_t0;
         run_tty_restore(&r.tty); /* the job's terminal back to gpureap's group before it writes */
@@ -2046,6 +2088,7 @@ int cmd_run(int argc, char **argv)
         int drain_met;
         uint64_t drain_ms;
         wait_gpus_back(&r, &drain_met, &drain_ms, gpu_note, sizeof(gpu_note));
+        trace_step("the GPU memory verified");
         say_end(&r, &e, gpu_note);
         struct stat rst;
         if (r.ready_file && r.announced && lstat(r.ready_file, &rst) == 0 && S_ISREG(rst.st_mode) &&
@@ -2064,5 +2107,7 @@ int cmd_run(int argc, char **argv)
         free(r.end_pids);
         gr_snapshot_free(r.drm_before);
         free(r.drm_keys);
+        trace_step("done");
+        trace_print();
         return e.code;
 }

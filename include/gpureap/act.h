@@ -281,11 +281,21 @@ typedef struct gr_tree_end_options {
          * error) is told once, not at every round */
         void (*member)(const gr_ladder_member *m, bool term, void *userdata);
         void *userdata;
+        /* After the group's SIGTERM, first wait while the tree ends by itself, reaping it as it
+         * goes: for as long as children keep ending (2 ms without one ends the wait), at most
+         * 50 ms and half the grace. Where it is gone then, nothing is listed, pinned or signalled
+         * one by one, and after_term and member are not called; else the ladder goes on as
+         * without it, and the members outside the group get their SIGTERM that much later.
+         * wake_fd is readable when a child may have ended (a signalfd that takes SIGCHLD);
+         * tick drains it. Only with a group signal and wake_fd >= 0 */
+        bool settle;
+        int wake_fd;
 } gr_tree_end_options;
 
 typedef struct gr_tree_end_result {
         bool group_termed;           /* the group had its SIGTERM */
-        unsigned group_ended;        /* its members that were already zombies at the first listing */
+        unsigned group_ended;        /* its members that ended before the first listing (zombies
+                                        in it, or reaped by the settle) */
         unsigned n_left;             /* with false: the members still alive at the end */
         pid_t left[8];               /* the first of them */
 } gr_tree_end_result;
