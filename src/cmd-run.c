@@ -173,6 +173,9 @@ static void trace_step(const char *step)
 
 static void trace_print(void)
 {
+        if (trace.n)
+                fprintf(stderr, "gpureap: trace: the end began at %llu us (CLOCK_MONOTONIC)\n",
+                        (unsigned long long)trace.at[0].us);
         for (unsigned i = 0; i < trace.n; i++)
                 fprintf(stderr, "gpureap: trace: %8.3f ms  %s\n", (double)(trace.at[i].us - trace.at[0].us) / 1000,
                         trace.at[i].step);
@@ -614,6 +617,8 @@ static void sample_gpus(struct run *r, enum sample_mode mode)
                 return;
         struct sampled *now_set = records(r, t, n, mode == SAMPLE_END_POST || mode == SAMPLE_ALL, &k);
         free(t);
+        if (mode != SAMPLE_DUE)
+                trace_step("the tree listed for the look");
         if (!now_set)
                 return;
         uint64_t now = gr_now_ms(), t0 = gr_now_us();
