@@ -97,4 +97,37 @@ else
 fi
 one_term child spawn spawned grp sid
 nothing_left "after the command exited"
+
+# ---- a tree that the group's SIGTERM ends by itself is not listed or pinned at all (the end's
+# settle, GPUREAP_RUN_TRACE=1 shows its steps); one with a member outside the group goes on to
+# the listing, and that member still gets its SIGTERM and ends ----
+settle_tree() { # NAME SCRIPT: 'gpureap run' over bash -c SCRIPT, which records "ROLE PID" lines in $1
+        D=$T/$1
+        mkdir -p "$D"
+        GPUREAP_RUN_TRACE=1 "$GPUREAP" run --grace 2s --quiet -- bash -c "$2" _ "$D/pids" >"$D/out" 2>"$D/err" &
+        GP=$!
+        LAUNCHED="$LAUNCHED $GP"
+        local i=0
+        until [ -e "$D/pids.ready" ]; do
+                i=$((i + 1))
+                [ $i -lt 2000 ] || fail "the tree of $1 never got ready"
+                sleep 0.01
+        done
+        cat "$D/pids" >>"$PIDS"
+        kill -TERM "$GP"
+        finish
+        [ "$RC" = 143 ] || fail "$1: exit $RC, want 143: $(cat "$D/err")"
+        grep -q "gpureap: trace: .* the tree is gone" "$D/err" || fail "$1: no trace of the end: $(cat "$D/err")"
+        local role pid
+        while read -r role pid; do
+                [ ! -e "/proc/$pid" ] || [ "$(awk '{print $3}' "/proc/$pid/stat" 2>/dev/null)" = Z ] ||
+                        fail "$1: $role ($pid) left behind"
+        done <"$D/pids"
+}
+settle_tree settle 'echo "cmd $$" >>"$1"; touch "$1.ready"; exec sleep 1000'
+! grep -q "the tree listed, pinned" "$D/err" || fail "a tree the group's SIGTERM ended was listed and pinned: $(cat "$D/err")"
+ok "a tree that the group's SIGTERM ended alone: nothing listed or pinned, nothing left"
+settle_tree settle-sid 'setsid sleep 1000 & echo "sid $!" >>"$1"; echo "cmd $$" >>"$1"; touch "$1.ready"; exec sleep 1000'
+grep -q "the tree listed, pinned" "$D/err" || fail "a member outside the group was never listed: $(cat "$D/err")"
+ok "a member in a session of its own: the tree listed after the wait, that member ended too"
 echo "1..$CHECKS"
