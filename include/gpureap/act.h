@@ -4,6 +4,7 @@
 #define GPUREAP_ACT_H
 
 #include "gpureap/diagnose.h"
+#include "gpureap/tree.h"
 
 #pragma GCC visibility push(default)
 
@@ -290,6 +291,13 @@ typedef struct gr_tree_end_options {
          * tick drains it. Only with a group signal and wake_fd >= 0 */
         bool settle;
         int wake_fd;
+        /* With settle: the tree as the caller listed it just before this call (gr_tree_list,
+         * sorted by PID), or NULL and gr_tree_end lists it itself before the group's signal.
+         * Whether a member had the group's SIGTERM is judged by its group then: one that left
+         * the group or joined it while the tree was left to end by itself is judged by where it
+         * was at the signal (listed only after it, a member is in the group it is in then) */
+        const gr_tree_proc *before;
+        size_t n_before;
 } gr_tree_end_options;
 
 typedef struct gr_tree_end_result {

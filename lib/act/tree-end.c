@@ -31,6 +31,8 @@ struct tree_end {
         gr_pidref told[64];       /* members whose failed signal the caller was told of */
         size_t n_told;
         unsigned n_reaped;        /* children reaped here so far */
+        const gr_tree_proc *before; /* the tree just before the group's signal (sorted), or NULL */
+        size_t n_before;
 };
 
 static void reaped(pid_t pid, int status, void *userdata)
@@ -74,8 +76,19 @@ static int list_tree(const struct tree_end *te, gr_tree_proc **t, size_t *n)
 
 /* Had it the group's SIGTERM: in the command's group, born before it (a false "born since"
  * costs a second TERM, never a missing one) */
+static int cmp_proc(const void *a, const void *b)
+{
+        pid_t x = ((const gr_tree_proc *)a)->pid, y = ((const gr_tree_proc *)b)->pid;
+        return (x > y) - (x < y);
+}
+
 static bool had_group_term(const struct tree_end *te, const gr_tree_proc *p, pid_t last_pid_now)
 {
+        /* listed just before the signal: in the group then (one that left it in its handler had
+         * it, one that joined it since did not) */
+        const gr_tree_proc *b = te->n_before ? bsearch(p, te->before, te->n_before, sizeof(*p), cmp_proc) : NULL;
+        if (b && b->start_time == p->start_time)
+                return b->pgid == te->o->pgid;
         return p->pgid == te->o->pgid && !gr_pid_new_since(p->pid, te->last_pid_at_term, last_pid_now);
 }
 
@@ -244,32 +257,34 @@ static bool settle(struct tree_end *te, uint64_t *waited_ms)
         return gone;
 }
 
-bool gr_tree_end(const gr_tree_end_options *o, gr_tree_end_result *res)
+/* The ladder rounds after the group's signal (and the settle): true once nothing is left */
+static bool end_rest(struct tree_end *te)
 {
-        memset(res, 0, sizeof(*res));
-        struct tree_end te = { .o = o, .res = res, .pgid_held = o->pgid_held, .proc_root = gr_context_proc_root(o->ctx) };
-        if (tree_gone(&te))
-                return true;
-        group_term(&te);
+        const gr_tree_end_options *o = te->o;
+        gr_tree_end_result *res = te->res;
+        group_term(te);
         if (o->group_signalled)
                 o->group_signalled(res->group_termed, o->userdata);
         uint64_t waited = 0;
-        if (settle(&te, &waited))
+        if (settle(te, &waited))
                 return true;
-        ladder_round(&te, o->grace_ms - waited, NULL, 0, false, true);
+        /* what the wait used is taken from the grace; it used at most half (and a little more
+         * under load): the other half is left for the members outside the group */
+        uint64_t used = waited < o->grace_ms / 2 ? waited : o->grace_ms / 2;
+        ladder_round(te, o->grace_ms - used, NULL, 0, false, true);
         /* Return only when nothing is left: every child reaped (orphans of the tree come to us,
          * as a subreaper, some only as their parents finish exiting) and the cgroup empty. What
          * forked after the ladder's last look gets SIGKILL in a round of its own. */
         for (int round = 0; round < 1000; round++) {
-                if (tree_gone(&te))
+                if (tree_gone(te))
                         return true;
                 gr_tree_proc *t = NULL;
                 size_t n = 0, alive = 0;
-                bool listed = list_tree(&te, &t, &n) == 0;
+                bool listed = list_tree(te, &t, &n) == 0;
                 for (size_t i = 0; listed && i < n; i++)
                         alive += t[i].state != 'Z';
                 if (alive > 0) {
-                        ladder_round(&te, 0, t, n, true, false); /* the same listing */
+                        ladder_round(te, 0, t, n, true, false); /* the same listing */
                         free(t);
                         continue;
                 }
@@ -280,13 +295,13 @@ bool gr_tree_end(const gr_tree_end_options *o, gr_tree_end_result *res)
                 else
                         poll(NULL, 0, 1); /* zombies on their way to us */
         }
-        if (tree_gone(&te))
+        if (tree_gone(te))
                 return true;
         /* what is still there: members the kernel does not let go (state D) or that refused
          * every signal (another user's, a setuid program's) */
         gr_tree_proc *t = NULL;
         size_t n = 0;
-        if (list_tree(&te, &t, &n) == 0)
+        if (list_tree(te, &t, &n) == 0)
                 for (size_t i = 0; i < n; i++)
                         if (t[i].state != 'Z') {
                                 if (res->n_left < GR_ELEMENTSOF(res->left))
@@ -295,4 +310,29 @@ bool gr_tree_end(const gr_tree_end_options *o, gr_tree_end_result *res)
                         }
         free(t);
         return false;
+}
+
+bool gr_tree_end(const gr_tree_end_options *o, gr_tree_end_result *res)
+{
+        memset(res, 0, sizeof(*res));
+        struct tree_end te = { .o = o, .res = res, .pgid_held = o->pgid_held, .proc_root = gr_context_proc_root(o->ctx) };
+        if (tree_gone(&te))
+                return true;
+        /* the settle leaves the tree to end by itself for up to 50 ms before it is listed: who
+         * is in the group is taken before the signal (a member may leave it in its handler, or
+         * join it meanwhile), from the caller's listing or from one of our own */
+        gr_tree_proc *own_before = NULL;
+        if (o->settle && o->group_fd >= 0) {
+                if (o->before) {
+                        te.before = o->before;
+                        te.n_before = o->n_before;
+                } else if (list_tree(&te, &own_before, &te.n_before) == 0) {
+                        te.before = own_before;
+                } else {
+                        te.n_before = 0;
+                }
+        }
+        bool gone = end_rest(&te);
+        free(own_before);
+        return gone;
 }

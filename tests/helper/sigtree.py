@@ -16,6 +16,9 @@ KINDs, as the escapees tini and dumb-init leave:
   child    a plain child, in the command's group
   spawn    a child in the command's group whose SIGTERM handler forks a child ("spawned"), born
            after the TERM: that one records its own signals
+  leave    a child in the command's group whose SIGTERM handler moves it to a group of its own
+  join     a child in a group of its own that joins the command's group once the command has
+           recorded its SIGTERM (the group's, which this one did not get)
 Each process appends the name of every signal it gets to DIR/ROLE.sig (one a line) and writes
 "ROLE PID" to PIDS once its handlers are in place; "cmd" writes DIR/ready once every process has.
 On SIGTERM (not "ign") a process stays a little (a second SIGTERM would be recorded), writes
@@ -55,6 +58,8 @@ def handlers(role, ignore_term):
             term_at = time.monotonic()
             if role == "spawn":
                 spawn_child()
+            if role == "leave":
+                os.setpgid(0, 0)
     for s in RECORDED:
         signal.signal(s, on)
     # the handlers are in place: only now may the test signal it
@@ -86,10 +91,20 @@ def live_loop(role):
 def live(role, ignore_term=False):
     handlers(role, ignore_term)
     while True:
+        if role == "join" and os.getpgid(0) != CMD_GROUP:
+            try:
+                with open(os.path.join(DIR, "cmd.sig")) as f:
+                    if "SIGTERM" in f.read().split():
+                        os.setpgid(0, CMD_GROUP)
+            except OSError:
+                pass
         if term_at is not None and time.monotonic() - term_at > 0.3:
             note(role, "exit")
             os._exit(0)
-        time.sleep(0.02)
+        time.sleep(0.005 if role == "join" else 0.02)
+
+
+CMD_GROUP = os.getpgid(0)
 
 
 def start(kind):
@@ -99,7 +114,7 @@ def start(kind):
             os.waitpid(pid, 0)
         return
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    if kind == "grp":
+    if kind in ("grp", "join"):
         os.setpgid(0, 0)
     elif kind == "sid":
         os.setsid()

@@ -98,6 +98,16 @@ fi
 one_term child spawn spawned grp sid
 nothing_left "after the command exited"
 
+# ---- members that change their process group while the tree is left to end by itself: one
+# that leaves the group in its SIGTERM handler had the group's TERM (no second one); one that
+# joins the group after the group's TERM did not have it (its own TERM, not a SIGKILL alone) ----
+tree moved stay child leave join
+kill -TERM "$GP"
+finish
+[ "$RC" = 143 ] || fail "moved: exit $RC, want 143"
+one_term cmd child leave join
+nothing_left "members that changed their group"
+
 # ---- a tree that the group's SIGTERM ends by itself is not listed or pinned at all (the end's
 # settle, GPUREAP_RUN_TRACE=1 shows its steps); one with a member outside the group goes on to
 # the listing, and that member still gets its SIGTERM and ends ----
