@@ -970,7 +970,7 @@ static void end_member(const gr_ladder_member *m, bool term, void *userdata)
         struct run *r = eh->r;
         if (m->ref.pid == r->tty.shim)
                 return; /* gpureap's own part of the tree: it ends with the command */
-        r->killed_term += m->signalled && term;
+        r->killed_term += m->signalled; /* in a SIGKILL round too: ended by us all the same */
         r->killed_kill += m->result == GR_KILL_KILLED;
         audit_log(gr_kill_result_failed(m->result) ? LOG_WARNING : LOG_NOTICE,
                   "'%s' (supervised): pid %d start %llu comm '%s': a member of its tree: %s", r->cmd[0],

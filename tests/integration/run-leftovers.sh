@@ -28,6 +28,12 @@ expect_rc 0 "the command's status"
 [ "$(alive_of "$T/pos")" -eq 0 ] || fail "$(alive_of "$T/pos") orphans left"
 ok "under gpureap run, none of the 100 is left"
 has err "100 leftover processes ended \\(0 needed SIGKILL\\)" "the summary counts them"
+# with no grace they get SIGKILL at once after the group's SIGTERM: those that needed SIGKILL
+# are counted among those ended (it said "0 ended (3 needed SIGKILL)")
+gr run --grace 0 --json "$T/grace0.json" -- sh "$T/hundred.sh" "$T/grace0"
+[ "$(alive_of "$T/grace0")" -eq 0 ] || fail "--grace 0: $(alive_of "$T/grace0") left"
+cp "$T/grace0.json" "$T/out"
+jqok '.leftovers.ended > 0 and .leftovers.needed_sigkill <= .leftovers.ended' "--grace 0: those that needed SIGKILL are among those ended"
 
 cat >"$T/escape.sh" <<'SH'
 # a double-forked daemon, a setsid escapee, a TERM-ignorer, a stopped child (when this script
