@@ -1,22 +1,32 @@
 #!/usr/bin/env python3
-# trace-teardown.py GPUREAP TEARDOWN N [RUNS]: the tree of bench/teardown (--sleepers N) under
-# gpureap run with GPUREAP_RUN_TRACE=1, SIGTERM once all are there; prints the monotonic times of
-# the kill and of the supervisor's exit beside gpureap's own trace of its end (docs/benchmarks.md)
-import os, sys, time, subprocess, tempfile
+# trace-teardown.py GPUREAP TEARDOWN N [RUNS] [exit]: the tree of bench/teardown (--sleepers N)
+# under gpureap run with GPUREAP_RUN_TRACE=1; once all are there, SIGTERM to gpureap (or, with
+# "exit", SIGUSR1 to the command, which then exits and leaves them); prints the monotonic times
+# of that signal and of the supervisor's exit beside gpureap's own trace of its end
+# (docs/benchmarks.md)
+import os, signal, struct, subprocess, sys, tempfile, time
 g, td, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
-for run in range(int(sys.argv[4]) if len(sys.argv) > 4 else 3):
+runs = int(sys.argv[4]) if len(sys.argv) > 4 else 3
+exit_mode = len(sys.argv) > 5 and sys.argv[5] == "exit"
+for run in range(runs):
     r, w = os.pipe()
     env = dict(os.environ, GPUREAP_RUN_TRACE="1")
     err = tempfile.TemporaryFile()
-    p = subprocess.Popen([g, "run", "--quiet", "--", td, "--sleepers", str(n), str(w)], pass_fds=(w,), env=env, stderr=err)
+    cmd = [g, "run", "--quiet", "--", td, "--sleepers", str(n), str(w)] + (["exit"] if exit_mode else [])
+    p = subprocess.Popen(cmd, pass_fds=(w,), env=env, stderr=err)
     os.close(w)
-    got = 0
-    while got < 4 * n:
+    data = b""
+    want = 4 * (n + (1 if exit_mode else 0))
+    while len(data) < want:
         b = os.read(r, 65536)
-        if not b: break
-        got += len(b)
+        if not b:
+            break
+        data += b
     t0 = time.monotonic_ns() // 1000
-    p.terminate()
+    if exit_mode:
+        os.kill(struct.unpack("i", data[:4])[0], signal.SIGUSR1)
+    else:
+        p.terminate()
     p.wait()
     t1 = time.monotonic_ns() // 1000
     os.close(r)
@@ -24,5 +34,5 @@ for run in range(int(sys.argv[4]) if len(sys.argv) > 4 else 3):
     lines = err.read().decode().splitlines()
     start = [int(l.split()[6]) for l in lines if "began at" in l]
     if start:
-        print("kill -> end begins %.3f ms; kill -> supervisor reaped %.3f ms" % ((start[0] - t0) / 1000, (t1 - t0) / 1000))
+        print("signal -> end begins %.3f ms; signal -> supervisor reaped %.3f ms" % ((start[0] - t0) / 1000, (t1 - t0) / 1000))
     print("\n".join(l for l in lines if "trace:" in l and "began at" not in l))

@@ -422,6 +422,17 @@ static bool end_pending(void)
         return false;
 }
 
+static bool child_ended(const struct run *r);
+
+/* The run is about to end: a signal that ends it is pending, or the command has ended (not yet
+ * reaped). The work of a sample (moving a young tree of a thousand into the cgroup, looking at
+ * each member) gives way to the end, which looks at the tree itself: it held the end back by up
+ * to 55 ms on the H100 */
+static bool end_coming(const struct run *r)
+{
+        return end_pending() || child_ended(r);
+}
+
 /* Who of the tree was looked at for GPU files: a process is looked at when it is first seen,
  * then again at growing intervals while it holds none (CUDA is often opened seconds after the
  * start, after the imports), and never again once it holds one: its GPUs are noted. A tree of
@@ -635,7 +646,7 @@ static void sample_gpus(struct run *r, enum sample_mode mode)
                         struct sampled *sm = &now_set[i];
                         if (sm->holds || now < sm->next_ms)
                                 continue;
-                        if (end_pending())
+                        if (end_coming(r))
                                 continue; /* the teardown looks at the new ones */
                         sm->next_ms = now + sm->interval_ms;
                         sm->looked = true;
@@ -1176,7 +1187,7 @@ static void contain(struct run *r)
          * take its members for the tree without asking them for their children (those born
          * before their parent was moved are not in it); cut short, they ask everyone */
         r->cgroup_partial = true;
-        for (int round = 0; round < 10 && !end_pending(); round++) {
+        for (int round = 0; round < 10 && !end_coming(r); round++) {
                 gr_tree_proc *t = NULL;
                 size_t n = 0, fresh = 0;
                 if (gr_tree_list(NULL, getpid(), NULL, NULL, 0, &t, &n) < 0)
@@ -1184,7 +1195,7 @@ static void contain(struct run *r)
                 for (size_t i = 0; i < n && n_moved < GR_ELEMENTSOF(moved); i++) {
                         /* a move costs 0.3 ms (the kernel's cgroup lock): a hundred of them
                          * must not hold back a SIGTERM; the teardown finds the rest by parent */
-                        if (end_pending())
+                        if (end_coming(r))
                                 break;
                         bool known = false;
                         for (size_t k = 0; k < n_moved && !known; k++)
@@ -1198,7 +1209,7 @@ static void contain(struct run *r)
                 }
                 free(t);
                 if (fresh == 0) {
-                        r->cgroup_partial = end_pending() || n_moved == GR_ELEMENTSOF(moved);
+                        r->cgroup_partial = end_coming(r) || n_moved == GR_ELEMENTSOF(moved);
                         break;
                 }
         }
@@ -1685,10 +1696,10 @@ static void supervise(struct run *r, bool want_ready, struct run_end *e)
                          * the subreaper */
                         if (!r->no_cgroup && !r->cgroup_tried && !child_ended(r))
                                 contain(r);
-                        /* a signal that ends the run came meanwhile (moving a young tree of a
-                         * thousand takes long): the end looks at them; a listing more here held
-                         * the end back by 5-15 ms on the H100 */
-                        if (!end_pending())
+                        /* the run is ending (moving a young tree of a thousand takes long): the
+                         * end looks at them; a listing more here held the end back by 5-15 ms
+                         * on the H100 */
+                        if (!end_coming(r))
                                 sample_gpus(r, SAMPLE_DUE);
                         next_sample = now + 250;
                 }
