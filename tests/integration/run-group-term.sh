@@ -25,12 +25,18 @@ for s in signal.Signals:
 signal.pthread_sigmask(signal.SIG_SETMASK, [])
 os.execvp(sys.argv[1], sys.argv[1:])' "$GPUREAP" run -v --grace 2s --quiet --json "$D/result.json" -- \
                 python3 "$SIGTREE" "$D" "$D/pids" "$action" "$@" >"$D/out" 2>"$D/err" &
+        launched "$D/ready" "$name"
+}
+
+# launched READY NAME: gpureap run just started in the background: its PID in $GP, and once
+# READY exists (bounded: 20 s) the tree's "ROLE PID" lines recorded for the cleanup
+launched() {
         GP=$!
         LAUNCHED="$LAUNCHED $GP"
         local i=0
-        until [ -e "$D/ready" ]; do
+        until [ -e "$1" ]; do
                 i=$((i + 1))
-                [ $i -lt 2000 ] || fail "the tree of $name never got ready"
+                [ $i -lt 2000 ] || fail "the tree of $2 never got ready"
                 sleep 0.01
         done
         cat "$D/pids" >>"$PIDS"
@@ -115,15 +121,7 @@ settle_tree() { # NAME SCRIPT: 'gpureap run' over bash -c SCRIPT, which records 
         D=$T/$1
         mkdir -p "$D"
         GPUREAP_RUN_TRACE=1 "$GPUREAP" run --grace 2s --quiet -- bash -c "$2" _ "$D/pids" >"$D/out" 2>"$D/err" &
-        GP=$!
-        LAUNCHED="$LAUNCHED $GP"
-        local i=0
-        until [ -e "$D/pids.ready" ]; do
-                i=$((i + 1))
-                [ $i -lt 2000 ] || fail "the tree of $1 never got ready"
-                sleep 0.01
-        done
-        cat "$D/pids" >>"$PIDS"
+        launched "$D/pids.ready" "$1"
         kill -TERM "$GP"
         finish
         [ "$RC" = 143 ] || fail "$1: exit $RC, want 143: $(cat "$D/err")"
