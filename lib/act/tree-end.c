@@ -25,7 +25,6 @@ struct tree_end {
         pid_t last_pid_at_term;   /* ns_last_pid when the group had its SIGTERM */
         uint64_t next_us;         /* the next look at the tree: at most a third of the time looking */
         bool first_tick;          /* the first tick comes right after the first rung */
-        bool group;               /* this round passes by who had the group's SIGTERM */
         bool listed;              /* this round's first listing was taken */
         const char *proc_root;    /* the context's: the listings' and the ladder's */
         gr_pidref told[64];       /* members whose failed signal the caller was told of */
@@ -97,15 +96,17 @@ static bool had_group_term(const struct tree_end *te, const gr_tree_proc *p, pid
 static void add_listed(gr_ladder *l, const gr_tree_proc *t, size_t n, struct tree_end *te)
 {
         pid_t now = 0; /* read after the listing: every member listed was born by then */
-        bool group = te->group && gr_last_pid(&now) == 0;
+        bool group = te->res->group_termed && gr_last_pid(&now) == 0;
         for (size_t i = 0; i < n; i++) {
                 bool had = group && had_group_term(te, &t[i], now);
                 if (t[i].state == 'Z') {
-                        if (had && !te->listed)
+                        if (had && !te->listed) /* counted with no grace too: it ended */
                                 te->res->group_ended++;
                         reap_member(te, t[i].pid);
                         continue;
                 }
+                /* with no grace too: the ladder's SIGKILL comes all the same, and one that ended
+                 * before its pin is counted as ended, not as gone */
                 int q = had ? gr_ladder_add_signalled(l, t[i].pid, t[i].start_time, NULL)
                             : gr_ladder_add(l, t[i].pid, t[i].start_time, NULL);
                 if (q > 0)
@@ -173,7 +174,6 @@ static void ladder_round(struct tree_end *te, uint64_t grace, gr_tree_proc *t, s
 {
         te->next_us = 0;
         te->first_tick = first;
-        te->group = te->res->group_termed && grace > 0;
         te->listed = false;
         gr_ladder l;
         gr_ladder_options lo = { .proc_root = te->proc_root, .grace_ms = grace, .deadline_ms = grace + 10000, .refresh = refresh,
