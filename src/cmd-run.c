@@ -131,6 +131,7 @@ struct run {
         size_t n_end_pids;              /* looks for them among the driver's context owners */
         gr_tree_proc *end_before;       /* the tree as listed for the last look before the signal */
         size_t n_end_before;
+        uint64_t end_before_us;         /* when */
         bool maybe_opened;              /* a member looked at without a GPU was not looked at
                                            again at the end: it may have opened one since */
         /* AMD and Intel (docs/drm.md): a member was seen holding a DRM or KFD file; the view
@@ -467,6 +468,10 @@ enum sample_mode {
 /* A look not finished makes the end ask the driver (an NVML start: 17-19 ms on the H100), so a
  * look that will finish within this is cheaper: a thousand members there take 5-8 ms */
 #define END_PRE_MAX_US 12000
+/* The last look's listing stands for who is in the command's group at its signal when it is at
+ * most this old (the listing after the signal, before the end waited for the tree, was about as
+ * late): a member may leave the group or join it meanwhile */
+#define END_BEFORE_FRESH_US 3000
 
 static void note_gone(struct run *r, pid_t pid)
 {
@@ -632,6 +637,7 @@ static void sample_gpus(struct run *r, enum sample_mode mode)
         if (mode == SAMPLE_END_PRE && !r->end_before) { /* the end judges the group by it */
                 r->end_before = t;
                 r->n_end_before = n;
+                r->end_before_us = gr_now_us();
         } else {
                 free(t);
         }
@@ -1093,6 +1099,7 @@ static void end_tree(struct run *r, int ending, int *child_status, bool *child_d
         if (passed_on)
                 pass_on_and_wait(r, ending, r->grace);
         struct end_hooks eh = { r, child_status, child_done, host_pids ? SAMPLE_END_POST : SAMPLE_ALL };
+        bool before_fresh = !passed_on && r->end_before && gr_now_us() - r->end_before_us <= END_BEFORE_FRESH_US;
         gr_tree_end_options to = {
                 .grace_ms = r->grace, .cgroup = r->cgroup, .cgroup_complete = !r->cgroup_partial,
                 .group_fd = r->group_fd, .pgid = r->cmd_pid, .pgid_held = crash_pgid > 0,
@@ -1103,9 +1110,11 @@ static void end_tree(struct run *r, int ending, int *child_status, bool *child_d
                  * the end for the PIDs of those that were not (collect_end_pids); not in another
                  * PID namespace, where the driver's PIDs match nobody */
                 .settle = host_pids || !driver_present(), .wake_fd = r->sigfd,
-                /* who is in the group, from the last look's listing: not where the command had
-                 * its time to act on the signal passed on since (gr_tree_end lists again) */
-                .before = passed_on ? NULL : r->end_before, .n_before = passed_on ? 0 : r->n_end_before,
+                /* who is in the group, from the last look's listing while it is fresh: not
+                 * after a look that took long (a member with 20,000 fds) nor where the command
+                 * had its time to act on the signal passed on (gr_tree_end lists again, just
+                 * before the signal) */
+                .before = before_fresh ? r->end_before : NULL, .n_before = before_fresh ? r->n_end_before : 0,
         };
         gr_tree_end_result tr;
         if (!gr_tree_end(&to, &tr) && tr.n_left > 0) {
