@@ -987,7 +987,6 @@ static void end_member(const gr_ladder_member *m, bool term, void *userdata)
         struct run *r = eh->r;
         if (m->ref.pid == r->tty.shim)
                 return; /* gpureap's own part of the tree: it ends with the command */
-        r->killed_term += m->signalled; /* in a SIGKILL round too: ended by us all the same */
         r->killed_kill += m->result == GR_KILL_KILLED;
         audit_log(gr_kill_result_failed(m->result) ? LOG_WARNING : LOG_NOTICE,
                   "'%s' (supervised): pid %d start %llu comm '%s': a member of its tree: %s", r->cmd[0],
@@ -1128,7 +1127,7 @@ static void end_tree(struct run *r, int ending, int *child_status, bool *child_d
                 error_msg("%u process%s of the tree could not be ended (PID %s%s): still running", tr.n_left,
                           tr.n_left == 1 ? "" : "es", pids, tr.n_left > GR_ELEMENTSOF(tr.left) ? ", ..." : "");
         }
-        r->killed_term += tr.group_ended;
+        r->killed_term += tr.ended; /* each once: reaped, signalled, or gone since the listing */
         trace_step("the tree is gone (every member reaped)");
 reaped:
         crash_pgid = 0; /* reaped: the number may be another group's */

@@ -304,6 +304,9 @@ typedef struct gr_tree_end_result {
         bool group_termed;           /* the group had its SIGTERM */
         unsigned group_ended;        /* its members that ended before the first listing (zombies
                                         in it, or reaped by the settle) */
+        unsigned ended;              /* the tree's processes that ended once the end began, each
+                                        once: reaped here, signalled by the ladder, or alive at
+                                        the listing before the group's signal and gone since */
         unsigned n_left;             /* with false: the members still alive at the end */
         pid_t left[8];               /* the first of them */
 } gr_tree_end_result;

@@ -30,13 +30,48 @@ struct tree_end {
         gr_pidref told[64];       /* members whose failed signal the caller was told of */
         size_t n_told;
         unsigned n_reaped;        /* children reaped here so far */
+        pid_t *ended;             /* the PIDs counted in res->ended: a hash set (0: free) */
+        size_t ended_cap;
         const gr_tree_proc *before; /* the tree just before the group's signal (sorted), or NULL */
         size_t n_before;
 };
 
+/* One of the tree's processes ended: counted once in res->ended (by PID: within one end a
+ * number is not handed out twice, short of a wrap of pid_max) */
+static void count_ended(struct tree_end *te, pid_t pid)
+{
+        if (pid <= 0)
+                return;
+        if (2 * (te->res->ended + 1) > te->ended_cap) {
+                size_t cap = te->ended_cap ? 2 * te->ended_cap : 256;
+                pid_t *n = calloc(cap, sizeof(*n));
+                if (!n)
+                        return;
+                for (size_t i = 0; i < te->ended_cap; i++)
+                        for (size_t h = (size_t)te->ended[i] & (cap - 1); te->ended[i]; h = (h + 1) & (cap - 1))
+                                if (!n[h]) {
+                                        n[h] = te->ended[i];
+                                        break;
+                                }
+                free(te->ended);
+                te->ended = n;
+                te->ended_cap = cap;
+        }
+        for (size_t h = (size_t)pid & (te->ended_cap - 1);; h = (h + 1) & (te->ended_cap - 1)) {
+                if (te->ended[h] == pid)
+                        return;
+                if (!te->ended[h]) {
+                        te->ended[h] = pid;
+                        te->res->ended++;
+                        return;
+                }
+        }
+}
+
 static void reaped(pid_t pid, int status, void *userdata)
 {
         struct tree_end *te = userdata;
+        count_ended(te, pid);
         if (pid == te->o->pgid)
                 te->pgid_held = false; /* its number may be another group's now */
         te->n_reaped++;
@@ -189,6 +224,8 @@ static void ladder_round(struct tree_end *te, uint64_t grace, gr_tree_proc *t, s
                 gr_ladder_run(&l);
         for (size_t i = 0; te->o->member && i < l.n; i++) {
                 const gr_ladder_member *m = &l.m[i];
+                if (m->signalled && !gr_kill_result_failed(m->result))
+                        count_ended(te, m->ref.pid);
                 if (!m->signalled && !gr_kill_result_failed(m->result))
                         continue;
                 if (gr_kill_result_failed(m->result) && told_before(te, &m->ref))
@@ -316,8 +353,10 @@ bool gr_tree_end(const gr_tree_end_options *o, gr_tree_end_result *res)
 {
         memset(res, 0, sizeof(*res));
         struct tree_end te = { .o = o, .res = res, .pgid_held = o->pgid_held, .proc_root = gr_context_proc_root(o->ctx) };
-        if (tree_gone(&te))
+        if (tree_gone(&te)) {
+                free(te.ended);
                 return true;
+        }
         /* the settle leaves the tree to end by itself for up to 50 ms before it is listed: who
          * is in the group is taken before the signal (a member may leave it in its handler, or
          * join it meanwhile), from the caller's listing or from one of our own */
@@ -333,6 +372,12 @@ bool gr_tree_end(const gr_tree_end_options *o, gr_tree_end_result *res)
                 }
         }
         bool gone = end_rest(&te);
+        /* alive at the listing before the signal and nothing left now: each ended, also the
+         * ones their own parents reaped */
+        for (size_t i = 0; gone && i < te.n_before; i++)
+                if (te.before[i].state != 'Z')
+                        count_ended(&te, te.before[i].pid);
         free(own_before);
+        free(te.ended);
         return gone;
 }

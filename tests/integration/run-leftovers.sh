@@ -36,6 +36,31 @@ gr run --grace 0 --json "$T/grace0.json" -- sh "$T/hundred.sh" "$T/grace0"
 cp "$T/grace0.json" "$T/out"
 jqok '.leftovers.ended == 100 and .leftovers.needed_sigkill <= .leftovers.ended' "--grace 0: all 100 ended, those that needed SIGKILL among them"
 
+# a command that takes its time over SIGTERM while its 20 children, which the group's SIGTERM
+# ended at once, wait as its zombies (not in the cgroup's list, not the subreaper's to reap yet):
+# all 21 counted as ended (it said 1)
+"$GPUREAP" run --grace 2s --json "$T/slow.json" -- python3 -c '
+import os, signal, subprocess, sys, time
+kids = [subprocess.Popen(["sleep", "1000"]) for _ in range(20)]
+with open(sys.argv[1], "w") as f:
+    f.write("".join("%d\n" % k.pid for k in kids))
+signal.signal(signal.SIGTERM, lambda *a: (time.sleep(0.3), os._exit(0)))
+open(sys.argv[1] + ".ready", "w").close()
+time.sleep(1000)' "$T/slow" >"$T/out" 2>"$T/err" &
+g=$!
+LAUNCHED="$LAUNCHED $g"
+for _ in $(seq 1 1000); do [ -e "$T/slow.ready" ] && break; sleep 0.01; done
+[ -e "$T/slow.ready" ] || fail "the slow command never got ready"
+awk '{print "slowkid", $1}' "$T/slow" >>"$PIDS"
+sleep 0.2
+kill -TERM "$g"
+set +e
+wait "$g"
+set -e
+[ "$(alive_of "$T/slow")" -eq 0 ] || fail "the slow command's children: $(alive_of "$T/slow") left"
+cp "$T/slow.json" "$T/out"
+jqok '.leftovers.ended == 21' "a command slow to end on SIGTERM: it and its 20 children counted as ended"
+
 cat >"$T/escape.sh" <<'SH'
 # a double-forked daemon, a setsid escapee, a TERM-ignorer, a stopped child (when this script
 # ends, its process group is orphaned with a stopped member: the kernel sends it HUP and CONT,
