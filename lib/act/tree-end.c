@@ -108,14 +108,14 @@ static int list_tree(const struct tree_end *te, gr_tree_proc **t, size_t *n)
         return gr_tree_list(te->proc_root, getpid(), te->o->cgroup_complete ? te->o->cgroup : NULL, NULL, 0, t, n);
 }
 
-/* Had it the group's SIGTERM: in the command's group, born before it (a false "born since"
- * costs a second TERM, never a missing one) */
 static int cmp_proc(const void *a, const void *b)
 {
         pid_t x = ((const gr_tree_proc *)a)->pid, y = ((const gr_tree_proc *)b)->pid;
         return (x > y) - (x < y);
 }
 
+/* Had it the group's SIGTERM: in the command's group, born before it (a false "born since"
+ * costs a second TERM, never a missing one) */
 static bool had_group_term(const struct tree_end *te, const gr_tree_proc *p, pid_t last_pid_now)
 {
         /* listed just before the signal: in the group then (one that left it in its handler had
@@ -222,11 +222,11 @@ static void ladder_round(struct tree_end *te, uint64_t grace, gr_tree_proc *t, s
         }
         if (l.n > 0)
                 gr_ladder_run(&l);
-        for (size_t i = 0; te->o->member && i < l.n; i++) {
+        for (size_t i = 0; i < l.n; i++) {
                 const gr_ladder_member *m = &l.m[i];
                 if (m->signalled && !gr_kill_result_failed(m->result))
                         count_ended(te, m->ref.pid);
-                if (!m->signalled && !gr_kill_result_failed(m->result))
+                if (!te->o->member || (!m->signalled && !gr_kill_result_failed(m->result)))
                         continue;
                 if (gr_kill_result_failed(m->result) && told_before(te, &m->ref))
                         continue; /* a member the kernel will not let us end: said once */
