@@ -17,6 +17,7 @@
 #include "gpureap/act.h"
 #include "gpureap/basic.h"
 #include "gpureap/tree.h"
+#include "basic/pidset.h"
 
 struct tree_end {
         const gr_tree_end_options *o;
@@ -30,8 +31,7 @@ struct tree_end {
         gr_pidref told[64];       /* members whose failed signal the caller was told of */
         size_t n_told;
         unsigned n_reaped;        /* children reaped here so far */
-        pid_t *ended;             /* the PIDs counted in res->ended: a hash set (0: free) */
-        size_t ended_cap;
+        struct gr_pidset ended;   /* the PIDs counted in res->ended */
         const gr_tree_proc *before; /* the tree just before the group's signal (sorted), or NULL */
         size_t n_before;
 };
@@ -40,32 +40,8 @@ struct tree_end {
  * number is not handed out twice, short of a wrap of pid_max) */
 static void count_ended(struct tree_end *te, pid_t pid)
 {
-        if (pid <= 0)
-                return;
-        if (2 * (te->res->ended + 1) > te->ended_cap) {
-                size_t cap = te->ended_cap ? 2 * te->ended_cap : 256;
-                pid_t *n = calloc(cap, sizeof(*n));
-                if (!n)
-                        return;
-                for (size_t i = 0; i < te->ended_cap; i++)
-                        for (size_t h = (size_t)te->ended[i] & (cap - 1); te->ended[i]; h = (h + 1) & (cap - 1))
-                                if (!n[h]) {
-                                        n[h] = te->ended[i];
-                                        break;
-                                }
-                free(te->ended);
-                te->ended = n;
-                te->ended_cap = cap;
-        }
-        for (size_t h = (size_t)pid & (te->ended_cap - 1);; h = (h + 1) & (te->ended_cap - 1)) {
-                if (te->ended[h] == pid)
-                        return;
-                if (!te->ended[h]) {
-                        te->ended[h] = pid;
-                        te->res->ended++;
-                        return;
-                }
-        }
+        if (pid > 0 && gr_pidset_add(&te->ended, pid) > 0)
+                te->res->ended++;
 }
 
 static void reaped(pid_t pid, int status, void *userdata)
@@ -354,7 +330,7 @@ bool gr_tree_end(const gr_tree_end_options *o, gr_tree_end_result *res)
         memset(res, 0, sizeof(*res));
         struct tree_end te = { .o = o, .res = res, .pgid_held = o->pgid_held, .proc_root = gr_context_proc_root(o->ctx) };
         if (tree_gone(&te)) {
-                free(te.ended);
+                gr_pidset_free(&te.ended);
                 return true;
         }
         /* the settle leaves the tree to end by itself for up to 50 ms before it is listed: who
@@ -378,6 +354,6 @@ bool gr_tree_end(const gr_tree_end_options *o, gr_tree_end_result *res)
                 if (te.before[i].state != 'Z')
                         count_ended(&te, te.before[i].pid);
         free(own_before);
-        free(te.ended);
+        gr_pidset_free(&te.ended);
         return gone;
 }

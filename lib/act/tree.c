@@ -14,6 +14,7 @@
 #include "gpureap/basic.h"
 #include "gpureap/proc.h"
 #include "gpureap/tree.h"
+#include "basic/pidset.h"
 
 struct link {
         pid_t pid, ppid, pgrp;
@@ -142,69 +143,9 @@ int gr_tree_group_members(const char *proc_root, const pid_t *pgids, size_t n_pg
 
 /* ---- O(tree): the cgroup's members and the descendants by the kernel's children files ---- */
 
-/* PIDs in the order found, with an open-addressing index so that a tree of thousands is
- * listed in linear time */
-struct pidset {
-        pid_t *p;
-        size_t n, cap;
-        pid_t *slots;             /* 0 empty */
-        size_t mask;
-};
-
-static bool pidset_seen(struct pidset *ps, pid_t pid)
-{
-        for (size_t h = ((uint32_t)pid * 2654435761u) & ps->mask;; h = (h + 1) & ps->mask) {
-                if (ps->slots[h] == pid)
-                        return true;
-                if (ps->slots[h] == 0) {
-                        ps->slots[h] = pid;
-                        return false;
-                }
-        }
-}
-
-/* Is pid in the set? (no change to it: safe while other threads read the same set) */
-static bool pidset_has(const struct pidset *ps, pid_t pid)
-{
-        if (!ps->slots)
-                return false;
-        for (size_t h = ((uint32_t)pid * 2654435761u) & ps->mask;; h = (h + 1) & ps->mask) {
-                if (ps->slots[h] == pid)
-                        return true;
-                if (ps->slots[h] == 0)
-                        return false;
-        }
-}
-
-static int pidset_add(struct pidset *ps, pid_t pid)
-{
-        if (ps->n * 2 >= ps->mask) { /* keep the index at most half full: rebuild it twice as big */
-                size_t slots = ps->mask ? (ps->mask + 1) * 2 : 256;
-                pid_t *ns = calloc(slots, sizeof(*ns));
-                if (!ns)
-                        return -ENOMEM;
-                free(ps->slots);
-                ps->slots = ns;
-                ps->mask = slots - 1;
-                for (size_t i = 0; i < ps->n; i++)
-                        pidset_seen(ps, ps->p[i]);
-        }
-        if (pidset_seen(ps, pid))
-                return 0;
-        if (ps->n == ps->cap) {
-                size_t cap = ps->cap ? ps->cap * 2 : 64;
-                pid_t *np = realloc(ps->p, cap * sizeof(*np));
-                if (!np)
-                        return -ENOMEM;
-                ps->p = np;
-                ps->cap = cap;
-        }
-        ps->p[ps->n++] = pid;
-        return 1;
-}
 
 /* The PIDs of one children file ("12 13 14 "; a number may straddle two reads) */
-static int read_children_fd(int fd, struct pidset *ps)
+static int read_children_fd(int fd, struct gr_pidset *ps)
 {
         char buf[8192], carry[16] = "";
         ssize_t n;
@@ -220,7 +161,7 @@ static int read_children_fd(int fd, struct pidset *ps)
                         carry[0] = '\0';
                         uint64_t v;
                         if (gr_parse_u64(num, &v) == 0 && v > 0 && v <= GR_PROC_PID_MAX)
-                                r = pidset_add(ps, (pid_t)v);
+                                r = gr_pidset_add(ps, (pid_t)v);
                 }
                 while (*p && r >= 0) {
                         p += strspn(p, " \n");
@@ -236,21 +177,21 @@ static int read_children_fd(int fd, struct pidset *ps)
                         snprintf(num, sizeof(num), "%.*s", (int)k, p);
                         uint64_t v;
                         if (gr_parse_u64(num, &v) == 0 && v > 0 && v <= GR_PROC_PID_MAX)
-                                r = pidset_add(ps, (pid_t)v);
+                                r = gr_pidset_add(ps, (pid_t)v);
                         p += k;
                 }
         }
         if (carry[0] && r >= 0) {
                 uint64_t v;
                 if (gr_parse_u64(carry, &v) == 0 && v > 0 && v <= GR_PROC_PID_MAX)
-                        r = pidset_add(ps, (pid_t)v);
+                        r = gr_pidset_add(ps, (pid_t)v);
         }
         return r;
 }
 
 /* The children of every thread of pid (/proc/PID/task/TID/children, Linux 3.5 with
  * CONFIG_PROC_CHILDREN); -ENOENT when the kernel does not have the files */
-static int add_children(const char *proc_root, pid_t pid, struct pidset *ps)
+static int add_children(const char *proc_root, pid_t pid, struct gr_pidset *ps)
 {
         char path[4200];
         snprintf(path, sizeof(path), "%s/%d/task", proc_root, (int)pid);
@@ -287,7 +228,7 @@ static int add_children(const char *proc_root, pid_t pid, struct pidset *ps)
  * them). A thread started since the stat read is the same race as one started after task/
  * was listed: the next listing sees its children, and an orphan comes to the subreaper. Where
  * the file does not open (gone, or no such files), the walk of task/ decides */
-static int add_children_of(const char *proc_root, pid_t pid, const gr_stat *st, struct pidset *ps)
+static int add_children_of(const char *proc_root, pid_t pid, const gr_stat *st, struct gr_pidset *ps)
 {
         if (st && st->n_threads == 1) {
                 char file[4200];
@@ -302,7 +243,7 @@ static int add_children_of(const char *proc_root, pid_t pid, const gr_stat *st, 
         return add_children(proc_root, pid, ps);
 }
 
-static int add_cgroup_members(const char *cgroup, struct pidset *ps)
+static int add_cgroup_members(const char *cgroup, struct gr_pidset *ps)
 {
         char path[4200];
         snprintf(path, sizeof(path), "%s/cgroup.procs", cgroup);
@@ -315,7 +256,7 @@ static int add_cgroup_members(const char *cgroup, struct pidset *ps)
                 uint64_t v;
                 line[strcspn(line, "\n")] = '\0';
                 if (gr_parse_u64(line, &v) == 0 && v > 0 && v <= GR_PROC_PID_MAX)
-                        r = pidset_add(ps, (pid_t)v);
+                        r = gr_pidset_add(ps, (pid_t)v);
         }
         fclose(f);
         return r < 0 ? r : 0;
@@ -371,11 +312,11 @@ struct visit {
  * thread group's). Neither it nor its children are listed: before, such a stranger was, and
  * the teardown would have signalled it (an adversary's reading, 2026-12-07) */
 static int visit_one(const char *proc_root, pid_t pid, bool skipped, bool ask_children, struct visit *v,
-                     struct pidset *kids, pid_t root, const struct pidset *found)
+                     struct gr_pidset *kids, pid_t root, const struct gr_pidset *found)
 {
         v->have_stat = v->dead = false;
         if (!skipped && gr_proc_read_stat(proc_root, pid, &v->st) == 0) {
-                if (ask_children && v->st.ppid != root && !pidset_has(found, v->st.ppid))
+                if (ask_children && v->st.ppid != root && !gr_pidset_has(found, v->st.ppid))
                         return 0; /* a stranger under a freed PID */
                 v->have_stat = true;
                 if (v->st.state == 'Z' && gr_proc_zombie_threads_alive(proc_root, pid, &v->st))
@@ -402,11 +343,11 @@ struct wave {
         size_t n_skip;
         struct visit *v;
         size_t next;              /* atomic */
-        const struct pidset *found; /* every PID found so far (not changed during the wave) */
+        const struct gr_pidset *found; /* every PID found so far (not changed during the wave) */
 };
 struct wave_worker {
         struct wave *w;
-        struct pidset kids;
+        struct gr_pidset kids;
         int r;
 };
 
@@ -433,7 +374,7 @@ static void *wave_work(void *arg)
 }
 
 /* The wave [from, to) of ps: each member visited (v[i - from]), the children found added to ps */
-static int visit_wave(struct wave *w, struct pidset *ps)
+static int visit_wave(struct wave *w, struct gr_pidset *ps)
 {
         long cpus = gr_cpus_online();
         size_t n_threads = w->n < WAVE_PARALLEL_MIN || cpus < 2 ? 1 : cpus < WAVE_THREADS ? (size_t)cpus : WAVE_THREADS;
@@ -454,7 +395,7 @@ static int visit_wave(struct wave *w, struct pidset *ps)
                 if (ww[i].r < 0 && r == 0)
                         r = ww[i].r;
                 for (size_t k = 0; r >= 0 && k < ww[i].kids.n; k++) {
-                        int q = pidset_add(ps, ww[i].kids.p[k]);
+                        int q = gr_pidset_add(ps, ww[i].kids.p[k]);
                         r = q < 0 ? q : r;
                 }
                 free(ww[i].kids.p);
@@ -468,7 +409,7 @@ static int visit_wave(struct wave *w, struct pidset *ps)
 static int tree_by_children(const char *proc_root, pid_t root, const char *cgroup, const pid_t *skip,
                             size_t n_skip, gr_tree_proc **ret, size_t *ret_n)
 {
-        struct pidset ps = { 0 };
+        struct gr_pidset ps = { 0 };
         int r = 0;
         if (cgroup && cgroup[0])
                 r = add_cgroup_tree(cgroup, &ps, 0);
