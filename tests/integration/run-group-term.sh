@@ -135,7 +135,10 @@ settle_tree() { # NAME SCRIPT: 'gpureap run' over bash -c SCRIPT, which records 
 settle_tree settle 'echo "cmd $$" >>"$1"; touch "$1.ready"; exec sleep 1000'
 ! grep -q "the tree listed, pinned" "$D/err" || fail "a tree the group's SIGTERM ended was listed and pinned: $(cat "$D/err")"
 ok "a tree that the group's SIGTERM ended alone: nothing listed or pinned, nothing left"
-settle_tree settle-sid 'setsid sleep 1000 & echo "sid $!" >>"$1"; echo "cmd $$" >>"$1"; touch "$1.ready"; exec sleep 1000'
+# (ready once the member is in a session of its own: a SIGTERM before its setsid() ended it
+# with the group on a loaded machine)
+settle_tree settle-sid 'setsid sleep 1000 & s=$!; echo "sid $s" >>"$1"; echo "cmd $$" >>"$1"
+        until [ "$(cut -d " " -f 6 /proc/$s/stat)" = "$s" ]; do sleep 0.01; done; touch "$1.ready"; exec sleep 1000'
 grep -q "the tree listed, pinned" "$D/err" || fail "a member outside the group was never listed: $(cat "$D/err")"
 ok "a member in a session of its own: the tree listed after the wait, that member ended too"
 echo "1..$CHECKS"
