@@ -2,7 +2,7 @@
 # Issue 25 on a machine without a GPU: 'gpureap status' through a running 'gpureap serve' (the
 # fake driver, a live launcher with eight workers on GPU 0) against the start of /bin/true,
 # interleaved by bench/runbench: the rendered report (status-out), the structs
-# (GPUREAP_SERVE_WIRE=structs), and, given, another build with a serve of its own; then the
+# (GPUREAP_SERVE_WIRE=structs), the static client gpureap-status, and, given, another build with a serve of its own; then the
 # instructions of each client (callgrind, when valgrind is installed).
 #   bench/bench-serve-client.sh BUILD_DIR [RUNS] [OTHER_GPUREAP]
 set -u
@@ -20,12 +20,15 @@ LP=$!
 SV=()
 trap 'kill -TERM "${SV[@]}" 2>/dev/null; kill -KILL -- -$LP 2>/dev/null; wait; rm -rf "$T"' EXIT
 cp "$B/src/gpureap" "$T/new"
+mkdir "$T/bin" && cp "$B/src/gpureap" "$B/src/gpureap-status" "$T/bin/" # the static client beside its gpureap
 GPUREAP_SERVE_SOCKET=$T/new.sock "$T/new" serve --listen none --interval 1s >"$T/new.log" 2>&1 &
 SV+=($!)
 cmds=("/bin/true" -- /bin/true
       ::: "status, rendered by serve" -- "GPUREAP_SERVE_SOCKET=$T/new.sock" "$T/new" status
       ::: "status, from the structs" -- "GPUREAP_SERVE_SOCKET=$T/new.sock" GPUREAP_SERVE_WIRE=structs "$T/new" status
-      ::: "status --json, rendered" -- "GPUREAP_SERVE_SOCKET=$T/new.sock" "$T/new" status --json)
+      ::: "status --json, rendered" -- "GPUREAP_SERVE_SOCKET=$T/new.sock" "$T/new" status --json
+      ::: "gpureap-status (static)" -- "GPUREAP_SERVE_SOCKET=$T/new.sock" "$T/bin/gpureap-status"
+      ::: "gpureap-status --json" -- "GPUREAP_SERVE_SOCKET=$T/new.sock" "$T/bin/gpureap-status" --json)
 if [ -n "$OTHER" ]; then
         cp "$OTHER" "$T/other"
         GPUREAP_SERVE_SOCKET=$T/other.sock "$T/other" serve --listen none --interval 1s >"$T/other.log" 2>&1 &
@@ -42,6 +45,7 @@ if command -v valgrind >/dev/null; then
         echo "instructions (callgrind): /bin/true $(ir /bin/true);" \
              "rendered $(ir "GPUREAP_SERVE_SOCKET=$T/new.sock" "$T/new" status);" \
              "structs $(ir "GPUREAP_SERVE_SOCKET=$T/new.sock" GPUREAP_SERVE_WIRE=structs "$T/new" status);" \
-             "--json rendered $(ir "GPUREAP_SERVE_SOCKET=$T/new.sock" "$T/new" status --json)" \
+             "--json rendered $(ir "GPUREAP_SERVE_SOCKET=$T/new.sock" "$T/new" status --json);" \
+             "gpureap-status $(ir "GPUREAP_SERVE_SOCKET=$T/new.sock" "$T/bin/gpureap-status")" \
              ${OTHER:+"; other build $(ir "GPUREAP_SERVE_SOCKET=$T/other.sock" "$T/other" status)"}
 fi

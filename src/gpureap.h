@@ -174,6 +174,8 @@ int snapshot_to_wire(const gr_snapshot *s, char **ret, size_t *ret_len);
 int snapshot_from_wire(const char *buf, size_t len, gr_snapshot **ret);
 /* This build's GNU build ID in hex ("" none: the wire is not used) */
 const char *wire_build_id(void);
+/* the GNU build ID among len bytes of ELF notes, as hex into out (build-id.c); -1: none */
+int elf_notes_build_id(const void *notes, size_t len, char *out, size_t size);
 
 /* Is finding f about a selected GPU (or about no GPU in particular)? */
 bool finding_selected(const struct gpu_selection *sel, const gr_snapshot *s, const gr_finding *f);

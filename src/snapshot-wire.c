@@ -54,25 +54,9 @@ static int note_cb(struct dl_phdr_info *info, size_t size, void *data)
                 const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
                 if (ph->p_type != PT_NOTE)
                         continue;
-                const char *p = (const char *)(info->dlpi_addr + ph->p_vaddr), *end = p + ph->p_memsz;
-                while (p + sizeof(ElfW(Nhdr)) <= end) {
-                        const ElfW(Nhdr) *nh = (const ElfW(Nhdr) *)p;
-                        const char *name = p + sizeof(*nh);
-                        const unsigned char *desc = (const unsigned char *)name + ((nh->n_namesz + 3) & ~3u);
-                        if ((const char *)desc + nh->n_descsz > end)
-                                break;
-                        if (nh->n_type == NT_GNU_BUILD_ID && nh->n_namesz == 4 && memcmp(name, "GNU", 4) == 0 &&
-                            nh->n_descsz > 0 && nh->n_descsz * 2 < sizeof(build_id)) {
-                                static const char hex[] = "0123456789abcdef";
-                                for (unsigned k = 0; k < nh->n_descsz; k++) {
-                                        build_id[2 * k] = hex[desc[k] >> 4];
-                                        build_id[2 * k + 1] = hex[desc[k] & 15];
-                                }
-                                build_id[2 * nh->n_descsz] = '\0';
-                                return 1;
-                        }
-                        p = (const char *)desc + ((nh->n_descsz + 3) & ~3u);
-                }
+                if (elf_notes_build_id((const char *)(info->dlpi_addr + ph->p_vaddr), ph->p_memsz, build_id,
+                                       sizeof(build_id)) == 0)
+                        return 1;
         }
         return 1;
 }

@@ -1,0 +1,34 @@
+/* The GNU build ID of a program, as lowercase hex: what serve and its clients compare to know
+ * that they are one build (snapshot-wire.c reads its own from memory; the served status client,
+ * src/status-fast.c, reads gpureap's from its file) */
+#include <elf.h>
+#include <link.h>
+#include <string.h>
+
+#include "gpureap.h"
+
+int elf_notes_build_id(const void *notes, size_t len, char *out, size_t size)
+{
+        const char *p = notes, *end = p + len;
+        while ((size_t)(end - p) >= sizeof(ElfW(Nhdr))) {
+                ElfW(Nhdr) nh;
+                memcpy(&nh, p, sizeof(nh));
+                size_t name_len = ((size_t)nh.n_namesz + 3) & ~(size_t)3, desc_len = ((size_t)nh.n_descsz + 3) & ~(size_t)3;
+                const char *name = p + sizeof(nh);
+                if (name_len > (size_t)(end - name) || desc_len > (size_t)(end - name) - name_len)
+                        break;
+                const unsigned char *desc = (const unsigned char *)name + name_len;
+                if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 && memcmp(name, "GNU", 4) == 0 &&
+                    nh.n_descsz > 0 && (size_t)nh.n_descsz * 2 < size) {
+                        static const char hex[] = "0123456789abcdef";
+                        for (size_t k = 0; k < nh.n_descsz; k++) {
+                                out[2 * k] = hex[desc[k] >> 4];
+                                out[2 * k + 1] = hex[desc[k] & 15];
+                        }
+                        out[2 * (size_t)nh.n_descsz] = '\0';
+                        return 0;
+                }
+                p = (const char *)desc + desc_len;
+        }
+        return -1;
+}

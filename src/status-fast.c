@@ -1,0 +1,191 @@
+/* gpureap-status: 'gpureap status' as a program of its own, the way git-status is 'git status'
+ * (issue 25). It takes the fast way only: where gpureap itself would copy out the report that a
+ * running 'gpureap serve' rendered for it (cmd-status.c, status_served), this program asks serve
+ * for that very report, in gpureap's name (the GNU build ID of the gpureap beside it), and copies
+ * it out. Anything else (serve not answering, another build, an option that serve does not
+ * render, --help, a mistake) is 'gpureap status' itself, executed with the same arguments: the
+ * output and the exit code are always gpureap's.
+ *
+ * Why a program of its own: it is linked statically and links nothing of gpureap but the socket
+ * fetch and the terminal's width, so that starting it costs what starting a static /bin/true
+ * costs. gpureap is a dynamic program of 2.4 MB (its loader's relocations and libc's start were
+ * most of what a served status cost above a process start), and cannot be static: serve loads
+ * libmicrohttpd and the kubelet module with dlopen. */
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <link.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "gpureap.h"
+
+/* The gpureap program beside this one (as /proc/self/exe resolves it: through any symlink to
+ * this program), else the installed one */
+static void sibling_path(char *ret, size_t size)
+{
+        char self[PATH_MAX];
+        ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+        if (n > 0) {
+                self[n] = '\0';
+                char *slash = strrchr(self, '/');
+                if (slash && (size_t)(slash - self) + sizeof("/gpureap") <= size) {
+                        memcpy(ret, self, (size_t)(slash - self));
+                        memcpy(ret + (slash - self), "/gpureap", sizeof("/gpureap"));
+                        return;
+                }
+        }
+        snprintf(ret, size, "%s", GPUREAP_BINDIR "/gpureap");
+}
+
+static bool read_at(int fd, void *buf, size_t n, off_t at)
+{
+        return pread(fd, buf, n, at) == (ssize_t)n;
+}
+
+/* The GNU build ID of the program at path, from its notes: 0, or -1 (not an ELF program of
+ * this machine's class, no build ID) */
+static int program_build_id(const char *path, char *ret, size_t size)
+{
+        int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        if (fd < 0)
+                return -1;
+        int r = -1;
+        ElfW(Ehdr) eh;
+        if (read_at(fd, &eh, sizeof(eh), 0) && memcmp(eh.e_ident, ELFMAG, SELFMAG) == 0 &&
+            eh.e_ident[EI_CLASS] == (sizeof(void *) == 8 ? ELFCLASS64 : ELFCLASS32) &&
+            eh.e_phentsize == sizeof(ElfW(Phdr)) && eh.e_phnum > 0 && eh.e_phnum <= 64) {
+                ElfW(Phdr) ph[64];
+                if (read_at(fd, ph, eh.e_phnum * sizeof(ph[0]), (off_t)eh.e_phoff))
+                        for (unsigned i = 0; i < eh.e_phnum && r < 0; i++) {
+                                char notes[4096];
+                                if (ph[i].p_type == PT_NOTE && ph[i].p_filesz <= sizeof(notes) &&
+                                    read_at(fd, notes, ph[i].p_filesz, (off_t)ph[i].p_offset))
+                                        r = elf_notes_build_id(notes, ph[i].p_filesz, ret, size);
+                        }
+        }
+        close(fd);
+        return r;
+}
+
+/* The options serve renders for (status_served): --json, --why/-v, --wide/-w, --color WHEN.
+ * false for anything else, which gpureap itself takes */
+static bool served_options(int argc, char **argv, bool *json, bool *why, bool *wide, int *color)
+{
+        for (int i = 1; i < argc; i++) {
+                const char *a = argv[i], *when = NULL;
+                if (strcmp(a, "--json") == 0)
+                        *json = true;
+                else if (strcmp(a, "--why") == 0 || strcmp(a, "-v") == 0)
+                        *why = true;
+                else if (strcmp(a, "--wide") == 0 || strcmp(a, "-w") == 0)
+                        *wide = true;
+                else if (strncmp(a, "--color=", 8) == 0)
+                        when = a + 8;
+                else if (strcmp(a, "--color") == 0 && i + 1 < argc)
+                        when = argv[++i];
+                else
+                        return false;
+                if (when) {
+                        static const char *const names[] = { "auto", "always", "never" };
+                        int c = -1;
+                        for (int k = 0; k < 3; k++)
+                                if (strcmp(when, names[k]) == 0)
+                                        c = k;
+                        if (c < 0)
+                                return false; /* gpureap says what is wrong with it */
+                        *color = c;
+                }
+        }
+        return true;
+}
+
+static void sigpipe_caught(int sig)
+{
+        (void)sig;
+}
+
+/* The report written to stdout, and the exit code as gpureap's output_checked gives it (a read
+ * command whose output did not all arrive: 4 for 0 and 1, docs/exit-codes.md) */
+static int write_out(const char *p, size_t n, int code)
+{
+        /* a reader gone is EPIPE, as in gpureap (a handler, not SIG_IGN: nothing inherits it) */
+        struct sigaction sa = { .sa_handler = sigpipe_caught, .sa_flags = SA_RESTART };
+        sigemptyset(&sa.sa_mask);
+        sigaction(SIGPIPE, &sa, NULL);
+        int e = 0;
+        while (n > 0 && !e) {
+                ssize_t w = write(STDOUT_FILENO, p, n);
+                if (w > 0) {
+                        p += w;
+                        n -= (size_t)w;
+                } else if (w < 0 && errno != EINTR) {
+                        e = errno;
+                } else if (w == 0) {
+                        e = EIO;
+                }
+        }
+        if (close(STDOUT_FILENO) < 0 && errno != EBADF && !e)
+                e = errno;
+        if (!e)
+                return code;
+        fprintf(stderr, "gpureap: cannot write the output: %s\n", strerror(e));
+        return code == EXIT_CLEAN || code == EXIT_NOT_CLEAN ? EXIT_OUTPUT : code;
+}
+
+/* The served report copied out, and its exit code; -1 where serve does not answer so */
+static int status_fast(int argc, char **argv, const char *gpureap)
+{
+        bool json = false, why = false, wide = false;
+        int color = COLOR_AUTO;
+        const char *wire = getenv("GPUREAP_SERVE_WIRE"); /* as serve_wire_set reads it */
+        if (!served_options(argc, argv, &json, &why, &wide, &color) || (wire && (strcmp(wire, "0") == 0 ||
+            strcmp(wire, "structs") == 0)) || getuid() != geteuid())
+                return -1;
+        char id[48];
+        if (program_build_id(gpureap, id, sizeof(id)) < 0)
+                return -1;
+        char req[192];
+        snprintf(req, sizeof(req), "status-out %s %c%c%c %d %u\n", id, json ? 'j' : 't',
+                 !json && color_wanted((enum color_when)color, STDOUT_FILENO) ? 'c' : '-', !json && why ? 'v' : '-',
+                 json || wide ? 0 : terminal_width(STDOUT_FILENO), (unsigned)getuid());
+        char *buf = NULL;
+        size_t len = 0;
+        if (serve_fetch(serve_socket_path(NULL), req, 500, &buf, &len) < 0)
+                return -1;
+        int code = -1;
+        char *nl = memchr(buf, '\n', len);
+        unsigned c;
+        unsigned long long n;
+        char tail;
+        if (nl && sscanf(buf, "ok %u %llu%c", &c, &n, &tail) == 3 && tail == '\n' && c <= 9 &&
+            n == len - (size_t)(nl + 1 - buf))
+                code = write_out(nl + 1, (size_t)n, (int)c);
+        free(buf);
+        return code;
+}
+
+int main(int argc, char **argv)
+{
+        char gpureap[PATH_MAX];
+        sibling_path(gpureap, sizeof(gpureap));
+        int code = status_fast(argc, argv, gpureap);
+        if (code >= 0)
+                return code;
+        char **args = calloc((size_t)argc + 2, sizeof(*args));
+        if (!args) {
+                fprintf(stderr, "gpureap: out of memory\n");
+                return EXIT_DRIVER;
+        }
+        args[0] = (char *)"gpureap";
+        args[1] = (char *)"status";
+        for (int i = 1; i < argc; i++)
+                args[i + 1] = argv[i];
+        execv(gpureap, args);
+        fprintf(stderr, "gpureap: cannot run '%s' for 'gpureap status': %s\n", gpureap, strerror(errno));
+        return EXIT_DRIVER;
+}
