@@ -2,7 +2,8 @@
 # Issue 25's first figure on an NVIDIA machine (needs root, python3 with torch and a GPU): 'gpureap
 # status' answered by a running 'gpureap serve', with eight CUDA workers on the GPU (a launcher
 # starts them, 1 GiB each, tests/gpu/cuda_procs.py), against nvidia-smi and the start of a static
-# program (/bin/true here: the floor of any client), all interleaved by bench/runbench. Each
+# program (/bin/true, and bench/nop beside RUNBENCH, a static one: the floor of any client), all
+# interleaved by bench/runbench; gpureap-status beside a gpureap given is timed too. Each
 # gpureap given is its own serve and client, in turn (one serve at a time, each with its own
 # socket), twice round, each runbench run with its own anchors, so that builds are compared in
 # one call.
@@ -28,9 +29,12 @@ for _ in $(seq 1 600); do [ "$(grep -c worker "$T/pids" 2>/dev/null)" -ge 8 ] &&
 echo "## $(date -u +%FT%TZ) $(nproc) cores, $(ls /proc | grep -c '^[0-9]') processes; $(grep -c worker "$T/pids" 2>/dev/null) CUDA workers"
 nvidia-smi --query-gpu=name,driver_version,memory.used --format=csv,noheader
 args=("/bin/true" -- /bin/true ::: "nvidia-smi" -- nvidia-smi)
+[ -x "$(dirname "$RB")/nop" ] && args+=(::: "nop (static)" -- "$(dirname "$RB")/nop")
 i=0
 for g in "$@" "$@"; do
         g=$(realpath "$g")
+        fast=$(dirname "$g")/gpureap-status
+        [ -x "$fast" ] || fast=""
         sock=$T/serve$i.sock
         GPUREAP_SERVE_SOCKET=$sock "$g" serve --listen none --interval 1s >"$T/serve$i.log" 2>&1 &
         SV=$!
@@ -39,10 +43,12 @@ for g in "$@" "$@"; do
         # the answer is the served one, and the same table as a direct look's verdicts
         GPUREAP_SERVE_SOCKET=$sock "$g" status --json | jq -c '{source: .source, served_age_ms, holders: [.gpus[].processes[]?.pid] | length}' 2>/dev/null ||
                 GPUREAP_SERVE_SOCKET=$sock "$g" status | head -3
+        [ -z "$fast" ] || echo "gpureap-status: $(GPUREAP_SERVE_SOCKET=$sock "$fast" | grep -m1 '^as seen by'), exit ${PIPESTATUS[0]}"
         echo "-- $g (serve $SV), interleaved:"
         GPUREAP_SERVE_SOCKET=$sock "$RB" -n "$N" -w 5 "${args[@]}" \
                 ::: "status via serve ($i)" -- "$g" status \
-                ::: "status --json via serve ($i)" -- "$g" status --json
+                ::: "status --json via serve ($i)" -- "$g" status --json \
+                ${fast:+::: "gpureap-status ($i)" -- "$fast"} ${fast:+::: "gpureap-status --json ($i)" -- "$fast" --json}
         kill -TERM "$SV"
         wait "$SV" 2>/dev/null
         SV=""

@@ -10,7 +10,10 @@
  * to the command's group when the command exits, and exits itself) and a floor that does the
  * same and then reaps until no child is left.
  *
- *   teardown [-n RUNS] [--exit] SLEEPERS GPUREAP [GPUREAP...]   (tini and dumb-init from PATH)
+ * With --age MS the tree lives that long before the signal: an old tree (a server's, a training
+ * job's) that gpureap has sampled and moved into its cgroup, where a young one has not been.
+ *
+ *   teardown [-n RUNS] [--exit] [--age MS] SLEEPERS GPUREAP [GPUREAP...]   (tini and dumb-init from PATH)
  *   teardown --sleepers N FD [exit]        (the command itself: fork N sleepers, report, wait)
  *   teardown --floor CMD...                (the bare supervisor; --floor-exit: for --exit)
  *   teardown --cpu [-n RUNS] GPUREAP       the CPU time of 'gpureap run -- sleep 1' against
@@ -114,7 +117,7 @@ static int cmp_double(const void *a, const void *b)
 }
 
 /* one run: supervisor argv with the command appended; returns the ms from SIGTERM to its exit */
-static double one(char **sup, int n, const char *self, bool exit_mode, unsigned *left)
+static double one(char **sup, int n, const char *self, bool exit_mode, int age_ms, unsigned *left)
 {
         int p[2];
         if (pipe(p) < 0)
@@ -151,6 +154,11 @@ static double one(char **sup, int n, const char *self, bool exit_mode, unsigned 
         while (got < n && read(p[0], &pids[got], sizeof(pid_t)) == sizeof(pid_t))
                 got++;
         close(p[0]);
+        if (age_ms > 0) {
+                struct timespec age = { .tv_sec = age_ms / 1000, .tv_nsec = (long)(age_ms % 1000) * 1000000L };
+                while (nanosleep(&age, &age) < 0 && errno == EINTR)
+                        ;
+        }
         double t0 = now_ms();
         kill(exit_mode ? cmd : s, exit_mode ? SIGUSR1 : SIGTERM); /* ours: its PID is held by
                                                                      its unreaped zombie */
@@ -227,10 +235,12 @@ struct contender {
         unsigned left;
 };
 
-static int report(struct contender *c, size_t nc, int n, int runs, bool exit_mode)
+static int report(struct contender *c, size_t nc, int n, int runs, bool exit_mode, int age_ms)
 {
-        printf("%d sleepers, %s, %d runs each, interleaved:", n, exit_mode ? "the command exits" : "SIGTERM to the supervisor",
-               runs);
+        printf("%d sleepers", n);
+        if (age_ms > 0)
+                printf(" %d ms old", age_ms);
+        printf(", %s, %d runs each, interleaved:", exit_mode ? "the command exits" : "SIGTERM to the supervisor", runs);
         for (size_t i = 0; i < nc; i++) {
                 qsort(c[i].t, (size_t)runs, sizeof(double), cmp_double);
                 printf("%s %s %.1f ms (p10 %.1f, p90 %.1f, left %u)", i ? ";" : "", c[i].name, c[i].t[runs / 2],
@@ -257,7 +267,7 @@ int main(int argc, char **argv)
                 return cpu_main(5, argv[2]);
         if (argc == 5 && strcmp(argv[1], "--cpu") == 0 && strcmp(argv[2], "-n") == 0)
                 return cpu_main(num(argv[3]) ? num(argv[3]) : 1, argv[4]);
-        int runs = 20, a = 1;
+        int runs = 20, a = 1, age_ms = 0;
         bool exit_mode = false;
         if (argc > 2 && strcmp(argv[a], "-n") == 0) {
                 runs = num(argv[a + 1]);
@@ -267,8 +277,12 @@ int main(int argc, char **argv)
                 exit_mode = true;
                 a++;
         }
+        if (a + 1 < argc && strcmp(argv[a], "--age") == 0) {
+                age_ms = num(argv[a + 1]);
+                a += 2;
+        }
         if (argc - a < 2 || argc - a > 9 || runs < 1) {
-                fprintf(stderr, "usage: teardown [-n RUNS] [--exit] SLEEPERS GPUREAP [GPUREAP...]\n");
+                fprintf(stderr, "usage: teardown [-n RUNS] [--exit] [--age MS] SLEEPERS GPUREAP [GPUREAP...]\n");
                 return 2;
         }
         int n = num(argv[a]);
@@ -294,8 +308,8 @@ int main(int argc, char **argv)
         for (int r = 0; r < runs; r++)
                 for (size_t i = 0; i < nc; i++) {
                         unsigned l;
-                        c[i].t[r] = one(c[i].argv, n, self, exit_mode, &l);
+                        c[i].t[r] = one(c[i].argv, n, self, exit_mode, age_ms, &l);
                         c[i].left += l;
                 }
-        return report(c, nc, n, runs, exit_mode);
+        return report(c, nc, n, runs, exit_mode, age_ms);
 }
