@@ -186,6 +186,8 @@ int main(int argc, char **argv)
         for (int i = 1; i < argc; i++)
                 args[i + 1] = argv[i];
         execv(gpureap, args);
-        fprintf(stderr, "gpureap: cannot run '%s' for 'gpureap status': %s\n", gpureap, strerror(errno));
+        int e = errno;
+        free(args);
+        fprintf(stderr, "gpureap: cannot run '%s' for 'gpureap status': %s\n", gpureap, strerror(e));
         return EXIT_DRIVER;
 }
