@@ -232,27 +232,15 @@ static int status_served(const struct status_args *a, FILE *f)
         if (a->direct || a->replay || a->gpus[0] || a->scope.kind != GR_SCOPE_NONE || !serve_rendered_wanted() ||
             !wire_build_id()[0] || getuid() != geteuid())
                 return -1;
-        char req[192];
-        snprintf(req, sizeof(req), "status-out %s %c%c%c %d %u\n", wire_build_id(), a->json ? 'j' : 't',
-                 !a->json && color_wanted(a->color, STDOUT_FILENO) ? 'c' : '-', !a->json && a->why ? 'v' : '-',
-                 a->json || a->wide ? 0 : terminal_width(STDOUT_FILENO), (unsigned)getuid());
-        char *buf = NULL;
-        size_t len = 0;
-        if (serve_fetch(serve_socket_path(NULL), req, 500, &buf, &len) < 0)
+        char *buf;
+        const char *report;
+        size_t len;
+        int code = serve_fetch_report(wire_build_id(), a->json, color_wanted(a->color, STDOUT_FILENO), a->why, a->wide,
+                                      &buf, &report, &len);
+        if (code < 0)
                 return -1;
-        /* "ok CODE LENGTH\n" and exactly LENGTH bytes: an answer cut short (serve closes a
-         * client that has not read it all in 2 s) is not taken */
-        int code = -1;
-        char *nl = memchr(buf, '\n', len);
-        unsigned c;
-        unsigned long long n;
-        char tail;
-        if (nl && sscanf(buf, "ok %u %llu%c", &c, &n, &tail) == 3 && tail == '\n' && c <= 9 &&
-            n == len - (size_t)(nl + 1 - buf)) {
-                code = (int)c;
-                fwrite(nl + 1, 1, (size_t)n, f);
-                fflush(f);
-        }
+        fwrite(report, 1, len, f);
+        fflush(f);
         free(buf);
         return code;
 }

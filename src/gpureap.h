@@ -205,6 +205,11 @@ void metrics_render(FILE *f, const gr_snapshot *s, const gr_diagnosis *d, const 
 #define SERVE_SOCKET_DEFAULT "/run/gpureap/serve.sock"
 const char *serve_socket_path(const char *given);
 int serve_fetch(const char *path, const char *request, uint64_t timeout_ms, char **ret, size_t *ret_len);
+/* serve's rendered report (status-out) for a client of build_id with these options, to stdout's
+ * width: its exit code, the answer in *ret_buf (to free) and the report in it; -1 where serve does
+ * not answer so */
+int serve_fetch_report(const char *build_id, bool json, bool color, bool why, bool wide, char **ret_buf,
+                       const char **ret_report, size_t *ret_len);
 /* GPUREAP_SERVE_WIRE: "0" ask serve for JSON only, never its structs; "structs" its structs,
  * never its rendered report (for comparing); NULL or else: all three, best first */
 void serve_wire_set(const char *how);

@@ -3,6 +3,7 @@
  * status client (gpureap-status, src/status-fast.c), which links nothing else of gpureap. */
 #include <errno.h>
 #include <poll.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -107,4 +108,32 @@ int serve_fetch(const char *path, const char *request, uint64_t timeout_ms, char
         *ret = buf;
         *ret_len = len;
         return 0;
+}
+
+int serve_fetch_report(const char *build_id, bool json, bool color, bool why, bool wide, char **ret_buf,
+                       const char **ret_report, size_t *ret_len)
+{
+        char req[192];
+        snprintf(req, sizeof(req), "status-out %s %c%c%c %d %u\n", build_id, json ? 'j' : 't',
+                 !json && color ? 'c' : '-', !json && why ? 'v' : '-', json || wide ? 0 : terminal_width(STDOUT_FILENO),
+                 (unsigned)getuid());
+        char *buf = NULL;
+        size_t len = 0;
+        if (serve_fetch(serve_socket_path(NULL), req, 500, &buf, &len) < 0)
+                return -1;
+        /* "ok CODE LENGTH\n" and exactly LENGTH bytes: an answer cut short (serve closes a
+         * client that has not read it all in 2 s) is not taken */
+        char *nl = memchr(buf, '\n', len);
+        unsigned c;
+        unsigned long long n;
+        char tail;
+        if (!nl || sscanf(buf, "ok %u %llu%c", &c, &n, &tail) != 3 || tail != '\n' || c > 9 ||
+            n != len - (size_t)(nl + 1 - buf)) {
+                free(buf);
+                return -1;
+        }
+        *ret_buf = buf;
+        *ret_report = nl + 1;
+        *ret_len = (size_t)n;
+        return (int)c;
 }

@@ -149,22 +149,14 @@ static int status_fast(int argc, char **argv, const char *gpureap)
         char id[48];
         if (program_build_id(gpureap, id, sizeof(id)) < 0)
                 return -1;
-        char req[192];
-        snprintf(req, sizeof(req), "status-out %s %c%c%c %d %u\n", id, json ? 'j' : 't',
-                 !json && color_wanted((enum color_when)color, STDOUT_FILENO) ? 'c' : '-', !json && why ? 'v' : '-',
-                 json || wide ? 0 : terminal_width(STDOUT_FILENO), (unsigned)getuid());
-        char *buf = NULL;
-        size_t len = 0;
-        if (serve_fetch(serve_socket_path(NULL), req, 500, &buf, &len) < 0)
+        char *buf;
+        const char *report;
+        size_t len;
+        int code = serve_fetch_report(id, json, color_wanted((enum color_when)color, STDOUT_FILENO), why, wide, &buf,
+                                      &report, &len);
+        if (code < 0)
                 return -1;
-        int code = -1;
-        char *nl = memchr(buf, '\n', len);
-        unsigned c;
-        unsigned long long n;
-        char tail;
-        if (nl && sscanf(buf, "ok %u %llu%c", &c, &n, &tail) == 3 && tail == '\n' && c <= 9 &&
-            n == len - (size_t)(nl + 1 - buf))
-                code = write_out(nl + 1, (size_t)n, (int)c);
+        code = write_out(report, len, code);
         free(buf);
         return code;
 }
