@@ -25,7 +25,7 @@ cleanup() {
 trap cleanup EXIT
 setsid python3 "$HERE/../tests/gpu/cuda_procs.py" launcher "$T/pids" 8 1 >"$T/launcher.log" 2>&1 &
 LP=$!
-for _ in $(seq 1 600); do [ "$(grep -c worker "$T/pids" 2>/dev/null)" -ge 8 ] && break; sleep 0.1; done
+for _ in $(seq 1 600); do [ "$(cat "$T/pids" 2>/dev/null | grep -c worker)" -ge 8 ] && break; sleep 0.1; done
 echo "## $(date -u +%FT%TZ) $(nproc) cores, $(ls /proc | grep -c '^[0-9]') processes; $(grep -c worker "$T/pids" 2>/dev/null) CUDA workers"
 nvidia-smi --query-gpu=name,driver_version,memory.used --format=csv,noheader
 args=("/bin/true" -- /bin/true ::: "nvidia-smi" -- nvidia-smi)
@@ -41,7 +41,7 @@ for g in "$@" "$@"; do
         for _ in $(seq 1 100); do [ -S "$sock" ] && break; sleep 0.05; done
         sleep 1.5
         # the answer is the served one, and the same table as a direct look's verdicts
-        GPUREAP_SERVE_SOCKET=$sock "$g" status --json | jq -c '{source: .source, served_age_ms, holders: [.gpus[].processes[]?.pid] | length}' 2>/dev/null ||
+        GPUREAP_SERVE_SOCKET=$sock "$g" status --json | jq -c '{served_by: .history.served_by, states: [.gpus[].state], findings: [.findings[].kind]}' 2>/dev/null ||
                 GPUREAP_SERVE_SOCKET=$sock "$g" status | head -3
         [ -z "$fast" ] || echo "gpureap-status: $(GPUREAP_SERVE_SOCKET=$sock "$fast" | grep -m1 '^as seen by'), exit ${PIPESTATUS[0]}"
         echo "-- $g (serve $SV), interleaved:"
