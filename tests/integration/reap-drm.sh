@@ -352,7 +352,13 @@ if command -v setpriv >/dev/null; then
         LAUNCHED="$LAUNCHED $nr"
         fdinfo "$nr" 98 1048576
         free_when_gone 1073741824 "$nr"
-        kill -KILL "$nrl" # its launcher: a zombie of uid 4242 until this shell reaps it
+        kill -KILL "$nrl" # its launcher (uid 4242's)
+        # a zombie (or reaped: bash waits for its children as they end) once its exit has closed
+        # its files, which under ASan takes a while: until then it still shares the leftover's
+        # client, and the reap rightly spares the leftover
+        gone_or_zombie() { local st; st=$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null); [ -z "$st" ] || [ "$st" = Z ]; }
+        for _ in $(seq 1 500); do gone_or_zombie "$nrl" && break; sleep 0.01; done
+        gone_or_zombie "$nrl" || fail "(2c) the launcher $nrl has not ended after 5 s"
         mkdir -p "$T/state4242"
         chown 4242 "$T/state4242"
         set +e
