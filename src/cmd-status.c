@@ -1,4 +1,5 @@
 /* gpureap status: the snapshot, shown as a table or as JSON */
+#include <errno.h>
 #include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
@@ -222,7 +223,7 @@ int status_report(const gr_snapshot *s, const struct status_report_options *o, F
 
 /* The served path's fast way (issue 25): a plain 'status' or 'status --json' is rendered by
  * serve itself, from the very snapshot its structs would carry, by this very build, for a
- * client of serve's own user (status_rendered): the client copies it out. -1 where serve
+ * client of serve's own user (status_rendered): the client copies it out. -errno where serve
  * does not answer so (not running, another build, another user, a report with stderr lines,
  * a look too old): the usual way then */
 static int status_served(const struct status_args *a, FILE *f)
@@ -231,14 +232,14 @@ static int status_served(const struct status_args *a, FILE *f)
          * (SO_PEERCRED): where they differ, not asked */
         if (a->direct || a->replay || a->gpus[0] || a->scope.kind != GR_SCOPE_NONE || !serve_rendered_wanted() ||
             !wire_build_id()[0] || getuid() != geteuid())
-                return -1;
+                return -ENOTSUP;
         char *buf;
         const char *report;
         size_t len;
         int code = serve_fetch_report(wire_build_id(), a->json, color_wanted(a->color, STDOUT_FILENO), a->why, a->wide,
                                       &buf, &report, &len);
         if (code < 0)
-                return -1;
+                return code;
         fwrite(report, 1, len, f);
         fflush(f);
         free(buf);
@@ -259,7 +260,9 @@ static int status_once(const struct status_args *a, FILE *f)
                 int code = status_served(a, f);
                 if (code >= 0)
                         return code;
-                int r = view_take(&a->so, a->direct ? VIEW_DIRECT : VIEW_SERVED_OK, &s);
+                /* a serve that did not answer in its 500 ms is not asked again for the structs
+                 * (another 500 ms): this look is our own */
+                int r = view_take(&a->so, a->direct || code == -ETIMEDOUT ? VIEW_DIRECT : VIEW_SERVED_OK, &s);
                 if (r < 0) {
                         error_msg("cannot take a snapshot: %s", strerror(-r));
                         return EXIT_DRIVER;

@@ -206,8 +206,8 @@ void metrics_render(FILE *f, const gr_snapshot *s, const gr_diagnosis *d, const 
 const char *serve_socket_path(const char *given);
 int serve_fetch(const char *path, const char *request, uint64_t timeout_ms, char **ret, size_t *ret_len);
 /* serve's rendered report (status-out) for a client of build_id with these options, to stdout's
- * width: its exit code, the answer in *ret_buf (to free) and the report in it; -1 where serve does
- * not answer so */
+ * width: its exit code, the answer in *ret_buf (to free) and the report in it; -errno where serve
+ * does not answer so (-ETIMEDOUT: not within 500 ms; -EPROTO: "no", or an answer cut short) */
 int serve_fetch_report(const char *build_id, bool json, bool color, bool why, bool wide, char **ret_buf,
                        const char **ret_report, size_t *ret_len);
 /* GPUREAP_SERVE_WIRE: "0" ask serve for JSON only, never its structs; "structs" its structs,

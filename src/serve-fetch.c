@@ -119,8 +119,9 @@ int serve_fetch_report(const char *build_id, bool json, bool color, bool why, bo
                  (unsigned)getuid());
         char *buf = NULL;
         size_t len = 0;
-        if (serve_fetch(serve_socket_path(NULL), req, 500, &buf, &len) < 0)
-                return -1;
+        int r = serve_fetch(serve_socket_path(NULL), req, 500, &buf, &len);
+        if (r < 0)
+                return r;
         /* "ok CODE LENGTH\n" and exactly LENGTH bytes: an answer cut short (serve closes a
          * client that has not read it all in 2 s) is not taken */
         char *nl = memchr(buf, '\n', len);
@@ -130,7 +131,7 @@ int serve_fetch_report(const char *build_id, bool json, bool color, bool why, bo
         if (!nl || sscanf(buf, "ok %u %llu%c", &c, &n, &tail) != 3 || tail != '\n' || c > 9 ||
             n != len - (size_t)(nl + 1 - buf)) {
                 free(buf);
-                return -1;
+                return -EPROTO; /* "no", or not a whole answer */
         }
         *ret_buf = buf;
         *ret_report = nl + 1;

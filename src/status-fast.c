@@ -20,26 +20,30 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "gpureap.h"
 
-/* The gpureap program beside this one (as /proc/self/exe resolves it: through any symlink to
- * this program), else the installed one */
-static void sibling_path(char *ret, size_t size)
+/* The gpureap program beside this one, as /proc/self/exe resolves it (through any symlink to
+ * this program): 0, or -1 where that cannot be told (a path longer than the kernel gives, a
+ * program run from a deleted file or a memfd), and then no other gpureap is guessed at */
+static int sibling_path(char *ret, size_t size)
 {
         char self[PATH_MAX];
-        ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-        if (n > 0) {
-                self[n] = '\0';
-                char *slash = strrchr(self, '/');
-                if (slash && (size_t)(slash - self) + sizeof("/gpureap") <= size) {
-                        memcpy(ret, self, (size_t)(slash - self));
-                        memcpy(ret + (slash - self), "/gpureap", sizeof("/gpureap"));
-                        return;
-                }
-        }
-        snprintf(ret, size, "%s", GPUREAP_BINDIR "/gpureap");
+        ssize_t n = readlink("/proc/self/exe", self, sizeof(self));
+        if (n <= 0 || (size_t)n >= sizeof(self) || self[0] != '/')
+                return -1;
+        self[n] = '\0';
+        static const char deleted[] = " (deleted)";
+        if ((size_t)n >= sizeof(deleted) - 1 && strcmp(self + n - (sizeof(deleted) - 1), deleted) == 0)
+                return -1;
+        char *slash = strrchr(self, '/');
+        if ((size_t)(slash - self) + sizeof("/gpureap") > size)
+                return -1;
+        memcpy(ret, self, (size_t)(slash - self));
+        memcpy(ret + (slash - self), "/gpureap", sizeof("/gpureap"));
+        return 0;
 }
 
 static bool read_at(int fd, void *buf, size_t n, off_t at)
@@ -51,12 +55,13 @@ static bool read_at(int fd, void *buf, size_t n, off_t at)
  * this machine's class, no build ID) */
 static int program_build_id(const char *path, char *ret, size_t size)
 {
-        int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK); /* a FIFO there: no wait */
         if (fd < 0)
                 return -1;
         int r = -1;
+        struct stat st;
         ElfW(Ehdr) eh;
-        if (read_at(fd, &eh, sizeof(eh), 0) && memcmp(eh.e_ident, ELFMAG, SELFMAG) == 0 &&
+        if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && read_at(fd, &eh, sizeof(eh), 0) && memcmp(eh.e_ident, ELFMAG, SELFMAG) == 0 &&
             eh.e_ident[EI_CLASS] == (sizeof(void *) == 8 ? ELFCLASS64 : ELFCLASS32) &&
             eh.e_phentsize == sizeof(ElfW(Phdr)) && eh.e_phnum > 0 && eh.e_phnum <= 64) {
                 ElfW(Phdr) ph[64];
@@ -137,25 +142,28 @@ static int write_out(const char *p, size_t n, int code)
         return code == EXIT_CLEAN || code == EXIT_NOT_CLEAN ? EXIT_OUTPUT : code;
 }
 
-/* The served report copied out, and its exit code; -1 where serve does not answer so */
+/* The served report copied out, and its exit code; -errno where serve does not answer so */
 static int status_fast(int argc, char **argv, const char *gpureap)
 {
         bool json = false, why = false, wide = false;
         int color = COLOR_AUTO;
         const char *wire = getenv("GPUREAP_SERVE_WIRE"); /* as serve_wire_set reads it */
+        /* gpureap status judges $GPUREAP_NVML_TIMEOUT before it asks serve (a bad one is a
+         * usage error): set, it is gpureap's to judge */
+        const char *nvml_timeout = getenv("GPUREAP_NVML_TIMEOUT");
         if (!served_options(argc, argv, &json, &why, &wide, &color) || (wire && (strcmp(wire, "0") == 0 ||
-            strcmp(wire, "structs") == 0)) || getuid() != geteuid())
-                return -1;
+            strcmp(wire, "structs") == 0)) || (nvml_timeout && nvml_timeout[0]) || getuid() != geteuid())
+                return -ENOTSUP;
         char id[48];
         if (program_build_id(gpureap, id, sizeof(id)) < 0)
-                return -1;
+                return -ENOEXEC;
         char *buf;
         const char *report;
         size_t len;
         int code = serve_fetch_report(id, json, color_wanted((enum color_when)color, STDOUT_FILENO), why, wide, &buf,
                                       &report, &len);
         if (code < 0)
-                return -1;
+                return code;
         code = write_out(report, len, code);
         free(buf);
         return code;
@@ -164,19 +172,28 @@ static int status_fast(int argc, char **argv, const char *gpureap)
 int main(int argc, char **argv)
 {
         char gpureap[PATH_MAX];
-        sibling_path(gpureap, sizeof(gpureap));
+        if (sibling_path(gpureap, sizeof(gpureap)) < 0) {
+                fprintf(stderr, "gpureap: gpureap-status cannot tell which directory it was run from (/proc/self/exe), "
+                                "so not which gpureap is its own\n");
+                return EXIT_DRIVER;
+        }
         int code = status_fast(argc, argv, gpureap);
         if (code >= 0)
                 return code;
-        char **args = calloc((size_t)argc + 2, sizeof(*args));
+        char **args = calloc((size_t)argc + 3, sizeof(*args));
         if (!args) {
                 fprintf(stderr, "gpureap: out of memory\n");
                 return EXIT_DRIVER;
         }
-        args[0] = (char *)"gpureap";
-        args[1] = (char *)"status";
+        /* serve did not answer in its 500 ms: gpureap would ask it again (another 500 ms), and
+         * then look itself; it looks at once (only the options serve renders are here) */
+        int k = 0;
+        args[k++] = (char *)"gpureap";
+        args[k++] = (char *)"status";
+        if (code == -ETIMEDOUT)
+                args[k++] = (char *)"--direct";
         for (int i = 1; i < argc; i++)
-                args[i + 1] = argv[i];
+                args[k++] = argv[i];
         execv(gpureap, args);
         int e = errno;
         free(args);

@@ -103,6 +103,69 @@ set -e
 [ "$RC" = 3 ] || fail "beside another build of gpureap: gpureap-status took serve's report (exit $RC)"
 ok "beside another build of gpureap: serve answers no, and that gpureap runs"
 
+# $GPUREAP_NVML_TIMEOUT is gpureap's to judge (a bad one is a usage error before serve is asked)
+set +e
+GPUREAP_NVML_TIMEOUT=bogus "$GPUREAP_STATUS" >"$T/a" 2>"$T/a.err"; RCA=$?
+GPUREAP_NVML_TIMEOUT=bogus "$GPUREAP" status >"$T/b" 2>"$T/b.err"; RCB=$?
+GPUREAP_NVML_TIMEOUT=5s "$T/ro/gpureap-status" >/dev/null 2>"$T/ro.err"; RCR=$?
+set -e
+[ $RCA = 2 ] && [ $RCB = 2 ] && cmp -s "$T/a.err" "$T/b.err" && [ ! -s "$T/a" ] ||
+        fail "GPUREAP_NVML_TIMEOUT=bogus: exit $RCA, '$(cat "$T/a.err")' against $RCB, '$(cat "$T/b.err")'"
+[ $RCR = 3 ] || fail "GPUREAP_NVML_TIMEOUT=5s: gpureap-status answered by itself (exit $RCR)"
+ok "GPUREAP_NVML_TIMEOUT set: gpureap's (a bad one: its line and exit 2)"
+
+# no gpureap beside it to read or run: a FIFO there is not waited on; a program run from a
+# memfd (no directory) runs no gpureap at all
+mkdir "$T/fifo"
+cp "$GPUREAP_STATUS" "$T/fifo/gpureap-status"
+mkfifo "$T/fifo/gpureap"
+set +e
+timeout 20 "$T/fifo/gpureap-status" >/dev/null 2>"$T/err"; RC=$?
+set -e
+[ $RC = 3 ] || fail "a FIFO named gpureap beside it: exit $RC ($(cat "$T/err"))"
+ok "a FIFO named gpureap beside it: not opened for reading, exit 3"
+set +e
+python3 -c 'import os, sys
+fd = os.memfd_create("gs")
+os.write(fd, open(sys.argv[1], "rb").read())
+os.execv(f"/proc/self/fd/{fd}", ["gpureap-status", "--gpu", "0"])' "$GPUREAP_STATUS" >"$T/out" 2>"$T/err"; RC=$?
+set -e
+[ $RC = 3 ] && grep -q "cannot tell which directory it was run from" "$T/err" ||
+        fail "run from a memfd: exit $RC, $(cat "$T/err")"
+ok "run from a memfd: it says it cannot tell which gpureap is its own, and runs none (exit 3)"
+
+# a serve that never answers: asked once (500 ms), then gpureap's own look, not two asks more
+python3 - "$T/hung.sock" "$T/hung.count" <<'PY' &
+import os, socket, sys
+s = socket.socket(socket.AF_UNIX)
+s.bind(sys.argv[1])
+s.listen(16)
+held, n = [], 0
+while True:
+    c, _ = s.accept()
+    held.append(c)
+    n += 1
+    with open(sys.argv[2] + ".tmp", "w") as f:
+        f.write(str(n))
+    os.rename(sys.argv[2] + ".tmp", sys.argv[2])
+PY
+HUNG=$!
+LAUNCHED="$LAUNCHED $HUNG"
+for _ in $(seq 1 200); do [ -S "$T/hung.sock" ] && break; sleep 0.02; done
+count() { cat "$T/hung.count" 2>/dev/null || echo 0; }
+set +e
+GPUREAP_SERVE_SOCKET=$T/hung.sock "$GPUREAP" status --json >"$T/b" 2>/dev/null; RCB=$?
+nb=$(count)
+GPUREAP_SERVE_SOCKET=$T/hung.sock "$GPUREAP_STATUS" --json >"$T/a" 2>/dev/null; RCA=$?
+na=$(($(count) - nb))
+set -e
+[ "$nb" = 1 ] || fail "a hung serve: gpureap status asked it $nb times"
+[ "$na" = 1 ] || fail "a hung serve: gpureap-status and the gpureap it ran asked it $na times"
+[ $RCA = 1 ] && [ $RCB = 1 ] && [ "$(jq -c '[.gpus[].state]' "$T/a")" = "$(jq -c '[.gpus[].state]' "$T/b")" ] ||
+        fail "a hung serve: exit $RCA, $(jq -c '[.gpus[].state]' "$T/a") against $RCB, $(jq -c '[.gpus[].state]' "$T/b")"
+ok "a serve that never answers: asked once by each, then a look of its own (the same states, exit 1)"
+kill -KILL $HUNG
+
 # the arguments reach gpureap as they were given
 mkdir "$T/args"
 cp "$GPUREAP_STATUS" "$T/args/gpureap-status"
