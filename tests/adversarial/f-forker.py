@@ -21,6 +21,10 @@ def record(role="gen", pid=None):
 def on_term(sig, frame):
     if drm == "1": # opened before the fork: the child is born holding it
         fds.append(os.open(dev + "/dri/renderD128", os.O_RDWR))
+    if drm == "late": # the child ignores TERM from its first instruction: a TERM that came
+        # before it could (a loaded machine) made it fork again and exit, the test's one
+        # "drm" child gone and another holding the file (a CI run under ASan)
+        signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGTERM])
     child = os.fork()
     if child > 0:
         if drm: # the parent names it: the child may be signalled before it could
@@ -30,6 +34,7 @@ def on_term(sig, frame):
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
     elif drm == "late":
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGTERM])
         time.sleep(0.2)
         fds.append(os.open(dev + "/dri/renderD128", os.O_RDWR))
     else:
