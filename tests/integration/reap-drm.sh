@@ -337,36 +337,38 @@ ok "(2b) nothing signalled"
 kill -KILL "$tj" "$s_"
 wait "$tj" 2>/dev/null || true
 # (2c) reap as a user: a zombie of that user (its fd directory root's, unreadable) holds no file
-# and does not make every target spared; the user's own leftover, its client's only holder, ends
+# and does not make every target spared; the user's own leftover, its client's only holder, ends.
+# A uid of this test's own: a process of the user's whose files cannot be read (another test's
+# 'setpriv --ruid 4242' client, run meanwhile) rightly makes the reap spare every AMD target
 if command -v setpriv >/dev/null; then
         chmod -R a+rX "$T"
         chmod a+rw "$T/dev/dri/renderD128"
-        : >"$T/pids4242"
-        chmod a+rw "$T/pids4242"
-        setpriv --reuid 4242 --regid 4242 --clear-groups "$GPUHOLD" setpgid open dri/renderD128 spawn-holder "$T/pids4242" nr sleep &
+        : >"$T/pids4257"
+        chmod a+rw "$T/pids4257"
+        setpriv --reuid 4257 --regid 4257 --clear-groups "$GPUHOLD" setpgid open dri/renderD128 spawn-holder "$T/pids4257" nr sleep &
         nrl=$!
         LAUNCHED="$LAUNCHED $nrl"
-        for _ in $(seq 1 400); do grep -q '^nr ' "$T/pids4242" && break; sleep 0.02; done
-        nr=$(awk '$1 == "nr" {print $2}' "$T/pids4242")
-        [ -n "$nr" ] || fail "(2c) uid 4242's leftover did not start"
+        for _ in $(seq 1 400); do grep -q '^nr ' "$T/pids4257" && break; sleep 0.02; done
+        nr=$(awk '$1 == "nr" {print $2}' "$T/pids4257")
+        [ -n "$nr" ] || fail "(2c) uid 4257's leftover did not start"
         LAUNCHED="$LAUNCHED $nr"
         fdinfo "$nr" 98 1048576
         free_when_gone 1073741824 "$nr"
-        kill -KILL "$nrl" # its launcher (uid 4242's)
+        kill -KILL "$nrl" # its launcher (uid 4257's)
         # a zombie (or reaped: bash waits for its children as they end) once its exit has closed
         # its files, which under ASan takes a while: until then it still shares the leftover's
         # client, and the reap rightly spares the leftover
         gone_or_zombie() { local st; st=$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null); [ -z "$st" ] || [ "$st" = Z ]; }
         for _ in $(seq 1 500); do gone_or_zombie "$nrl" && break; sleep 0.01; done
         gone_or_zombie "$nrl" || fail "(2c) the launcher $nrl has not ended after 5 s"
-        mkdir -p "$T/state4242"
-        chown 4242 "$T/state4242"
+        mkdir -p "$T/state4257"
+        chown 4257 "$T/state4257"
         set +e
-        GPUREAP_STATE_DIR=$T/state4242 unshare -m --propagation private "$T/bind.sh" \
-                setpriv --reuid 4242 --regid 4242 --clear-groups "$GPUREAP" reap --yes --likely --timeout 2s >"$T/out" 2>"$T/err"
+        GPUREAP_STATE_DIR=$T/state4257 unshare -m --propagation private "$T/bind.sh" \
+                setpriv --reuid 4257 --regid 4257 --clear-groups "$GPUREAP" reap --yes --likely --timeout 2s >"$T/out" 2>"$T/err"
         RC=$?
         set -e
-        has out "^  $nr +ended" "(2c) as uid 4242, its leftover ends (a zombie of the user's spares nothing)"
+        has out "^  $nr +ended" "(2c) as uid 4257, its leftover ends (a zombie of the user's spares nothing)"
         wait "$nrl" 2>/dev/null || true
 else
         ok "# SKIP no setpriv"
