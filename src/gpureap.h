@@ -83,6 +83,7 @@ void gpu_selection_error(const struct gpu_selection *sel, const gr_gpu_report *r
 int terminal_width(int fd);
 enum color_when { COLOR_AUTO, COLOR_ALWAYS, COLOR_NEVER };
 int color_option(const char *value, enum color_when *ret); /* --color=WHEN; -1: message printed */
+int color_parse(const char *value, enum color_when *ret);  /* the same, silent (term-basic.c) */
 /* auto: only on a terminal, and not with $NO_COLOR */
 bool color_wanted(enum color_when when, int fd);
 
@@ -214,6 +215,7 @@ int serve_fetch_report(const char *build_id, bool json, bool color, bool why, bo
  * never its rendered report (for comparing); NULL or else: all three, best first */
 void serve_wire_set(const char *how);
 bool serve_rendered_wanted(void);
+bool serve_structs_wanted(void);
 /* Copy serve's memory of each process into a fresh snapshot (same PID and start time); a
  * launcher that serve last saw alive and that is gone now ended unseen */
 void serve_merge_history(gr_snapshot *fresh, const gr_snapshot *served);

@@ -35,25 +35,12 @@ void serve_merge_history(gr_snapshot *fresh, const gr_snapshot *served)
         fresh->served_by = served->served_by;
 }
 
-static bool serve_json_only, serve_structs_only;
-
-void serve_wire_set(const char *how)
-{
-        serve_json_only = how && strcmp(how, "0") == 0;
-        serve_structs_only = how && strcmp(how, "structs") == 0;
-}
-
-bool serve_rendered_wanted(void)
-{
-        return !serve_json_only && !serve_structs_only;
-}
-
 gr_snapshot *serve_fetch_fresh(void)
 {
         char *buf = NULL, err[256], req[128] = "status\n";
         size_t len = 0;
         /* the structs where serve is this very build, which it decides; JSON otherwise */
-        if (!serve_json_only && wire_build_id()[0])
+        if (serve_structs_wanted() && wire_build_id()[0])
                 snprintf(req, sizeof(req), "status-wire %s\n", wire_build_id());
         if (serve_fetch(serve_socket_path(NULL), req, 500, &buf, &len) < 0)
                 return NULL;

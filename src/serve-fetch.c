@@ -138,3 +138,21 @@ int serve_fetch_report(const char *build_id, bool json, bool color, bool why, bo
         *ret_len = (size_t)n;
         return (int)c;
 }
+
+static bool serve_json_only, serve_structs_only;
+
+void serve_wire_set(const char *how)
+{
+        serve_json_only = how && strcmp(how, "0") == 0;
+        serve_structs_only = how && strcmp(how, "structs") == 0;
+}
+
+bool serve_rendered_wanted(void)
+{
+        return !serve_json_only && !serve_structs_only;
+}
+
+bool serve_structs_wanted(void)
+{
+        return !serve_json_only;
+}

@@ -79,7 +79,7 @@ static int program_build_id(const char *path, char *ret, size_t size)
 
 /* The options serve renders for (status_served): --json, --why/-v, --wide/-w, --color WHEN.
  * false for anything else, which gpureap itself takes */
-static bool served_options(int argc, char **argv, bool *json, bool *why, bool *wide, int *color)
+static bool served_options(int argc, char **argv, bool *json, bool *why, bool *wide, enum color_when *color)
 {
         for (int i = 1; i < argc; i++) {
                 const char *a = argv[i], *when = NULL;
@@ -95,16 +95,8 @@ static bool served_options(int argc, char **argv, bool *json, bool *why, bool *w
                         when = argv[++i];
                 else
                         return false;
-                if (when) {
-                        static const char *const names[] = { "auto", "always", "never" };
-                        int c = -1;
-                        for (int k = 0; k < 3; k++)
-                                if (strcmp(when, names[k]) == 0)
-                                        c = k;
-                        if (c < 0)
-                                return false; /* gpureap says what is wrong with it */
-                        *color = c;
-                }
+                if (when && color_parse(when, color) < 0)
+                        return false; /* gpureap says what is wrong with it */
         }
         return true;
 }
@@ -146,13 +138,13 @@ static int write_out(const char *p, size_t n, int code)
 static int status_fast(int argc, char **argv, const char *gpureap)
 {
         bool json = false, why = false, wide = false;
-        int color = COLOR_AUTO;
-        const char *wire = getenv("GPUREAP_SERVE_WIRE"); /* as serve_wire_set reads it */
+        enum color_when color = COLOR_AUTO;
+        serve_wire_set(getenv("GPUREAP_SERVE_WIRE")); /* as gpureap's main reads it */
         /* gpureap status judges $GPUREAP_NVML_TIMEOUT before it asks serve (a bad one is a
          * usage error): set, it is gpureap's to judge */
         const char *nvml_timeout = getenv("GPUREAP_NVML_TIMEOUT");
-        if (!served_options(argc, argv, &json, &why, &wide, &color) || (wire && (strcmp(wire, "0") == 0 ||
-            strcmp(wire, "structs") == 0)) || (nvml_timeout && nvml_timeout[0]) || getuid() != geteuid())
+        if (!served_options(argc, argv, &json, &why, &wide, &color) || !serve_rendered_wanted() ||
+            (nvml_timeout && nvml_timeout[0]) || getuid() != geteuid())
                 return -ENOTSUP;
         char id[48];
         if (program_build_id(gpureap, id, sizeof(id)) < 0)
@@ -160,7 +152,7 @@ static int status_fast(int argc, char **argv, const char *gpureap)
         char *buf;
         const char *report;
         size_t len;
-        int code = serve_fetch_report(id, json, color_wanted((enum color_when)color, STDOUT_FILENO), why, wide, &buf,
+        int code = serve_fetch_report(id, json, color_wanted(color, STDOUT_FILENO), why, wide, &buf,
                                       &report, &len);
         if (code < 0)
                 return code;

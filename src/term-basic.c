@@ -3,9 +3,11 @@
  * ask serve for the very same report */
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/ioctl.h>
 #include <unistd.h>
 
+#include "gpureap/basic.h"
 #include "gpureap.h"
 
 int terminal_width(int fd)
@@ -22,6 +24,17 @@ int terminal_width(int fd)
                         return (int)n;
         }
         return isatty(fd) ? 80 : 0;
+}
+
+int color_parse(const char *value, enum color_when *ret)
+{
+        static const char *const names[] = { "auto", "always", "never" };
+        for (size_t i = 0; i < GR_ELEMENTSOF(names); i++)
+                if (strcmp(value, names[i]) == 0) {
+                        *ret = (enum color_when)i;
+                        return 0;
+                }
+        return -1;
 }
 
 bool color_wanted(enum color_when when, int fd)

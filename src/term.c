@@ -15,12 +15,8 @@
 
 int color_option(const char *value, enum color_when *ret)
 {
-        static const char *const names[] = { "auto", "always", "never" };
-        for (size_t i = 0; i < GR_ELEMENTSOF(names); i++)
-                if (strcmp(value, names[i]) == 0) {
-                        *ret = (enum color_when)i;
-                        return 0;
-                }
+        if (color_parse(value, ret) == 0)
+                return 0;
         error_msg("invalid --color '%s' (auto, always or never)", QUOTED(value));
         return -1;
 }
