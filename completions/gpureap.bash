@@ -1,4 +1,6 @@
-# bash completion for gpureap
+# bash completion for gpureap, and for gpureap-status (the served 'gpureap status' as a program of
+# its own: its words are those of 'gpureap status'). bash-completion loads this file by the
+# command's name: gpureap-status is a link to it in the completions directory
 _gpureap()
 {
         local cur prev cmd i
@@ -6,7 +8,10 @@ _gpureap()
         prev=${COMP_WORDS[COMP_CWORD-1]}
         local commands="status reap wait run reset check metrics serve slurm-prolog slurm-epilog"
         cmd=
-        for ((i = 1; i < COMP_CWORD; i++)); do
+        if [ "${COMP_WORDS[0]##*/}" = gpureap-status ]; then
+                cmd=status
+        fi
+        for ((i = 1; i < COMP_CWORD && !${#cmd}; i++)); do
                 case ${COMP_WORDS[i]} in
                 -*) ;;
                 *) cmd=${COMP_WORDS[i]}; break ;;
@@ -67,4 +72,4 @@ _gpureap()
                 COMPREPLY=($(compgen -W "$opts" -- "$cur"))
         fi
 }
-complete -F _gpureap gpureap
+complete -F _gpureap gpureap gpureap-status

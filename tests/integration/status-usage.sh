@@ -39,6 +39,13 @@ complete_words gpureap reap - >"$T/out"
 has out "^-i$" "bash completion: reap -i"
 complete_words gpureap status --color = a >"$T/out"
 has out "^auto$" "bash completion: --color=auto" && has out "^always$" "and --color=always"
+# gpureap-status is 'gpureap status': its words are status's, never a command's
+complete_words /usr/bin/gpureap-status --json "" >"$T/out"
+has out "^--why$" "bash completion of gpureap-status: status's options" && hasnt out "^reap$" "and no command"
+complete_words gpureap-status --color "" >"$T/out"
+has out "^never$" "bash completion of gpureap-status: --color's words"
+bash -c '. "$1"; complete -p gpureap-status' _ "$ROOT/completions/gpureap.bash" >"$T/out" 2>&1
+has out "_gpureap gpureap-status$" "the completion is registered for gpureap-status"
 gr --version
 has out "^gpureap [0-9]+\\.[0-9]+\\.[0-9]+$" "--version"
 

@@ -31,6 +31,8 @@ done
 ok "man -l renders the installed pages"
 [ -f "$T/root/usr/share/bash-completion/completions/gpureap" ] || fail "no bash completion"
 [ -f "$T/root/usr/share/zsh/vendor-completions/_gpureap" ] || fail "no zsh completion"
+[ "$(readlink "$T/root/usr/share/bash-completion/completions/gpureap-status")" = gpureap ] ||
+        fail "no bash completion for gpureap-status (a link to gpureap's)"
 ok "bash and zsh completions installed"
 [ -x "$T/root/usr/lib/gpureap/slurm-epilog" ] && [ -x "$T/root/usr/lib/gpureap/slurm-prolog" ] || fail "no Slurm scripts"
 grep -qx "exec /usr/bin/gpureap slurm-epilog --drain" "$T/root/usr/lib/gpureap/slurm-epilog" || fail "the Epilog does not run /usr/bin/gpureap: $(cat "$T/root/usr/lib/gpureap/slurm-epilog")"
