@@ -30,6 +30,12 @@ typedef struct gr_tree_proc {
 int gr_tree_list(const char *proc_root, pid_t root, const char *cgroup, const pid_t *skip,
                  size_t n_skip, gr_tree_proc **ret, size_t *ret_n);
 
+/* The same, with the cgroup's members asked for their children too (nine system calls a member
+ * more): a child that root (or the child itself, 'systemd-run --scope') moved out of the cgroup
+ * is listed while its parent lives. For a tree that has had its SIGTERM and is still there */
+int gr_tree_list_deep(const char *proc_root, pid_t root, const char *cgroup, const pid_t *skip,
+                      size_t n_skip, gr_tree_proc **ret, size_t *ret_n);
+
 /* The same from a walk of the whole process table (the fallback, and the cross-check of tests) */
 int gr_tree_list_by_walk(const char *proc_root, pid_t root, const char *cgroup, const pid_t *skip,
                          size_t n_skip, gr_tree_proc **ret, size_t *ret_n);

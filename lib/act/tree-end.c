@@ -79,9 +79,16 @@ static bool tree_gone(struct tree_end *te)
         return !te->o->cgroup || !te->o->cgroup[0] || gr_cgroup_empty(te->o->cgroup);
 }
 
-static int list_tree(const struct tree_end *te, gr_tree_proc **t, size_t *n)
+/* The tree: before the group's signal as quickly as it can be listed; once the ladder runs,
+ * deep: a member's child that was moved out of the cgroup (by root, or by itself through
+ * 'systemd-run --scope') while its parent lives is listed then and gets its SIGTERM, where
+ * before it was found only once its parent had ended, after the grace, and got SIGKILL alone
+ * (the members still there after the settle are few: asking them costs little) */
+static int list_tree(const struct tree_end *te, bool deep, gr_tree_proc **t, size_t *n)
 {
-        return gr_tree_list(te->proc_root, getpid(), te->o->cgroup_complete ? te->o->cgroup : NULL, NULL, 0, t, n);
+        const char *cg = te->o->cgroup_complete ? te->o->cgroup : NULL;
+        return deep ? gr_tree_list_deep(te->proc_root, getpid(), cg, NULL, 0, t, n)
+                    : gr_tree_list(te->proc_root, getpid(), cg, NULL, 0, t, n);
 }
 
 static int cmp_proc(const void *a, const void *b)
@@ -134,7 +141,7 @@ static void refresh(gr_ladder *l, void *userdata)
                 return;
         gr_tree_proc *t = NULL;
         size_t n = 0;
-        int q = list_tree(te, &t, &n);
+        int q = list_tree(te, true, &t, &n);
         uint64_t cost = gr_now_us() - t0;
         te->next_us = gr_now_us() + (2 * cost > 5000 ? 2 * cost : 5000);
         if (q < 0)
@@ -293,7 +300,7 @@ static bool end_rest(struct tree_end *te)
                         return true;
                 gr_tree_proc *t = NULL;
                 size_t n = 0, alive = 0;
-                bool listed = list_tree(te, &t, &n) == 0;
+                bool listed = list_tree(te, true, &t, &n) == 0;
                 for (size_t i = 0; listed && i < n; i++)
                         alive += t[i].state != 'Z';
                 if (alive > 0) {
@@ -314,7 +321,7 @@ static bool end_rest(struct tree_end *te)
          * every signal (another user's, a setuid program's) */
         gr_tree_proc *t = NULL;
         size_t n = 0;
-        if (list_tree(te, &t, &n) == 0)
+        if (list_tree(te, true, &t, &n) == 0)
                 for (size_t i = 0; i < n; i++)
                         if (t[i].state != 'Z') {
                                 if (res->n_left < GR_ELEMENTSOF(res->left))
@@ -341,7 +348,7 @@ bool gr_tree_end(const gr_tree_end_options *o, gr_tree_end_result *res)
                 if (o->before) {
                         te.before = o->before;
                         te.n_before = o->n_before;
-                } else if (list_tree(&te, &own_before, &te.n_before) == 0) {
+                } else if (list_tree(&te, false, &own_before, &te.n_before) == 0) {
                         te.before = own_before;
                 } else {
                         te.n_before = 0;

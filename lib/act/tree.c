@@ -304,19 +304,19 @@ struct visit {
         bool have_stat, dead;
 };
 
-/* Read one member's stat and, unless it is a cgroup member (ask_children false) or dead, the
- * children of it into kids. One found through a children file whose parent is neither root nor
- * a member found before is not of the tree: its PID was freed and taken by another process
+/* Read one member's stat and, where asked (not a cgroup member, unless the listing is deep) and
+ * not dead, the children of it into kids. One found through a children file (not by_cgroup)
+ * whose parent is neither root nor a member found before is not of the tree: its PID was freed and taken by another process
  * between the two reads (a child's parent is the one whose file named it, or, once that one
  * has ended, the nearest subreaper above it: root, or a member; a thread's child's is its
  * thread group's). Neither it nor its children are listed: before, such a stranger was, and
  * the teardown would have signalled it (an adversary's reading, 2026-12-07) */
-static int visit_one(const char *proc_root, pid_t pid, bool skipped, bool ask_children, struct visit *v,
-                     struct gr_pidset *kids, pid_t root, const struct gr_pidset *found)
+static int visit_one(const char *proc_root, pid_t pid, bool skipped, bool by_cgroup, bool ask_children,
+                     struct visit *v, struct gr_pidset *kids, pid_t root, const struct gr_pidset *found)
 {
         v->have_stat = v->dead = false;
         if (!skipped && gr_proc_read_stat(proc_root, pid, &v->st) == 0) {
-                if (ask_children && v->st.ppid != root && !gr_pidset_has(found, v->st.ppid))
+                if (!by_cgroup && v->st.ppid != root && !gr_pidset_has(found, v->st.ppid))
                         return 0; /* a stranger under a freed PID */
                 v->have_stat = true;
                 if (v->st.state == 'Z' && gr_proc_zombie_threads_alive(proc_root, pid, &v->st))
@@ -337,7 +337,8 @@ static int visit_one(const char *proc_root, pid_t pid, bool skipped, bool ask_ch
 struct wave {
         const char *proc_root;
         const pid_t *pids;
-        size_t n, first_asked;    /* pids[i] for i >= first_asked are asked for their children */
+        size_t n, n_by_cgroup;    /* pids[i] for i < n_by_cgroup are the cgroup's members */
+        bool deep;                /* the cgroup's members asked for their children too */
         pid_t root;
         const pid_t *skip;
         size_t n_skip;
@@ -367,8 +368,8 @@ static void *wave_work(void *arg)
                 size_t i = __atomic_fetch_add(&w->next, 1, __ATOMIC_RELAXED);
                 if (i >= w->n || ww->r < 0)
                         break;
-                ww->r = visit_one(w->proc_root, w->pids[i], is_skipped(w, w->pids[i]), i >= w->first_asked, &w->v[i],
-                                  &ww->kids, w->root, w->found);
+                ww->r = visit_one(w->proc_root, w->pids[i], is_skipped(w, w->pids[i]), i < w->n_by_cgroup,
+                                  i >= w->n_by_cgroup || w->deep, &w->v[i], &ww->kids, w->root, w->found);
         }
         return NULL;
 }
@@ -381,8 +382,8 @@ static int visit_wave(struct wave *w, struct gr_pidset *ps)
         if (n_threads == 1) {
                 int r = 0;
                 for (size_t i = 0; i < w->n && r >= 0; i++)
-                        r = visit_one(w->proc_root, w->pids[i], is_skipped(w, w->pids[i]), i >= w->first_asked, &w->v[i], ps,
-                                      w->root, ps);
+                        r = visit_one(w->proc_root, w->pids[i], is_skipped(w, w->pids[i]), i < w->n_by_cgroup,
+                                      i >= w->n_by_cgroup || w->deep, &w->v[i], ps, w->root, ps);
                 return r;
         }
         struct wave_worker ww[WAVE_THREADS];
@@ -406,7 +407,7 @@ static int visit_wave(struct wave *w, struct gr_pidset *ps)
 
 /* The descendants of root and the cgroup's members without reading the rest of /proc: the
  * cost follows the tree, not the machine (a node runs thousands of other processes) */
-static int tree_by_children(const char *proc_root, pid_t root, const char *cgroup, const pid_t *skip,
+static int tree_by_children(const char *proc_root, pid_t root, const char *cgroup, bool deep, const pid_t *skip,
                             size_t n_skip, gr_tree_proc **ret, size_t *ret_n)
 {
         struct gr_pidset ps = { 0 };
@@ -417,7 +418,8 @@ static int tree_by_children(const char *proc_root, pid_t root, const char *cgrou
          * cgroup, and what root moves out of it is found once its parent ends (it comes to root,
          * the subreaper); a tree of a thousand costs a thousand stat reads, not nine thousand
          * system calls more. The others breadth first, a wave at a time, until no new one
-         * appears. */
+         * appears. Deep (gr_tree_list_deep), they are asked too: what root moved out of the
+         * cgroup while its parent lives is listed as that parent's child. */
         size_t in_cgroup = ps.n;
         r = r < 0 ? r : add_children(proc_root, root, &ps);
         /* each one's stat first: a zombie (its leader dead, no thread left) has no children of
@@ -447,7 +449,8 @@ static int tree_by_children(const char *proc_root, pid_t root, const char *cgrou
                 memcpy(pids, ps.p + from, (to - from) * sizeof(*pids));
                 struct wave w = { .proc_root = proc_root, .pids = pids, .n = to - from, .root = root, .skip = skip,
                                   .n_skip = n_skip, .v = v, .found = &ps,
-                                  .first_asked = in_cgroup > from ? (in_cgroup < to ? in_cgroup : to) - from : 0 };
+                                  .n_by_cgroup = in_cgroup > from ? (in_cgroup < to ? in_cgroup : to) - from : 0,
+                                  .deep = deep };
                 r = visit_wave(&w, &ps);
                 free(pids);
                 for (size_t i = 0; r >= 0 && i < w.n; i++) {
@@ -524,8 +527,18 @@ int gr_tree_list(const char *proc_root, pid_t root, const char *cgroup, const pi
                  size_t n_skip, gr_tree_proc **ret, size_t *ret_n)
 {
         const char *pr = proc_root ? proc_root : "/proc";
-        int r = tree_by_children(pr, root, cgroup, skip, n_skip, ret, ret_n);
+        int r = tree_by_children(pr, root, cgroup, false, skip, n_skip, ret, ret_n);
         if (r == -ENOENT)
+                r = tree_by_walk(pr, root, cgroup, skip, n_skip, ret, ret_n);
+        return r;
+}
+
+int gr_tree_list_deep(const char *proc_root, pid_t root, const char *cgroup, const pid_t *skip,
+                      size_t n_skip, gr_tree_proc **ret, size_t *ret_n)
+{
+        const char *pr = proc_root ? proc_root : "/proc";
+        int r = tree_by_children(pr, root, cgroup, true, skip, n_skip, ret, ret_n);
+        if (r == -ENOENT) /* the walk marks the descendants of every member by parent */
                 r = tree_by_walk(pr, root, cgroup, skip, n_skip, ret, ret_n);
         return r;
 }
