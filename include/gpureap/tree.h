@@ -31,8 +31,10 @@ int gr_tree_list(const char *proc_root, pid_t root, const char *cgroup, const pi
                  size_t n_skip, gr_tree_proc **ret, size_t *ret_n);
 
 /* The same, with the cgroup's members asked for their children too (nine system calls a member
- * more): a child that root (or the child itself, 'systemd-run --scope') moved out of the cgroup
- * is listed while its parent lives. For a tree that has had its SIGTERM and is still there */
+ * more), each only where its parent chain leads to root: a child that root (or the child
+ * itself, 'systemd-run --scope') moved out of the cgroup is listed while its parent lives, and
+ * the children of a process moved into the cgroup are not. For a tree that has had its SIGTERM
+ * and is still there */
 int gr_tree_list_deep(const char *proc_root, pid_t root, const char *cgroup, const pid_t *skip,
                       size_t n_skip, gr_tree_proc **ret, size_t *ret_n);
 

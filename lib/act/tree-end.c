@@ -18,6 +18,7 @@
 #include "gpureap/basic.h"
 #include "gpureap/tree.h"
 #include "basic/pidset.h"
+#include "tree-internal.h"
 
 struct tree_end {
         const gr_tree_end_options *o;
@@ -167,11 +168,20 @@ static void tick(gr_ladder *l, void *userdata)
                 te->o->tick(te->o->userdata);
 }
 
+/* cgroup.kill, once gpureap's ancestors are out of the leaf (again: one may have been moved in
+ * since the end began) */
+static void kill_cgroup(const gr_tree_end_options *o)
+{
+        if (!o->cgroup || !o->cgroup[0])
+                return;
+        gr_cgroup_evict_ancestors(o->cgroup);
+        gr_cgroup_kill(o->cgroup);
+}
+
 static void before_kill(void *userdata)
 {
         struct tree_end *te = userdata;
-        if (te->o->cgroup && te->o->cgroup[0])
-                gr_cgroup_kill(te->o->cgroup);
+        kill_cgroup(te->o);
 }
 
 /* Was the caller told of this member's failed signal already? (Noted now if not: the first
@@ -310,8 +320,8 @@ static bool end_rest(struct tree_end *te)
                 }
                 free(t);
                 if (round == 100 && o->cgroup && o->cgroup[0])
-                        gr_cgroup_kill(o->cgroup); /* 100 ms and still members that no listing shows
-                                                      alive: whatever they are, ours to end */
+                        kill_cgroup(o); /* 100 ms and still members that no listing shows alive:
+                                           whatever they are (gpureap's ancestors aside), ours to end */
                 else
                         poll(NULL, 0, 1); /* zombies on their way to us */
         }
@@ -336,6 +346,10 @@ bool gr_tree_end(const gr_tree_end_options *o, gr_tree_end_result *res)
 {
         memset(res, 0, sizeof(*res));
         struct tree_end te = { .o = o, .res = res, .pgid_held = o->pgid_held, .proc_root = gr_context_proc_root(o->ctx) };
+        /* gpureap's own parent (or theirs) moved into the leaf by root is not of the tree: out
+         * of it before anything is listed or signalled */
+        if (o->cgroup && o->cgroup[0])
+                gr_cgroup_evict_ancestors(o->cgroup);
         if (tree_gone(&te)) {
                 gr_pidset_free(&te.ended);
                 return true;

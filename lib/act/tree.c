@@ -14,6 +14,7 @@
 #include "gpureap/basic.h"
 #include "gpureap/proc.h"
 #include "gpureap/tree.h"
+#include "tree-internal.h"
 #include "basic/pidset.h"
 
 struct link {
@@ -304,16 +305,17 @@ struct visit {
         bool have_stat, dead;
 };
 
-/* Read one member's stat and, where asked (not a cgroup member, unless the listing is deep) and
- * not dead, the children of it into kids. One found through a children file (not by_cgroup)
- * whose parent is neither root nor a member found before is not of the tree: its PID was freed and taken by another process
+/* Read one member's stat and, unless it is a cgroup member (by_cgroup) or dead, the children of
+ * it into kids. One found through a children file whose parent is neither root nor a member
+ * found before is not of the tree: its PID was freed and taken by another process
  * between the two reads (a child's parent is the one whose file named it, or, once that one
  * has ended, the nearest subreaper above it: root, or a member; a thread's child's is its
  * thread group's). Neither it nor its children are listed: before, such a stranger was, and
  * the teardown would have signalled it (an adversary's reading, 2026-12-07) */
-static int visit_one(const char *proc_root, pid_t pid, bool skipped, bool by_cgroup, bool ask_children,
-                     struct visit *v, struct gr_pidset *kids, pid_t root, const struct gr_pidset *found)
+static int visit_one(const char *proc_root, pid_t pid, bool skipped, bool by_cgroup, struct visit *v,
+                     struct gr_pidset *kids, pid_t root, const struct gr_pidset *found)
 {
+        bool ask_children = !by_cgroup;
         v->have_stat = v->dead = false;
         if (!skipped && gr_proc_read_stat(proc_root, pid, &v->st) == 0) {
                 if (!by_cgroup && v->st.ppid != root && !gr_pidset_has(found, v->st.ppid))
@@ -338,7 +340,6 @@ struct wave {
         const char *proc_root;
         const pid_t *pids;
         size_t n, n_by_cgroup;    /* pids[i] for i < n_by_cgroup are the cgroup's members */
-        bool deep;                /* the cgroup's members asked for their children too */
         pid_t root;
         const pid_t *skip;
         size_t n_skip;
@@ -368,8 +369,8 @@ static void *wave_work(void *arg)
                 size_t i = __atomic_fetch_add(&w->next, 1, __ATOMIC_RELAXED);
                 if (i >= w->n || ww->r < 0)
                         break;
-                ww->r = visit_one(w->proc_root, w->pids[i], is_skipped(w, w->pids[i]), i < w->n_by_cgroup,
-                                  i >= w->n_by_cgroup || w->deep, &w->v[i], &ww->kids, w->root, w->found);
+                ww->r = visit_one(w->proc_root, w->pids[i], is_skipped(w, w->pids[i]), i < w->n_by_cgroup, &w->v[i],
+                                  &ww->kids, w->root, w->found);
         }
         return NULL;
 }
@@ -382,8 +383,8 @@ static int visit_wave(struct wave *w, struct gr_pidset *ps)
         if (n_threads == 1) {
                 int r = 0;
                 for (size_t i = 0; i < w->n && r >= 0; i++)
-                        r = visit_one(w->proc_root, w->pids[i], is_skipped(w, w->pids[i]), i < w->n_by_cgroup,
-                                      i >= w->n_by_cgroup || w->deep, &w->v[i], ps, w->root, ps);
+                        r = visit_one(w->proc_root, w->pids[i], is_skipped(w, w->pids[i]), i < w->n_by_cgroup, &w->v[i],
+                                      ps, w->root, ps);
                 return r;
         }
         struct wave_worker ww[WAVE_THREADS];
@@ -405,6 +406,64 @@ static int visit_wave(struct wave *w, struct gr_pidset *ps)
         return r;
 }
 
+struct parent_of {
+        pid_t pid, ppid;
+};
+
+static int cmp_parent_of(const void *a, const void *b)
+{
+        pid_t x = ((const struct parent_of *)a)->pid, y = ((const struct parent_of *)b)->pid;
+        return (x > y) - (x < y);
+}
+
+/* Does a process whose parent is ppid descend from root? Its parent chain followed up, from the
+ * stat lines the wave read (index, sorted) and past them from /proc, until root (yes), PID 1 or
+ * 0, an unreadable parent or 4096 steps (no) */
+static bool descends(const char *proc_root, pid_t ppid, pid_t root, const struct parent_of *index, size_t n)
+{
+        pid_t p = ppid;
+        for (int depth = 0; depth < 4096; depth++) {
+                if (p == root)
+                        return true;
+                if (p <= 1)
+                        return false;
+                struct parent_of key = { .pid = p };
+                const struct parent_of *f = n ? bsearch(&key, index, n, sizeof(key), cmp_parent_of) : NULL;
+                gr_stat st;
+                if (f)
+                        p = f->ppid;
+                else if (gr_proc_read_stat(proc_root, p, &st) == 0)
+                        p = st.ppid;
+                else
+                        return false;
+        }
+        return false;
+}
+
+/* Deep: the cgroup's members of this wave asked for their children, each only where its parent
+ * chain leads to root. A process that root moved into the leaf (or a stranger that took a
+ * member's PID between cgroup.procs and its stat) is no descendant: its children (gpureap's own
+ * parent among them, where that was moved in) are never asked for, so never listed */
+static int ask_cgroup_members(const char *proc_root, pid_t root, const struct wave *w, struct gr_pidset *ps)
+{
+        struct parent_of *index = calloc(w->n ? w->n : 1, sizeof(*index));
+        if (!index)
+                return -ENOMEM;
+        size_t n = 0;
+        for (size_t i = 0; i < w->n; i++)
+                if (w->v[i].have_stat)
+                        index[n++] = (struct parent_of){ w->v[i].st.pid, w->v[i].st.ppid };
+        qsort(index, n, sizeof(*index), cmp_parent_of);
+        int r = 0;
+        for (size_t i = 0; r >= 0 && i < w->n_by_cgroup; i++) {
+                const struct visit *v = &w->v[i];
+                if (v->have_stat && !v->dead && descends(proc_root, v->st.ppid, root, index, n))
+                        r = add_children_of(proc_root, w->pids[i], &v->st, ps);
+        }
+        free(index);
+        return r;
+}
+
 /* The descendants of root and the cgroup's members without reading the rest of /proc: the
  * cost follows the tree, not the machine (a node runs thousands of other processes) */
 static int tree_by_children(const char *proc_root, pid_t root, const char *cgroup, bool deep, const pid_t *skip,
@@ -418,8 +477,9 @@ static int tree_by_children(const char *proc_root, pid_t root, const char *cgrou
          * cgroup, and what root moves out of it is found once its parent ends (it comes to root,
          * the subreaper); a tree of a thousand costs a thousand stat reads, not nine thousand
          * system calls more. The others breadth first, a wave at a time, until no new one
-         * appears. Deep (gr_tree_list_deep), they are asked too: what root moved out of the
-         * cgroup while its parent lives is listed as that parent's child. */
+         * appears. Deep (gr_tree_list_deep), those that descend from root are asked too, after
+         * their wave: what was moved out of the cgroup while its parent lives is listed as that
+         * parent's child. */
         size_t in_cgroup = ps.n;
         r = r < 0 ? r : add_children(proc_root, root, &ps);
         /* each one's stat first: a zombie (its leader dead, no thread left) has no children of
@@ -449,9 +509,10 @@ static int tree_by_children(const char *proc_root, pid_t root, const char *cgrou
                 memcpy(pids, ps.p + from, (to - from) * sizeof(*pids));
                 struct wave w = { .proc_root = proc_root, .pids = pids, .n = to - from, .root = root, .skip = skip,
                                   .n_skip = n_skip, .v = v, .found = &ps,
-                                  .n_by_cgroup = in_cgroup > from ? (in_cgroup < to ? in_cgroup : to) - from : 0,
-                                  .deep = deep };
+                                  .n_by_cgroup = in_cgroup > from ? (in_cgroup < to ? in_cgroup : to) - from : 0 };
                 r = visit_wave(&w, &ps);
+                if (r >= 0 && deep && w.n_by_cgroup)
+                        r = ask_cgroup_members(proc_root, root, &w, &ps);
                 free(pids);
                 for (size_t i = 0; r >= 0 && i < w.n; i++) {
                         if (!v[i].have_stat)
@@ -623,24 +684,33 @@ int gr_cgroup2_mount(char *ret, size_t size)
 }
 
 /* The directory of this process's own cgroup (mount + the "0::" line of /proc/self/cgroup) */
-static int own_cgroup_dir(char *ret, size_t size)
+/* A process's cgroup v2 path (0: gpureap's own), from its /proc/PID/cgroup line, as seen from
+ * the mount of gr_cgroup2_mount */
+static int cgroup_path_of(pid_t pid, char *ret, size_t size)
 {
-        char mount[1024], own[1024] = "";
-        int r = gr_cgroup2_mount(mount, sizeof(mount));
-        if (r < 0)
-                return r;
-        FILE *f = fopen("/proc/self/cgroup", "re");
+        char file[64];
+        if (pid > 0)
+                snprintf(file, sizeof(file), "/proc/%d/cgroup", (int)pid);
+        FILE *f = fopen(pid > 0 ? file : "/proc/self/cgroup", "re");
         if (!f)
                 return -errno;
         char line[2048];
+        ret[0] = '\0';
         while (fgets(line, sizeof(line), f))
                 if (strncmp(line, "0::", 3) == 0) {
                         line[strcspn(line, "\n")] = '\0';
-                        gr_strlcpy(own, line + 3, sizeof(own));
+                        gr_strlcpy(ret, line + 3, size);
                 }
         fclose(f);
-        if (!own[0])
-                return -ENOENT;
+        return ret[0] ? 0 : -ENOENT;
+}
+
+static int own_cgroup_dir(char *ret, size_t size)
+{
+        char mount[1024], own[1024];
+        int r = gr_cgroup2_mount(mount, sizeof(mount));
+        if (r < 0 || (r = cgroup_path_of(0, own, sizeof(own))) < 0)
+                return r;
         size_t n = strlen(own);
         if ((size_t)snprintf(ret, size, "%s%.*s", mount, (int)(own[n - 1] == '/' ? n - 1 : n), own) >= size)
                 return -ENAMETOOLONG;
@@ -793,4 +863,34 @@ static int remove_tree(const char *cgroup, void *arg, int depth)
 int gr_cgroup_remove(const char *cgroup)
 {
         return remove_tree(cgroup, NULL, 0);
+}
+
+unsigned gr_cgroup_evict_ancestors(const char *cgroup)
+{
+        size_t len = cgroup ? strlen(cgroup) : 0;
+        const char *slash = len ? strrchr(cgroup, '/') : NULL;
+        char mount[1024], parent[4200];
+        if (!slash || slash == cgroup || (size_t)(slash - cgroup) >= sizeof(parent) ||
+            gr_cgroup2_mount(mount, sizeof(mount)) < 0 || strncmp(cgroup, mount, strlen(mount)) != 0)
+                return 0;
+        memcpy(parent, cgroup, (size_t)(slash - cgroup));
+        parent[slash - cgroup] = '\0';
+        const char *leaf = cgroup + strlen(mount); /* as /proc/PID/cgroup names it */
+        size_t leaf_len = strlen(leaf);
+        unsigned moved = 0;
+        pid_t p = getppid();
+        for (int depth = 0; p > 1 && depth < 64; depth++) {
+                char path[2048];
+                if (cgroup_path_of(p, path, sizeof(path)) == 0 && leaf_len && strncmp(path, leaf, leaf_len) == 0 &&
+                    (path[leaf_len] == '\0' || path[leaf_len] == '/')) {
+                        char v[32];
+                        snprintf(v, sizeof(v), "%d", (int)p);
+                        moved += write_file(parent, "cgroup.procs", v) == 0;
+                }
+                gr_stat st;
+                if (gr_proc_read_stat(NULL, p, &st) < 0)
+                        break;
+                p = st.ppid;
+        }
+        return moved;
 }
