@@ -2,6 +2,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/file.h>
@@ -705,10 +706,30 @@ static int cgroup_path_of(pid_t pid, char *ret, size_t size)
         return ret[0] ? 0 : -ENOENT;
 }
 
+/* gr_cgroup2_mount read once in a process (its mounts do not move): the leaf's creation, at
+ * the run's first sample, reads it, so that the end's look for gpureap's ancestors in the leaf
+ * does not read the mount table (0.1 ms on a container host's) before the signal */
+static pthread_once_t mount_once = PTHREAD_ONCE_INIT;
+static char mount_cached[1024];
+static int mount_result;
+
+static void mount_read(void)
+{
+        mount_result = gr_cgroup2_mount(mount_cached, sizeof(mount_cached));
+}
+
+static int cgroup2_mount_once(char *ret, size_t size)
+{
+        pthread_once(&mount_once, mount_read);
+        if (mount_result < 0)
+                return mount_result;
+        return gr_strlcpy(ret, mount_cached, size) ? 0 : -ENAMETOOLONG;
+}
+
 static int own_cgroup_dir(char *ret, size_t size)
 {
         char mount[1024], own[1024];
-        int r = gr_cgroup2_mount(mount, sizeof(mount));
+        int r = cgroup2_mount_once(mount, sizeof(mount));
         if (r < 0 || (r = cgroup_path_of(0, own, sizeof(own))) < 0)
                 return r;
         size_t n = strlen(own);
@@ -871,7 +892,7 @@ unsigned gr_cgroup_evict_ancestors(const char *cgroup)
         const char *slash = len ? strrchr(cgroup, '/') : NULL;
         char mount[1024], parent[4200];
         if (!slash || slash == cgroup || (size_t)(slash - cgroup) >= sizeof(parent) ||
-            gr_cgroup2_mount(mount, sizeof(mount)) < 0 || strncmp(cgroup, mount, strlen(mount)) != 0)
+            cgroup2_mount_once(mount, sizeof(mount)) < 0 || strncmp(cgroup, mount, strlen(mount)) != 0)
                 return 0;
         memcpy(parent, cgroup, (size_t)(slash - cgroup));
         parent[slash - cgroup] = '\0';
