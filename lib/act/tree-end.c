@@ -35,7 +35,15 @@ struct tree_end {
         struct gr_pidset ended;   /* the PIDs counted in res->ended */
         const gr_tree_proc *before; /* the tree just before the group's signal (sorted), or NULL */
         size_t n_before;
+        struct gr_pidset ancestors; /* gpureap's: never of the tree, even moved into the leaf */
 };
+
+/* gpureap's own parent (or theirs), which root may have moved into the leaf: never listed as a
+ * member, never signalled */
+static bool is_ancestor(const struct tree_end *te, pid_t pid)
+{
+        return gr_pidset_has(&te->ancestors, pid);
+}
 
 /* One of the tree's processes ended: counted once in res->ended (by PID: within one end a
  * number is not handed out twice, short of a wrap of pid_max) */
@@ -117,6 +125,8 @@ static void add_listed(gr_ladder *l, const gr_tree_proc *t, size_t n, struct tre
         pid_t now = 0; /* read after the listing: every member listed was born by then */
         bool group = te->res->group_termed && gr_last_pid(&now) == 0;
         for (size_t i = 0; i < n; i++) {
+                if (is_ancestor(te, t[i].pid))
+                        continue;
                 bool had = group && had_group_term(te, &t[i], now);
                 if (t[i].state == 'Z') {
                         if (had && !te->listed) /* counted with no grace too: it ended */
@@ -170,18 +180,18 @@ static void tick(gr_ladder *l, void *userdata)
 
 /* cgroup.kill, once gpureap's ancestors are out of the leaf (again: one may have been moved in
  * since the end began) */
-static void kill_cgroup(const gr_tree_end_options *o)
+static void kill_cgroup(const struct tree_end *te)
 {
+        const gr_tree_end_options *o = te->o;
         if (!o->cgroup || !o->cgroup[0])
                 return;
-        gr_cgroup_evict_ancestors(o->cgroup);
+        gr_cgroup_evict(o->cgroup, &te->ancestors);
         gr_cgroup_kill(o->cgroup);
 }
 
 static void before_kill(void *userdata)
 {
-        struct tree_end *te = userdata;
-        kill_cgroup(te->o);
+        kill_cgroup(userdata);
 }
 
 /* Was the caller told of this member's failed signal already? (Noted now if not: the first
@@ -295,6 +305,13 @@ static bool end_rest(struct tree_end *te)
         group_term(te);
         if (o->group_signalled)
                 o->group_signalled(res->group_termed, o->userdata);
+        /* gpureap's own parent (or theirs) moved into the leaf by root is not of the tree: out
+         * of it before the ladder lists anything or cgroup.kill is written, and left out of
+         * every listing (one may be moved in meanwhile). After the group's signal, which never
+         * reaches them (the command leads a process group of its own), so as not to delay it */
+        gr_ancestors(&te->ancestors);
+        if (o->cgroup && o->cgroup[0])
+                gr_cgroup_evict(o->cgroup, &te->ancestors);
         uint64_t waited = 0;
         if (settle(te, &waited))
                 return true;
@@ -312,7 +329,7 @@ static bool end_rest(struct tree_end *te)
                 size_t n = 0, alive = 0;
                 bool listed = list_tree(te, true, &t, &n) == 0;
                 for (size_t i = 0; listed && i < n; i++)
-                        alive += t[i].state != 'Z';
+                        alive += t[i].state != 'Z' && !is_ancestor(te, t[i].pid);
                 if (alive > 0) {
                         ladder_round(te, 0, t, n, true, false); /* the same listing */
                         free(t);
@@ -320,8 +337,8 @@ static bool end_rest(struct tree_end *te)
                 }
                 free(t);
                 if (round == 100 && o->cgroup && o->cgroup[0])
-                        kill_cgroup(o); /* 100 ms and still members that no listing shows alive:
-                                           whatever they are (gpureap's ancestors aside), ours to end */
+                        kill_cgroup(te); /* 100 ms and still members that no listing shows alive:
+                                            whatever they are (gpureap's ancestors aside), ours to end */
                 else
                         poll(NULL, 0, 1); /* zombies on their way to us */
         }
@@ -333,7 +350,7 @@ static bool end_rest(struct tree_end *te)
         size_t n = 0;
         if (list_tree(te, true, &t, &n) == 0)
                 for (size_t i = 0; i < n; i++)
-                        if (t[i].state != 'Z') {
+                        if (t[i].state != 'Z' && !is_ancestor(te, t[i].pid)) {
                                 if (res->n_left < GR_ELEMENTSOF(res->left))
                                         res->left[res->n_left] = t[i].pid;
                                 res->n_left++;
@@ -346,12 +363,9 @@ bool gr_tree_end(const gr_tree_end_options *o, gr_tree_end_result *res)
 {
         memset(res, 0, sizeof(*res));
         struct tree_end te = { .o = o, .res = res, .pgid_held = o->pgid_held, .proc_root = gr_context_proc_root(o->ctx) };
-        /* gpureap's own parent (or theirs) moved into the leaf by root is not of the tree: out
-         * of it before anything is listed or signalled */
-        if (o->cgroup && o->cgroup[0])
-                gr_cgroup_evict_ancestors(o->cgroup);
         if (tree_gone(&te)) {
                 gr_pidset_free(&te.ended);
+                gr_pidset_free(&te.ancestors);
                 return true;
         }
         /* the settle leaves the tree to end by itself for up to 50 ms before it is listed: who
@@ -376,5 +390,6 @@ bool gr_tree_end(const gr_tree_end_options *o, gr_tree_end_result *res)
                         count_ended(&te, te.before[i].pid);
         free(own_before);
         gr_pidset_free(&te.ended);
+        gr_pidset_free(&te.ancestors);
         return gone;
 }

@@ -2,10 +2,15 @@
 #ifndef GR_ACT_TREE_INTERNAL_H
 #define GR_ACT_TREE_INTERNAL_H
 
-/* gpureap's ancestors (its parent, theirs, up to PID 1) are never of its tree: one that was
- * moved into cgroup, the run's leaf, or a cgroup below it (root can write to any cgroup.procs)
- * is moved back out to the leaf's parent, where gpureap itself is, so that neither the ladder,
- * which lists the leaf's members, nor cgroup.kill reaches it. The number moved */
-unsigned gr_cgroup_evict_ancestors(const char *cgroup);
+#include "basic/pidset.h"
+
+/* gpureap's ancestors into *ret: its parent, theirs, up to PID 1 (at most 4096); 0 or -ENOMEM.
+ * None of them is ever of its tree, wherever root moved them */
+int gr_ancestors(struct gr_pidset *ret);
+
+/* Those of pids found in cgroup, the run's leaf, or a cgroup below it (root can write to any
+ * cgroup.procs) moved back out to the leaf's parent, where gpureap itself is, so that
+ * cgroup.kill does not reach them. The number moved */
+unsigned gr_cgroup_evict(const char *cgroup, const struct gr_pidset *pids);
 
 #endif

@@ -417,17 +417,30 @@ static int cmp_parent_of(const void *a, const void *b)
         return (x > y) - (x < y);
 }
 
+/* The answers of one listing's walks (descends): each PID on a walked chain, whether it leads
+ * to root; so that W strangers below one chain D deep cost D reads, not D x W */
+struct descent_memo {
+        struct gr_pidset yes, no;
+        pid_t path[4096];
+};
+
 /* Does a process whose parent is ppid descend from root? Its parent chain followed up, from the
  * stat lines the wave read (index, sorted) and past them from /proc, until root (yes), PID 1 or
- * 0, an unreadable parent or 4096 steps (no) */
-static bool descends(const char *proc_root, pid_t ppid, pid_t root, const struct parent_of *index, size_t n)
+ * 0, an unreadable parent or 4096 steps (no), or a PID whose answer is known */
+static bool descends(const char *proc_root, pid_t ppid, pid_t root, const struct parent_of *index, size_t n,
+                     struct descent_memo *m)
 {
         pid_t p = ppid;
-        for (int depth = 0; depth < 4096; depth++) {
-                if (p == root)
-                        return true;
-                if (p <= 1)
-                        return false;
+        size_t len = 0;
+        bool yes = false;
+        for (; len < GR_ELEMENTSOF(m->path); len++) {
+                if (p == root || gr_pidset_has(&m->yes, p)) {
+                        yes = true;
+                        break;
+                }
+                if (p <= 1 || gr_pidset_has(&m->no, p))
+                        break;
+                m->path[len] = p;
                 struct parent_of key = { .pid = p };
                 const struct parent_of *f = n ? bsearch(&key, index, n, sizeof(key), cmp_parent_of) : NULL;
                 gr_stat st;
@@ -436,9 +449,11 @@ static bool descends(const char *proc_root, pid_t ppid, pid_t root, const struct
                 else if (gr_proc_read_stat(proc_root, p, &st) == 0)
                         p = st.ppid;
                 else
-                        return false;
+                        break;
         }
-        return false;
+        for (size_t i = 0; i < len && i < GR_ELEMENTSOF(m->path); i++)
+                gr_pidset_add(yes ? &m->yes : &m->no, m->path[i]); /* out of memory: only not kept */
+        return yes;
 }
 
 /* Deep: the cgroup's members of this wave asked for their children, each only where its parent
@@ -455,11 +470,17 @@ static int ask_cgroup_members(const char *proc_root, pid_t root, const struct wa
                 if (w->v[i].have_stat)
                         index[n++] = (struct parent_of){ w->v[i].st.pid, w->v[i].st.ppid };
         qsort(index, n, sizeof(*index), cmp_parent_of);
-        int r = 0;
+        struct descent_memo *m = calloc(1, sizeof(*m));
+        int r = m ? 0 : -ENOMEM;
         for (size_t i = 0; r >= 0 && i < w->n_by_cgroup; i++) {
                 const struct visit *v = &w->v[i];
-                if (v->have_stat && !v->dead && descends(proc_root, v->st.ppid, root, index, n))
+                if (v->have_stat && !v->dead && descends(proc_root, v->st.ppid, root, index, n, m))
                         r = add_children_of(proc_root, w->pids[i], &v->st, ps);
+        }
+        if (m) {
+                gr_pidset_free(&m->yes);
+                gr_pidset_free(&m->no);
+                free(m);
         }
         free(index);
         return r;
@@ -886,12 +907,26 @@ int gr_cgroup_remove(const char *cgroup)
         return remove_tree(cgroup, NULL, 0);
 }
 
-unsigned gr_cgroup_evict_ancestors(const char *cgroup)
+int gr_ancestors(struct gr_pidset *ret)
+{
+        pid_t p = getppid();
+        for (int depth = 0; p > 1 && depth < 4096; depth++) {
+                if (gr_pidset_add(ret, p) <= 0)
+                        return -ENOMEM; /* or a loop (a PID handed out again meanwhile) */
+                gr_stat st;
+                if (gr_proc_read_stat(NULL, p, &st) < 0)
+                        break;
+                p = st.ppid;
+        }
+        return 0;
+}
+
+unsigned gr_cgroup_evict(const char *cgroup, const struct gr_pidset *pids)
 {
         size_t len = cgroup ? strlen(cgroup) : 0;
         const char *slash = len ? strrchr(cgroup, '/') : NULL;
         char mount[1024], parent[4200];
-        if (!slash || slash == cgroup || (size_t)(slash - cgroup) >= sizeof(parent) ||
+        if (!pids->n || !slash || slash == cgroup || (size_t)(slash - cgroup) >= sizeof(parent) ||
             cgroup2_mount_once(mount, sizeof(mount)) < 0 || strncmp(cgroup, mount, strlen(mount)) != 0)
                 return 0;
         memcpy(parent, cgroup, (size_t)(slash - cgroup));
@@ -899,19 +934,14 @@ unsigned gr_cgroup_evict_ancestors(const char *cgroup)
         const char *leaf = cgroup + strlen(mount); /* as /proc/PID/cgroup names it */
         size_t leaf_len = strlen(leaf);
         unsigned moved = 0;
-        pid_t p = getppid();
-        for (int depth = 0; p > 1 && depth < 64; depth++) {
+        for (size_t i = 0; leaf_len && i < pids->n; i++) {
                 char path[2048];
-                if (cgroup_path_of(p, path, sizeof(path)) == 0 && leaf_len && strncmp(path, leaf, leaf_len) == 0 &&
+                if (cgroup_path_of(pids->p[i], path, sizeof(path)) == 0 && strncmp(path, leaf, leaf_len) == 0 &&
                     (path[leaf_len] == '\0' || path[leaf_len] == '/')) {
                         char v[32];
-                        snprintf(v, sizeof(v), "%d", (int)p);
+                        snprintf(v, sizeof(v), "%d", (int)pids->p[i]);
                         moved += write_file(parent, "cgroup.procs", v) == 0;
                 }
-                gr_stat st;
-                if (gr_proc_read_stat(NULL, p, &st) < 0)
-                        break;
-                p = st.ppid;
         }
         return moved;
 }

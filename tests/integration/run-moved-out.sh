@@ -96,21 +96,28 @@ for p in "$cmd" "$child"; do
 done
 ok "nothing left: the command (SIGKILL after its grace) and the moved child"
 
-# ---- gpureap's parent moved into the leaf by the command ----
-A=$T/anc
+# ---- gpureap's parent moved into the leaf by the command: before the end, or in the command's
+# SIGTERM handler while the end runs (the ladder's listings leave it out, cgroup.kill is
+# written once it is out) ----
+ancestor_moved() { # WHEN: before | during
+A=$T/anc-$1
 mkdir "$A"
 python3 -c '
 import os, signal, sys
-g, d, mnt = sys.argv[1:4]
+g, d, mnt, when = sys.argv[1:5]
 def note(sig, frame):
     with open(d + "/anc.sig", "a") as f:
         f.write(signal.Signals(sig).name + "\n")
 for s in (signal.SIGTERM, signal.SIGCONT, signal.SIGHUP, signal.SIGINT):
     signal.signal(s, note)
 signal.pthread_sigmask(signal.SIG_SETMASK, [])
-cmd = ("until grep -q \"/gpureap-run-[^/]*$\" /proc/self/cgroup; do sleep 0.02; done; "
-       "echo %d > \"%s$(sed -n \"s/^0:://p\" /proc/self/cgroup)/cgroup.procs\" && touch %s/moved; exec sleep 1000"
-       % (os.getpid(), mnt, d))
+leaf = "\"%s$(sed -n \"s/^0:://p\" /proc/self/cgroup)/cgroup.procs\"" % mnt
+wait_leaf = "until grep -q \"/gpureap-run-[^/]*$\" /proc/self/cgroup; do sleep 0.02; done; "
+if when == "before":
+    cmd = wait_leaf + "echo %d > %s && touch %s/moved; exec sleep 1000" % (os.getpid(), leaf, d)
+else:  # the trap runs between two short sleeps; the loop ignores TERM: SIGKILL after the grace
+    cmd = (wait_leaf + "trap \"echo %d > %s; touch %s/moved-now\" TERM; touch %s/moved; "
+           "while :; do sleep 0.05; done" % (os.getpid(), leaf, d, d))
 child = os.fork()
 if child == 0:
     for s in (signal.SIGTERM, signal.SIGCONT, signal.SIGHUP, signal.SIGINT):
@@ -123,7 +130,7 @@ with open(d + "/gp.status", "w") as f:
     f.write(str(os.waitstatus_to_exitcode(st)))
 while True:
     signal.pause()
-' "$GPUREAP" "$A" "$mnt" </dev/null >"$A/out" 2>"$A/err" &
+'  "$GPUREAP" "$A" "$mnt" "$1" </dev/null >"$A/out" 2>"$A/err" &
 anc=$!
 echo "anc $anc" >>"$T/tree.pids"
 echo "anc $anc" >>"$PIDS"
@@ -131,8 +138,9 @@ i=0
 until [ -e "$A/moved" ]; do i=$((i + 1)); [ $i -lt 2000 ] || fail "gpureap's parent was never moved: $(cat "$A/err")"; sleep 0.01; done
 gp=$(cat "$A/gp")
 echo "gpureap $gp" >>"$T/tree.pids"
-grep -q "/gpureap-run-[^/]*$" "/proc/$anc/cgroup" || fail "gpureap's parent is not in the leaf: $(cat "/proc/$anc/cgroup")"
-ok "gpureap's parent moved into the run's leaf by the command"
+[ "$1" = during ] || grep -q "/gpureap-run-[^/]*$" "/proc/$anc/cgroup" ||
+        fail "gpureap's parent is not in the leaf: $(cat "/proc/$anc/cgroup")"
+[ "$1" = during ] || ok "gpureap's parent moved into the run's leaf by the command"
 kill -TERM "$gp"
 i=0
 until [ -s "$A/gp.status" ]; do
@@ -141,13 +149,17 @@ until [ -s "$A/gp.status" ]; do
         i=$((i + 1)); [ $i -lt 2000 ] || fail "gpureap never ended"; sleep 0.01
 done
 [ "$(cat "$A/gp.status")" = 143 ] || fail "gpureap exit $(cat "$A/gp.status"), want 143"
+[ "$1" = before ] || [ -e "$A/moved-now" ] || fail "the command's handler never moved gpureap's parent"
 [ ! -e "$A/anc.sig" ] || fail "gpureap's parent was signalled: $(tr '\n' ' ' <"$A/anc.sig")"
 [ -e "/proc/$anc" ] && [ "$(awk '{print $3}' "/proc/$anc/stat")" != Z ] || fail "gpureap's parent is gone"
-ok "gpureap's parent had no signal and lives"
+ok "gpureap's parent ($1 the end) had no signal and lives"
 ! grep -q "/gpureap-run-" "/proc/$anc/cgroup" || fail "gpureap's parent is still in a leaf: $(cat "/proc/$anc/cgroup")"
 ok "and it was moved back out of the leaf, which gpureap removed"
 kill -KILL "$anc"
 wait "$anc" 2>/dev/null || true
+}
+ancestor_moved before
+ancestor_moved during
 
 # ---- a stranger with a child, moved into a run's leaf: the child is never signalled ----
 S=$T/stranger
