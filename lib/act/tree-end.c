@@ -35,14 +35,14 @@ struct tree_end {
         struct gr_pidset ended;   /* the PIDs counted in res->ended */
         const gr_tree_proc *before; /* the tree just before the group's signal (sorted), or NULL */
         size_t n_before;
-        struct gr_pidset ancestors; /* gpureap's: never of the tree, even moved into the leaf */
+        struct gr_ancestors ancestors; /* gpureap's: never of the tree, even moved into the leaf */
 };
 
 /* gpureap's own parent (or theirs), which root may have moved into the leaf: never listed as a
  * member, never signalled */
-static bool is_ancestor(const struct tree_end *te, pid_t pid)
+static bool is_ancestor(const struct tree_end *te, const gr_tree_proc *p)
 {
-        return gr_pidset_has(&te->ancestors, pid);
+        return gr_ancestors_has(&te->ancestors, p->pid, p->start_time);
 }
 
 /* One of the tree's processes ended: counted once in res->ended (by PID: within one end a
@@ -125,7 +125,7 @@ static void add_listed(gr_ladder *l, const gr_tree_proc *t, size_t n, struct tre
         pid_t now = 0; /* read after the listing: every member listed was born by then */
         bool group = te->res->group_termed && gr_last_pid(&now) == 0;
         for (size_t i = 0; i < n; i++) {
-                if (is_ancestor(te, t[i].pid))
+                if (is_ancestor(te, &t[i]))
                         continue;
                 bool had = group && had_group_term(te, &t[i], now);
                 if (t[i].state == 'Z') {
@@ -309,7 +309,7 @@ static bool end_rest(struct tree_end *te)
          * of it before the ladder lists anything or cgroup.kill is written, and left out of
          * every listing (one may be moved in meanwhile). After the group's signal, which never
          * reaches them (the command leads a process group of its own), so as not to delay it */
-        gr_ancestors(&te->ancestors);
+        gr_ancestors_read(&te->ancestors);
         if (o->cgroup && o->cgroup[0])
                 gr_cgroup_evict(o->cgroup, &te->ancestors);
         uint64_t waited = 0;
@@ -329,7 +329,7 @@ static bool end_rest(struct tree_end *te)
                 size_t n = 0, alive = 0;
                 bool listed = list_tree(te, true, &t, &n) == 0;
                 for (size_t i = 0; listed && i < n; i++)
-                        alive += t[i].state != 'Z' && !is_ancestor(te, t[i].pid);
+                        alive += t[i].state != 'Z' && !is_ancestor(te, &t[i]);
                 if (alive > 0) {
                         ladder_round(te, 0, t, n, true, false); /* the same listing */
                         free(t);
@@ -350,7 +350,7 @@ static bool end_rest(struct tree_end *te)
         size_t n = 0;
         if (list_tree(te, true, &t, &n) == 0)
                 for (size_t i = 0; i < n; i++)
-                        if (t[i].state != 'Z' && !is_ancestor(te, t[i].pid)) {
+                        if (t[i].state != 'Z' && !is_ancestor(te, &t[i])) {
                                 if (res->n_left < GR_ELEMENTSOF(res->left))
                                         res->left[res->n_left] = t[i].pid;
                                 res->n_left++;
@@ -365,7 +365,7 @@ bool gr_tree_end(const gr_tree_end_options *o, gr_tree_end_result *res)
         struct tree_end te = { .o = o, .res = res, .pgid_held = o->pgid_held, .proc_root = gr_context_proc_root(o->ctx) };
         if (tree_gone(&te)) {
                 gr_pidset_free(&te.ended);
-                gr_pidset_free(&te.ancestors);
+                gr_ancestors_free(&te.ancestors);
                 return true;
         }
         /* the settle leaves the tree to end by itself for up to 50 ms before it is listed: who
@@ -390,6 +390,6 @@ bool gr_tree_end(const gr_tree_end_options *o, gr_tree_end_result *res)
                         count_ended(&te, te.before[i].pid);
         free(own_before);
         gr_pidset_free(&te.ended);
-        gr_pidset_free(&te.ancestors);
+        gr_ancestors_free(&te.ancestors);
         return gone;
 }

@@ -907,26 +907,50 @@ int gr_cgroup_remove(const char *cgroup)
         return remove_tree(cgroup, NULL, 0);
 }
 
-int gr_ancestors(struct gr_pidset *ret)
+int gr_ancestors_read(struct gr_ancestors *ret)
 {
+        *ret = (struct gr_ancestors){ 0 };
+        size_t cap = 0;
         pid_t p = getppid();
         for (int depth = 0; p > 1 && depth < 4096; depth++) {
-                if (gr_pidset_add(ret, p) <= 0)
-                        return -ENOMEM; /* or a loop (a PID handed out again meanwhile) */
                 gr_stat st;
-                if (gr_proc_read_stat(NULL, p, &st) < 0)
+                if (gr_proc_read_stat(NULL, p, &st) < 0 || st.pid != p)
                         break;
+                if (ret->n == cap) {
+                        size_t nc = cap ? cap * 2 : 16;
+                        void *na = realloc(ret->a, nc * sizeof(*ret->a));
+                        if (!na)
+                                return -ENOMEM;
+                        ret->a = na;
+                        cap = nc;
+                }
+                ret->a[ret->n].pid = p;
+                ret->a[ret->n++].start_time = st.start_time;
                 p = st.ppid;
         }
         return 0;
 }
 
-unsigned gr_cgroup_evict(const char *cgroup, const struct gr_pidset *pids)
+bool gr_ancestors_has(const struct gr_ancestors *anc, pid_t pid, uint64_t start_time)
+{
+        for (size_t i = 0; i < anc->n; i++)
+                if (anc->a[i].pid == pid && anc->a[i].start_time == start_time)
+                        return true;
+        return false;
+}
+
+void gr_ancestors_free(struct gr_ancestors *anc)
+{
+        free(anc->a);
+        *anc = (struct gr_ancestors){ 0 };
+}
+
+unsigned gr_cgroup_evict(const char *cgroup, const struct gr_ancestors *anc)
 {
         size_t len = cgroup ? strlen(cgroup) : 0;
         const char *slash = len ? strrchr(cgroup, '/') : NULL;
         char mount[1024], parent[4200];
-        if (!pids->n || !slash || slash == cgroup || (size_t)(slash - cgroup) >= sizeof(parent) ||
+        if (!anc->n || !slash || slash == cgroup || (size_t)(slash - cgroup) >= sizeof(parent) ||
             cgroup2_mount_once(mount, sizeof(mount)) < 0 || strncmp(cgroup, mount, strlen(mount)) != 0)
                 return 0;
         memcpy(parent, cgroup, (size_t)(slash - cgroup));
@@ -934,12 +958,14 @@ unsigned gr_cgroup_evict(const char *cgroup, const struct gr_pidset *pids)
         const char *leaf = cgroup + strlen(mount); /* as /proc/PID/cgroup names it */
         size_t leaf_len = strlen(leaf);
         unsigned moved = 0;
-        for (size_t i = 0; leaf_len && i < pids->n; i++) {
+        for (size_t i = 0; leaf_len && i < anc->n; i++) {
                 char path[2048];
-                if (cgroup_path_of(pids->p[i], path, sizeof(path)) == 0 && strncmp(path, leaf, leaf_len) == 0 &&
-                    (path[leaf_len] == '\0' || path[leaf_len] == '/')) {
+                gr_stat st;
+                if (cgroup_path_of(anc->a[i].pid, path, sizeof(path)) == 0 && strncmp(path, leaf, leaf_len) == 0 &&
+                    (path[leaf_len] == '\0' || path[leaf_len] == '/') &&
+                    gr_proc_read_stat(NULL, anc->a[i].pid, &st) == 0 && st.start_time == anc->a[i].start_time) {
                         char v[32];
-                        snprintf(v, sizeof(v), "%d", (int)pids->p[i]);
+                        snprintf(v, sizeof(v), "%d", (int)anc->a[i].pid);
                         moved += write_file(parent, "cgroup.procs", v) == 0;
                 }
         }
