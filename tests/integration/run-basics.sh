@@ -17,6 +17,31 @@ has err "cannot run '.*no-such-command': No such file or directory" "says why"
 touch "$T/not-executable"
 gr run --quiet -- "$T/not-executable"
 expect_rc 126 "not executable"
+# the exec is execvp's, as tini's and a shell's: a script with no #! runs through /bin/sh, with
+# all of its arguments (20000 of them: more than the start's fixed stack holds); a PATH entry
+# where the name is not executable is passed over for the next
+printf 'echo "script $# $1 ${20000}"\n' >"$T/no-shebang"
+chmod +x "$T/no-shebang"
+gr run --quiet -- "$T/no-shebang" $(seq 20000)
+expect_rc 0 "a script with no #!"
+[ "$(cat "$T/out")" = "script 20000 1 20000" ] || fail "a script with no #!: '$(head -c 200 "$T/out")'"
+ok "a script with no #! runs through /bin/sh with its 20000 arguments"
+mkdir -p "$T/path1" "$T/path2"
+touch "$T/path1/gr-tool"
+printf '#!/bin/sh\necho found in path2\n' >"$T/path2/gr-tool"
+chmod +x "$T/path2/gr-tool"
+PATH="$T/path1:$T/path2:$PATH" gr run --quiet -- gr-tool
+expect_rc 0 "a name on PATH"
+has out "found in path2" "a PATH entry not executable is passed over"
+# the command's environment: gpureap's own, with GPUREAP_RUN_PID (gpureap's PID) and without
+# NOTIFY_SOCKET (systemd is told by gpureap); gpureap itself still has it
+NOTIFY_SOCKET=$T/no-such-socket GPUREAP_RUN_PID=stale GR_ODD=$'a=b\tc' "$GPUREAP" run --quiet -- \
+        sh -c 'echo "$GPUREAP_RUN_PID" "$PPID" "${NOTIFY_SOCKET-unset}"; printf %s "$GR_ODD" | od -c | head -1' >"$T/out"
+read -r run_pid parent notify <"$T/out"
+[ "$run_pid" = "$parent" ] || fail "GPUREAP_RUN_PID $run_pid, the command's parent $parent"
+[ "$notify" = unset ] || fail "NOTIFY_SOCKET passed on: $notify"
+has out 'a   =   b  \\t   c' "gpureap's environment passed on as it is"
+ok "the command's environment: GPUREAP_RUN_PID is gpureap's, NOTIFY_SOCKET not passed on"
 gr run
 expect_rc 2 "no command"
 gr run --max-time soon -- true
