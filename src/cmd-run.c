@@ -1818,8 +1818,15 @@ static pid_t command_fork(struct command_start *c)
                 errno = e;
                 return -1;
         }
+        /* every signal blocked until the child has put the caller's dispositions back: a handler
+         * of gpureap's run in the child would write gpureap's memory (the child restores the
+         * caller's mask itself; gpureap's own is put back once the child has exec'd) */
+        sigset_t all, mine;
+        sigfillset(&all);
+        pthread_sigmask(SIG_SETMASK, &all, &mine);
         pid_t pid = clone(command_child, (char *)stack + size, CLONE_VM | CLONE_VFORK | SIGCHLD, c);
         int e = errno;
+        pthread_sigmask(SIG_SETMASK, &mine, NULL);
         munmap(stack, size);
         errno = e;
         return pid;
