@@ -1746,7 +1746,9 @@ struct command_start {
 
 /* The command's environment: gpureap's, with GPUREAP_RUN_PID (lets 'status' name a killed
  * supervisor's tree) and without NOTIFY_SOCKET (gpureap run tells systemd, not the command).
- * NULL when out of memory */
+ * The marker comes first: the scan reads only the first 32 KiB of a process's environ, and an
+ * HPC job's environment (module functions, Slurm's variables) is often longer. NULL when out of
+ * memory */
 static char **command_env(char *run_pid_var)
 {
         extern char **environ;
@@ -1757,10 +1759,10 @@ static char **command_env(char *run_pid_var)
         if (!envp)
                 return NULL;
         size_t k = 0;
+        envp[k++] = run_pid_var;
         for (size_t i = 0; i < n; i++)
                 if (strncmp(environ[i], "GPUREAP_RUN_PID=", 16) != 0 && strncmp(environ[i], "NOTIFY_SOCKET=", 14) != 0)
                         envp[k++] = environ[i];
-        envp[k++] = run_pid_var;
         envp[k] = NULL;
         return envp;
 }
@@ -1774,10 +1776,11 @@ __attribute__((no_sanitize_address)) static int command_child(void *arg)
         struct run *r = c->r;
         fatal_uninstall();
         run_tty_child(&r->tty, c->report_w); /* with a pty: returns in the command, a grandchild */
-        /* the dispositions are the caller's (gpureap changed none but the five above, and an
-         * ignored CHLD); the mask too */
+        /* the dispositions are the caller's (gpureap changed none but the five above, PIPE, and
+         * an ignored CHLD); the mask too */
         if (r->caller_ignored >> (SIGCHLD - 1) & 1)
                 signal(SIGCHLD, SIG_IGN);
+        signal(SIGPIPE, r->caller_ignored >> (SIGPIPE - 1) & 1 ? SIG_IGN : SIG_DFL);
         sigprocmask(SIG_SETMASK, c->old, NULL);
         if (c->out_w >= 0)
                 dup2(c->out_w, STDOUT_FILENO);
@@ -1915,6 +1918,7 @@ static void take_signals(struct run *r, int pdeathsig, pid_t parent, sigset_t *o
         for (int sig = 1; sig <= SIGRTMAX; sig++)
                 if (sig == SIGKILL || sig == SIGSTOP || sigaction(sig, NULL, &caller[sig]) < 0)
                         caller[sig] = (struct sigaction){ .sa_handler = SIG_DFL };
+        caller[SIGPIPE] = caller_sigpipe; /* main() put a handler of its own there */
         sigset_t mask, blocked;
         sigemptyset(&mask);
         int sigs[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGALRM, SIGVTALRM,

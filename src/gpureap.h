@@ -2,6 +2,7 @@
 #ifndef GPUREAP_CLI_H
 #define GPUREAP_CLI_H
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 
@@ -281,6 +282,9 @@ int kubelet_socket_option(gr_snapshot_options *so, const char *given);
  * GPUREAP_DEV_DIR, GPUREAP_SCAN, GPUREAP_NVML_LIBRARY) passed to its setters (src/main.c);
  * again after the command changed one of them */
 void library_from_env(void);
+/* SIGPIPE's disposition when gpureap started, before main() put its own handler there: run
+ * gives the command the caller's (an ignored PIPE stays ignored, as tini leaves it) */
+extern struct sigaction caller_sigpipe;
 int no_stray_arguments(int argc, char **argv, const char *cmd);    /* after getopt */
 
 void error_msg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

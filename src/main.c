@@ -145,6 +145,8 @@ static void sigpipe_caught(int sig)
         (void)sig;
 }
 
+struct sigaction caller_sigpipe = { .sa_handler = SIG_DFL };
+
 /* stdout as a stream of our own over fd 1, which keeps the cause of its first failed write:
  * glibc writes a large block (a status --json) straight from the caller's buffer, and when that
  * fails nothing is left pending to fail again at the end, so ferror(stdout) alone would not say
@@ -252,7 +254,7 @@ int main(int argc, char **argv)
         serve_wire_set(getenv("GPUREAP_SERVE_WIRE"));
         struct sigaction sa = { .sa_handler = sigpipe_caught, .sa_flags = SA_RESTART };
         sigemptyset(&sa.sa_mask);
-        sigaction(SIGPIPE, &sa, NULL);
+        sigaction(SIGPIPE, &sa, &caller_sigpipe);
         stdout_open();
         /* 'gpureap help reap': reap's own help */
         for (size_t i = 0; argc == 3 && strcmp(argv[1], "help") == 0 && i < GR_ELEMENTSOF(commands); i++)

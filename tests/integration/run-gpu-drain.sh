@@ -17,8 +17,10 @@ jqok '.gpus[0].state == "dirty"' "negative control: without gpureap run the GPU 
 kill -KILL "$(pid_of child)"; wait_state "$(pid_of child)" gone
 "$GPUREAP" wait --timeout 10s || fail "the negative control's memory never came back"
 
-# gpureap run itself killed with SIGKILL cannot act: the next status names what it left
-"$GPUREAP" run --quiet -- "$GPUHOLD" pidfile "$PIDS" server cuda 0 0 1500 sleep &
+# gpureap run itself killed with SIGKILL cannot act: the next status names what it left. The
+# environment is longer than the 32 KiB the scan reads of it (an HPC job's often is): the
+# supervisor's PID is still read, since run puts it first
+BIG_ENV=$(printf '%*s' 40000 '' | tr ' ' x) "$GPUREAP" run --quiet -- "$GPUHOLD" pidfile "$PIDS" server cuda 0 0 1500 sleep &
 g=$!
 LAUNCHED="$LAUNCHED $g"
 wait_role server

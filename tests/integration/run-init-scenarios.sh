@@ -310,6 +310,12 @@ out=$(sh -c "trap '' INT; exec \"$GPUREAP\" run --quiet -- grep SigIgn /proc/sel
 mask=$(echo "$out" | awk '{ print $2 }')
 (( (16#$mask >> 1) & 1 )) || fail "trap '' INT: the command's SigIgn is $mask"
 ok "an INT ignored by the caller is ignored by the command"
+out=$(sh -c "trap '' PIPE; exec \"$GPUREAP\" run --quiet -- grep SigIgn /proc/self/status")
+mask=$(echo "$out" | awk '{ print $2 }')
+(( (16#$mask >> 12) & 1 )) || fail "trap '' PIPE: the command's SigIgn is $mask"
+out=$("$GPUREAP" run --quiet -- grep -E 'SigIgn|SigCgt' /proc/self/status)
+(( ! ((16#$(awk '$1 == "SigIgn:" { print $2 }' <<<"$out") >> 12) & 1) )) || fail "PIPE ignored without the caller's asking: $out"
+ok "a PIPE ignored by the caller is ignored by the command (gpureap's own handler is not what it sees); one not ignored is not"
 D=$T/nohup
 mkdir -p "$D"
 : >"$D/pids"
