@@ -30,6 +30,7 @@ typedef struct gr_stat {
         int tty_nr;          /* controlling terminal (field 7), 0 none */
         pid_t tpgid;         /* foreground process group of that terminal (field 8), -1 none */
         bool kthread;        /* PF_KTHREAD in the flags (field 9) */
+        bool exiting;        /* PF_EXITING in the flags: it is ending (its memory, then its files, go) */
         uint64_t start_time; /* clock ticks after boot (field 22) */
         uint64_t cpu_ticks;  /* utime + stime (fields 14 and 15) */
         unsigned n_threads;  /* num_threads (field 20); 0 where a recorded tree has none */

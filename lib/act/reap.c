@@ -97,10 +97,20 @@ static int drm_audit(gr_reap_result *r)
                         char p[64];
                         snprintf(p, sizeof(p), "%d", (int)pid);
                         /* a zombie holds no file (the kernel makes its fd directory root's: one
-                         * of ours, gpureap's own helper, made every target spared); another
-                         * user's, not ours to read: not known (said in docs/drm.md) */
-                        bool zombie = gr_proc_read_stat(s->proc_root, pid, &ps) == 0 && (ps.state == 'Z' || ps.state == 'X');
-                        a.all = a.all || (!zombie && (me == 0 || fstatat(dirfd(dir), p, &st, 0) < 0 || st.st_uid == me));
+                         * of ours, gpureap's own helper, made every target spared), nor does a
+                         * process that is ending (PF_EXITING: its memory goes before its files,
+                         * and with it the directory is root's) or one gone since (another user's
+                         * that ended meanwhile, under load, made every target spared); another
+                         * user's live one, not ours to read: not known (said in docs/drm.md) */
+                        int sr = gr_proc_read_stat(s->proc_root, pid, &ps);
+                        bool unknown = !(sr == -ESRCH || (sr == 0 && (ps.state == 'Z' || ps.state == 'X' || ps.exiting)));
+                        if (unknown && me != 0) {
+                                if (fstatat(dirfd(dir), p, &st, 0) < 0)
+                                        unknown = errno != ENOENT;
+                                else
+                                        unknown = st.st_uid == me;
+                        }
+                        a.all = a.all || unknown;
                         q = 0;
                 } else if (q < 0 && q != -ENOMEM) {
                         a.all = true; /* more DRM fds than listed, a table that cannot be read */

@@ -98,6 +98,7 @@ int gr_parse_stat(const char *buf, size_t len, gr_stat *ret)
         st.tty_nr = fields[3] >= INT32_MIN && fields[3] <= INT32_MAX ? (int)fields[3] : 0;
         st.tpgid = fields[4] > 0 && fields[4] <= INT32_MAX ? (pid_t)fields[4] : -1;
         st.kthread = fields[5] >= 0 && (fields[5] & 0x00200000); /* PF_KTHREAD */
+        st.exiting = fields[5] >= 0 && (fields[5] & 0x00000004); /* PF_EXITING */
         st.start_time = (uint64_t)fields[18];
         st.n_threads = fields[16] > 0 && fields[16] <= INT32_MAX ? (unsigned)fields[16] : 0;
         if (fields[10] >= 0 && fields[11] >= 0)

@@ -55,6 +55,24 @@ static void stat_long_comm_is_cut(void **state)
         assert_int_equal(st.state, 'R');
 }
 
+/* the flags (field 9): PF_EXITING (0x4), a process that is ending; PF_KTHREAD (0x200000) */
+static void stat_flags(void **state)
+{
+        gr_stat st;
+        const char *plain = "9 (x) S 1 9 9" STAT_TAIL; /* flags 0x400100 */
+        assert_int_equal(gr_parse_stat(plain, strlen(plain), &st), 0);
+        assert_false(st.exiting);
+        assert_false(st.kthread);
+        const char *ending = "9 (x) R 1 9 9 0 0 4194564 100 0 0 0 5 3 0 0 20 0 1 0 123456 1000 10\n";
+        assert_int_equal(gr_parse_stat(ending, strlen(ending), &st), 0);
+        assert_true(st.exiting);
+        assert_false(st.kthread);
+        const char *kthread = "2 (kthreadd) S 0 0 0 0 -1 2129984 0 0 0 0 0 0 0 0 20 0 1 0 3 0 0\n";
+        assert_int_equal(gr_parse_stat(kthread, strlen(kthread), &st), 0);
+        assert_false(st.exiting);
+        assert_true(st.kthread);
+}
+
 static void stat_rejects_garbage(void **state)
 {
         const char *bad[] = {
@@ -410,6 +428,7 @@ int main(void)
                 cmocka_unit_test(stat_plain),
                 cmocka_unit_test(stat_comm_with_parens_spaces_newline),
                 cmocka_unit_test(stat_long_comm_is_cut),
+                cmocka_unit_test(stat_flags),
                 cmocka_unit_test(stat_rejects_garbage),
                 cmocka_unit_test(status_uid_and_nspid),
                 cmocka_unit_test(status_without_fields),
