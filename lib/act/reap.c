@@ -100,10 +100,13 @@ static int drm_audit(gr_reap_result *r)
                          * of ours, gpureap's own helper, made every target spared), nor does a
                          * process that is ending (PF_EXITING: its memory goes before its files,
                          * and with it the directory is root's) or one gone since (another user's
-                         * that ended meanwhile, under load, made every target spared); another
-                         * user's live one, not ours to read: not known (said in docs/drm.md) */
+                         * that ended meanwhile, under load, made every target spared); a leader
+                         * that ended alone, its threads alive with its files, is not known; nor
+                         * is another user's live one, not ours to read (said in docs/drm.md) */
                         int sr = gr_proc_read_stat(s->proc_root, pid, &ps);
-                        bool unknown = !(sr == -ESRCH || (sr == 0 && (ps.state == 'Z' || ps.state == 'X' || ps.exiting)));
+                        bool ending = sr == 0 && (ps.state == 'Z' || ps.state == 'X' || ps.exiting) &&
+                                      !gr_proc_zombie_threads_alive(s->proc_root, pid, &ps);
+                        bool unknown = !(sr == -ESRCH || ending);
                         if (unknown && me != 0) {
                                 if (fstatat(dirfd(dir), p, &st, 0) < 0)
                                         unknown = errno != ENOENT;

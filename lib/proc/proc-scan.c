@@ -1383,10 +1383,13 @@ int gr_proc_each_drm_fd(const char *proc_root, const char *dev_dir, pid_t pid, g
         char buf[1024];
         size_t len;
         struct stat task;
-        if (r == 0) {
-                bool ended = entries == 0 && gr_read_file_at(fd, "stat", buf, sizeof(buf), &len) == 0 &&
+        /* the leader's own fd directory is root's once it has ended (its memory gone), so a user
+         * is refused it: its live threads, the user's, are read instead */
+        bool refused = r == -EACCES || r == -EPERM;
+        if (r == 0 || refused) {
+                bool ended = (refused || entries == 0) && gr_read_file_at(fd, "stat", buf, sizeof(buf), &len) == 0 &&
                              gr_parse_stat(buf, len, &st) == 0 && (st.state == 'Z' || st.state == 'X');
-                if (ended || (fstatat(fd, "task", &task, 0) == 0 && task.st_nlink > 3)) {
+                if (ended || (!refused && fstatat(fd, "task", &task, 0) == 0 && task.st_nlink > 3)) {
                         int q = each_thread(fd, pid, !ended, true, thread_drm, &td);
                         r = q < 0 ? (q == -1 ? -EIO : q) : q; /* a thread that cannot be read: not known */
                 }

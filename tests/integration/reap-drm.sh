@@ -370,6 +370,47 @@ if command -v setpriv >/dev/null; then
         set -e
         has out "^  $nr +ended" "(2c) as uid 4257, its leftover ends (a zombie of the user's spares nothing)"
         wait "$nrl" 2>/dev/null || true
+        # (2d) as a user again: the leftover's client is shared by a live process of that user
+        # whose main thread has ended alone (its fd directory root's, like a zombie's; its live
+        # thread holds the file): the leftover is spared (it was ended, the live process taken
+        # for a zombie)
+        : >"$T/pids4258"
+        chmod a+rw "$T/pids4258"
+        setpriv --reuid 4258 --regid 4258 --clear-groups "$GPUHOLD" setpgid open dri/renderD128 spawn-holder "$T/pids4258" nr2 sleep &
+        l2=$!
+        LAUNCHED="$LAUNCHED $l2"
+        setpriv --reuid 4258 --regid 4258 --clear-groups "$GPUHOLD" pidfile "$T/pids4258" lz open dri/renderD128 leader-exit &
+        LAUNCHED="$LAUNCHED $!"
+        for _ in $(seq 1 400); do grep -q '^nr2 ' "$T/pids4258" && grep -q '^lz ' "$T/pids4258" && break; sleep 0.02; done
+        nr2=$(awk '$1 == "nr2" {print $2}' "$T/pids4258") lz=$(awk '$1 == "lz" {print $2}' "$T/pids4258")
+        [ -n "$nr2" ] && [ -n "$lz" ] || fail "(2d) uid 4258's processes did not start: $(cat "$T/pids4258")"
+        LAUNCHED="$LAUNCHED $nr2 $lz"
+        fdinfo "$nr2" 99 1048576
+        for _ in $(seq 1 400); do [ "$(awk '{print $3}' "/proc/$lz/stat")" = Z ] && break; sleep 0.02; done
+        [ "$(awk '{print $3}' "/proc/$lz/stat")" = Z ] || fail "(2d) the main thread of $lz has not ended"
+        tid=$(ls "/proc/$lz/task" | grep -vx "$lz" | head -n 1)
+        lzfd=""
+        for f in /proc/"$lz"/task/"$tid"/fd/*; do
+                [ "$(readlink "$f")" = "$T/dev/dri/renderD128" ] && lzfd=${f##*/}
+        done
+        [ -n "$lzfd" ] || fail "(2d) the live thread $tid of $lz holds no render node"
+        mkdir -p "$T/fi/$lz.$tid"
+        printf '%s\n' "drm-driver:	amdgpu" "drm-client-id:	99" "drm-pdev:	$PDEV" "drm-total-vram:	1048576 KiB" >"$T/fi/$lz.$tid/$lzfd"
+        chmod -R a+rX "$T/fi"
+        kill -KILL "$l2"
+        for _ in $(seq 1 500); do gone_or_zombie "$l2" && break; sleep 0.01; done
+        mkdir -p "$T/state4258"
+        chown 4258 "$T/state4258"
+        set +e
+        GPUREAP_STATE_DIR=$T/state4258 unshare -m --propagation private "$T/bind.sh" \
+                setpriv --reuid 4258 --regid 4258 --clear-groups "$GPUREAP" reap --yes --likely --timeout 2s >"$T/out" 2>"$T/err"
+        RC=$?
+        set -e
+        has out "^  spare  $nr2 " "(2d) as uid 4258, the leftover sharing a client with the user's live process whose main thread ended is spared"
+        kill -0 "$nr2" || fail "(2d) it was killed"
+        kill -KILL "$nr2" "$lz"
+        wait "$l2" 2>/dev/null || true
+        rm -rf "${T:?}/fi/$lz.$tid"
 else
         ok "# SKIP no setpriv"
 fi
