@@ -359,15 +359,19 @@ if command -v setpriv >/dev/null; then
         # its files, which under ASan takes a while: until then it still shares the leftover's
         # client, and the reap rightly spares the leftover
         gone_or_zombie() { local st; st=$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null); [ -z "$st" ] || [ "$st" = Z ]; }
+        # reap_as UID: 'reap --yes --likely' as that user, with the holders' fdinfo ours
+        reap_as() {
+                mkdir -p "$T/state$1"
+                chown "$1" "$T/state$1"
+                set +e
+                GPUREAP_STATE_DIR=$T/state$1 unshare -m --propagation private "$T/bind.sh" \
+                        setpriv --reuid "$1" --regid "$1" --clear-groups "$GPUREAP" reap --yes --likely --timeout 2s >"$T/out" 2>"$T/err"
+                RC=$?
+                set -e
+        }
         for _ in $(seq 1 500); do gone_or_zombie "$nrl" && break; sleep 0.01; done
         gone_or_zombie "$nrl" || fail "(2c) the launcher $nrl has not ended after 5 s"
-        mkdir -p "$T/state4257"
-        chown 4257 "$T/state4257"
-        set +e
-        GPUREAP_STATE_DIR=$T/state4257 unshare -m --propagation private "$T/bind.sh" \
-                setpriv --reuid 4257 --regid 4257 --clear-groups "$GPUREAP" reap --yes --likely --timeout 2s >"$T/out" 2>"$T/err"
-        RC=$?
-        set -e
+        reap_as 4257
         has out "^  $nr +ended" "(2c) as uid 4257, its leftover ends (a zombie of the user's spares nothing)"
         wait "$nrl" 2>/dev/null || true
         # (2d) as a user again: the leftover's client is shared by a live process of that user
@@ -399,13 +403,7 @@ if command -v setpriv >/dev/null; then
         chmod -R a+rX "$T/fi"
         kill -KILL "$l2"
         for _ in $(seq 1 500); do gone_or_zombie "$l2" && break; sleep 0.01; done
-        mkdir -p "$T/state4258"
-        chown 4258 "$T/state4258"
-        set +e
-        GPUREAP_STATE_DIR=$T/state4258 unshare -m --propagation private "$T/bind.sh" \
-                setpriv --reuid 4258 --regid 4258 --clear-groups "$GPUREAP" reap --yes --likely --timeout 2s >"$T/out" 2>"$T/err"
-        RC=$?
-        set -e
+        reap_as 4258
         has out "^  spare  $nr2 " "(2d) as uid 4258, the leftover sharing a client with the user's live process whose main thread ended is spared"
         kill -0 "$nr2" || fail "(2d) it was killed"
         kill -KILL "$nr2" "$lz"
