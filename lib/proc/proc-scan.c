@@ -332,6 +332,18 @@ static int scan_fds(int piddir, const char *devdir, size_t devdir_len, gr_holdin
                         continue;
                 entries++;
                 ssize_t n = readlinkat(fdd, de->d_name, target, sizeof(target) - 1);
+                if (n < 0 && (errno == EACCES || errno == EPERM) && each && geteuid() != 0) {
+                        /* a user's look at each DRM fd (the reap's audit, before a signal): the
+                         * directory lists but its links are refused (reading them needs ptrace's
+                         * access: a process of the user's whose gid differs, started through sg
+                         * or a setgid wrapper): not known, never "holds nothing" (a user's reap
+                         * ended a leftover that shared its client with such a job). Root's look
+                         * passes over links refused to it, as before (docs/drm.md) */
+                        free(h);
+                        free(dh);
+                        close(fdd);
+                        return -EACCES;
+                }
                 if (n <= 0)
                         continue; /* closed between readdir and readlink */
                 target[n] = '\0';
@@ -1316,7 +1328,10 @@ int gr_proc_holding(const char *proc_root, const char *dev_dir, pid_t pid, gr_ho
          * files are theirs, as the scan reads them; or more than one thread (task/ has two
          * links more than threads) and the leader's table without a device file: a thread's
          * own table may have one (each_live_thread) */
-        bool ended = r == 0 && entries == 0 && gr_read_file_at(fd, "stat", buf, sizeof(buf), &len) == 0 &&
+        /* the leader's own directory is root's once it has ended (a user is refused it): its
+         * live threads, the user's, are read as where it is empty */
+        bool refused = r == -EACCES || r == -EPERM;
+        bool ended = ((r == 0 && entries == 0) || refused) && gr_read_file_at(fd, "stat", buf, sizeof(buf), &len) == 0 &&
                      gr_parse_stat(buf, len, &st) == 0 && (st.state == 'Z' || st.state == 'X');
         bool threaded = !ended && r == 0 && !h && fstatat(fd, "task", &task, 0) == 0 && task.st_nlink > 3;
         if (ended || threaded) {

@@ -409,6 +409,31 @@ if command -v setpriv >/dev/null; then
         kill -KILL "$nr2" "$lz"
         wait "$l2" 2>/dev/null || true
         rm -rf "${T:?}/fi/$lz.$tid"
+        # (2e) as a user again: the leftover's client is shared by a live job of that user started
+        # with another group (sg, a setgid wrapper): its fd directory lists, but its links are
+        # refused (ptrace's access wants the same gid): not known, so the leftover is spared (it
+        # was ended, the job taken for holding nothing)
+        : >"$T/pids4262"
+        chmod a+rw "$T/pids4262"
+        setpriv --reuid 4262 --regid 4263 --clear-groups "$GPUHOLD" pidfile "$T/pids4262" sgjob setpgid open dri/renderD128 sleep &
+        LAUNCHED="$LAUNCHED $!"
+        setpriv --reuid 4262 --regid 4262 --clear-groups "$GPUHOLD" setpgid open dri/renderD128 spawn-holder "$T/pids4262" nr3 sleep &
+        l3=$!
+        LAUNCHED="$LAUNCHED $l3"
+        for _ in $(seq 1 400); do grep -q '^nr3 ' "$T/pids4262" && grep -q '^sgjob ' "$T/pids4262" && break; sleep 0.02; done
+        nr3=$(awk '$1 == "nr3" {print $2}' "$T/pids4262") sgjob=$(awk '$1 == "sgjob" {print $2}' "$T/pids4262")
+        [ -n "$nr3" ] && [ -n "$sgjob" ] || fail "(2e) uid 4262's processes did not start: $(cat "$T/pids4262")"
+        LAUNCHED="$LAUNCHED $nr3 $sgjob"
+        fdinfo "$nr3" 53 1048576
+        fdinfo "$sgjob" 53 1048576
+        chmod -R a+rX "$T/fi"
+        kill -KILL "$l3"
+        for _ in $(seq 1 500); do gone_or_zombie "$l3" && break; sleep 0.01; done
+        reap_as 4262
+        has out "^  spare  $nr3 " "(2e) as uid 4262, the leftover sharing a client with the user's job of another group is spared"
+        kill -0 "$nr3" || fail "(2e) it was killed"
+        kill -KILL "$nr3" "$sgjob"
+        wait "$l3" 2>/dev/null || true
 else
         ok "# SKIP no setpriv"
 fi

@@ -66,6 +66,28 @@ other=${LAUNCHED##* }
 kill -KILL "$other"
 wait "$other" 2>/dev/null || true
 
+# ... nor one whose queue is full (it never accepts): gpureap's look at the port never blocks
+# (a blocking connect waited two minutes for the dropped SYN, past the ready timeout)
+port=$(free_port)
+python3 -c '
+import socket, sys, time
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", int(sys.argv[1])))
+s.listen(0)
+open(sys.argv[2], "w").close()
+time.sleep(120)' "$port" "$T/full-listens" &
+LAUNCHED="$LAUNCHED $!"
+i=0; until [ -e "$T/full-listens" ]; do i=$((i + 1)); [ $i -lt 1000 ] || fail "no listener"; sleep 0.01; done
+set +e
+timeout -k 5 30 "$GPUREAP" run --quiet --ready-port "$port" --ready-timeout 2s -- sleep 60 >"$T/out" 2>"$T/err"
+RC=$?
+set -e
+expect_rc 121 "a listener whose queue is full: not ready in time, and gpureap did not hang"
+other=${LAUNCHED##* }
+kill -KILL "$other"
+wait "$other" 2>/dev/null || true
+
 # ... and a listener of the command's own tree is (the positive control)
 port=$(free_port)
 gr run --quiet --ready-port "$port" --ready-timeout 20s --json - -- python3 -c '
@@ -76,5 +98,21 @@ s.listen(16)
 c, _ = s.accept()  # gpureap connects once: ready
 sys.exit(7)' "$port"
 expect_rc 7 "a listener of the command's own: ready, and its status passed on"
+jqok '.ended == "exit"' "it ended by itself, not as not ready"
+# ... also where its main thread has ended alone (pthread_exit), its listener in the live
+# thread's hands and its fd directory empty: it was taken for not ready and ended (exit 121)
+port=$(free_port)
+gr run --quiet --ready-port "$port" --ready-timeout 5s --ready-file "$T/ready-le" --json - -- python3 -c '
+import ctypes, os, socket, sys, threading, time
+s = socket.socket()
+s.bind(("127.0.0.1", int(sys.argv[1])))
+s.listen(16)
+def serve():
+    while not os.path.exists(sys.argv[2]):  # until gpureap says the command is ready
+        time.sleep(0.01)
+    os._exit(7)
+threading.Thread(target=serve).start()
+ctypes.CDLL(None).pthread_exit(None)' "$port" "$T/ready-le"
+expect_rc 7 "a listener whose main thread has ended: ready, and its status passed on"
 jqok '.ended == "exit"' "it ended by itself, not as not ready"
 done_testing

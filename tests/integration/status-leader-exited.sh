@@ -75,4 +75,25 @@ expect_rc 143 "gpureap was told to end"
 has err "GPU memory back in [0-9]+ ms" "run saw the GPU of a process whose leader had ended"
 cp "$T/run.json" "$T/out"
 jqok '.gpu_minors == [0] and .drain.memory_back == true' "the result names GPU 0 and the memory back"
+
+# the same as a user: the ended leader's fd directory is root's then, refused to the user, and its
+# live thread holds the GPU (run named no GPU and waited for no memory)
+if command -v setpriv >/dev/null; then
+        chmod 0755 "$T"; chmod 0666 "$T"/dev/*; chmod 1777 "$T/ctx"; chmod 0666 "$PIDS"
+        mkdir -p "$T/u" && chmod 1777 "$T/u"
+        setpriv --reuid=4261 --regid=4261 --clear-groups "$GPUREAP" run --json "$T/u/run.json" -- \
+                "$GPUHOLD" cuda 0 0 1000 pidfile "$PIDS" user-holder leader-exit >"$T/out" 2>"$T/err" &
+        g=$!
+        LAUNCHED="$LAUNCHED $g"
+        wait_role user-holder
+        wait_state "$(pid_of user-holder)" Z
+        sleep 0.4 # past run's first looks
+        term_and_wait "$g"
+        expect_rc 143 "as a user: gpureap was told to end"
+        has err "GPU memory back in [0-9]+ ms" "as a user, run saw the GPU of a process whose leader had ended"
+        cp "$T/u/run.json" "$T/out"
+        jqok '.gpu_minors == [0] and .drain.memory_back == true' "as a user: the result names GPU 0 and the memory back"
+else
+        ok "# SKIP no setpriv"
+fi
 done_testing
