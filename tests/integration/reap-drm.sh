@@ -343,18 +343,6 @@ wait "$tj" 2>/dev/null || true
 if command -v setpriv >/dev/null; then
         chmod -R a+rX "$T"
         chmod a+rw "$T/dev/dri/renderD128"
-        : >"$T/pids4257"
-        chmod a+rw "$T/pids4257"
-        setpriv --reuid 4257 --regid 4257 --clear-groups "$GPUHOLD" setpgid open dri/renderD128 spawn-holder "$T/pids4257" nr sleep &
-        nrl=$!
-        LAUNCHED="$LAUNCHED $nrl"
-        for _ in $(seq 1 400); do grep -q '^nr ' "$T/pids4257" && break; sleep 0.02; done
-        nr=$(awk '$1 == "nr" {print $2}' "$T/pids4257")
-        [ -n "$nr" ] || fail "(2c) uid 4257's leftover did not start"
-        LAUNCHED="$LAUNCHED $nr"
-        fdinfo "$nr" 98 1048576
-        free_when_gone 1073741824 "$nr"
-        kill -KILL "$nrl" # its launcher (uid 4257's)
         # a zombie (or reaped: bash waits for its children as they end) once its exit has closed
         # its files, which under ASan takes a while: until then it still shares the leftover's
         # client, and the reap rightly spares the leftover
@@ -369,8 +357,40 @@ if command -v setpriv >/dev/null; then
                 RC=$?
                 set -e
         }
-        for _ in $(seq 1 500); do gone_or_zombie "$nrl" && break; sleep 0.01; done
-        gone_or_zombie "$nrl" || fail "(2c) the launcher $nrl has not ended after 5 s"
+        # as_user UID GID ROLE GPUHOLD-ARGS...: gpuhold as that user, started ($started) and its
+        # process ROLE there (in $T/pidsUID) : its PID in $up
+        as_user() {
+                local u=$1 gid=$2 role=$3
+                shift 3
+                [ -e "$T/pids$u" ] || { : >"$T/pids$u"; chmod a+rw "$T/pids$u"; }
+                setpriv --reuid "$u" --regid "$gid" --clear-groups "$GPUHOLD" "$@" &
+                started=$!
+                LAUNCHED="$LAUNCHED $started"
+                for _ in $(seq 1 400); do grep -q "^$role " "$T/pids$u" && break; sleep 0.02; done
+                up=$(awk -v r="$role" '$1 == r {print $2}' "$T/pids$u")
+                [ -n "$up" ] || fail "uid $u's $role did not start: $(cat "$T/pids$u")"
+                LAUNCHED="$LAUNCHED $up"
+        }
+        # user_leftover UID ROLE CLIENT: that user's leftover holding a render node of that client,
+        # its launcher killed (a zombie of the user's, or gone): its PID in $up, the launcher's in $ul
+        user_leftover() {
+                as_user "$1" "$1" "$2" setpgid open dri/renderD128 spawn-holder "$T/pids$1" "$2" sleep
+                ul=$started
+                fdinfo "$up" "$3" 1048576
+                kill -KILL "$ul"
+                for _ in $(seq 1 500); do gone_or_zombie "$ul" && break; sleep 0.01; done
+                gone_or_zombie "$ul" || fail "the launcher $ul has not ended after 5 s"
+        }
+        # spared_as UID PID WHAT: reap as that user, and PID is spared, still running
+        spared_as() {
+                chmod -R a+rX "$T/fi"
+                reap_as "$1"
+                has out "^  spare  $2 " "$3 is spared"
+                kill -0 "$2" || fail "$3 was killed"
+        }
+        user_leftover 4257 nr 98
+        nr=$up nrl=$ul
+        free_when_gone 1073741824 "$nr"
         reap_as 4257
         has out "^  $nr +ended" "(2c) as uid 4257, its leftover ends (a zombie of the user's spares nothing)"
         wait "$nrl" 2>/dev/null || true
@@ -378,18 +398,10 @@ if command -v setpriv >/dev/null; then
         # whose main thread has ended alone (its fd directory root's, like a zombie's; its live
         # thread holds the file): the leftover is spared (it was ended, the live process taken
         # for a zombie)
-        : >"$T/pids4258"
-        chmod a+rw "$T/pids4258"
-        setpriv --reuid 4258 --regid 4258 --clear-groups "$GPUHOLD" setpgid open dri/renderD128 spawn-holder "$T/pids4258" nr2 sleep &
-        l2=$!
-        LAUNCHED="$LAUNCHED $l2"
-        setpriv --reuid 4258 --regid 4258 --clear-groups "$GPUHOLD" pidfile "$T/pids4258" lz open dri/renderD128 leader-exit &
-        LAUNCHED="$LAUNCHED $!"
-        for _ in $(seq 1 400); do grep -q '^nr2 ' "$T/pids4258" && grep -q '^lz ' "$T/pids4258" && break; sleep 0.02; done
-        nr2=$(awk '$1 == "nr2" {print $2}' "$T/pids4258") lz=$(awk '$1 == "lz" {print $2}' "$T/pids4258")
-        [ -n "$nr2" ] && [ -n "$lz" ] || fail "(2d) uid 4258's processes did not start: $(cat "$T/pids4258")"
-        LAUNCHED="$LAUNCHED $nr2 $lz"
-        fdinfo "$nr2" 99 1048576
+        as_user 4258 4258 lz pidfile "$T/pids4258" lz open dri/renderD128 leader-exit
+        lz=$up
+        user_leftover 4258 nr2 99
+        nr2=$up l2=$ul
         for _ in $(seq 1 400); do [ "$(awk '{print $3}' "/proc/$lz/stat")" = Z ] && break; sleep 0.02; done
         [ "$(awk '{print $3}' "/proc/$lz/stat")" = Z ] || fail "(2d) the main thread of $lz has not ended"
         tid=$(ls "/proc/$lz/task" | grep -vx "$lz" | head -n 1)
@@ -400,12 +412,7 @@ if command -v setpriv >/dev/null; then
         [ -n "$lzfd" ] || fail "(2d) the live thread $tid of $lz holds no render node"
         mkdir -p "$T/fi/$lz.$tid"
         printf '%s\n' "drm-driver:	amdgpu" "drm-client-id:	99" "drm-pdev:	$PDEV" "drm-total-vram:	1048576 KiB" >"$T/fi/$lz.$tid/$lzfd"
-        chmod -R a+rX "$T/fi"
-        kill -KILL "$l2"
-        for _ in $(seq 1 500); do gone_or_zombie "$l2" && break; sleep 0.01; done
-        reap_as 4258
-        has out "^  spare  $nr2 " "(2d) as uid 4258, the leftover sharing a client with the user's live process whose main thread ended is spared"
-        kill -0 "$nr2" || fail "(2d) it was killed"
+        spared_as 4258 "$nr2" "(2d) as uid 4258, the leftover sharing a client with the user's live process whose main thread ended"
         kill -KILL "$nr2" "$lz"
         wait "$l2" 2>/dev/null || true
         rm -rf "${T:?}/fi/$lz.$tid"
@@ -413,25 +420,12 @@ if command -v setpriv >/dev/null; then
         # with another group (sg, a setgid wrapper): its fd directory lists, but its links are
         # refused (ptrace's access wants the same gid): not known, so the leftover is spared (it
         # was ended, the job taken for holding nothing)
-        : >"$T/pids4262"
-        chmod a+rw "$T/pids4262"
-        setpriv --reuid 4262 --regid 4263 --clear-groups "$GPUHOLD" pidfile "$T/pids4262" sgjob setpgid open dri/renderD128 sleep &
-        LAUNCHED="$LAUNCHED $!"
-        setpriv --reuid 4262 --regid 4262 --clear-groups "$GPUHOLD" setpgid open dri/renderD128 spawn-holder "$T/pids4262" nr3 sleep &
-        l3=$!
-        LAUNCHED="$LAUNCHED $l3"
-        for _ in $(seq 1 400); do grep -q '^nr3 ' "$T/pids4262" && grep -q '^sgjob ' "$T/pids4262" && break; sleep 0.02; done
-        nr3=$(awk '$1 == "nr3" {print $2}' "$T/pids4262") sgjob=$(awk '$1 == "sgjob" {print $2}' "$T/pids4262")
-        [ -n "$nr3" ] && [ -n "$sgjob" ] || fail "(2e) uid 4262's processes did not start: $(cat "$T/pids4262")"
-        LAUNCHED="$LAUNCHED $nr3 $sgjob"
-        fdinfo "$nr3" 53 1048576
+        as_user 4262 4263 sgjob pidfile "$T/pids4262" sgjob setpgid open dri/renderD128 sleep
+        sgjob=$up
         fdinfo "$sgjob" 53 1048576
-        chmod -R a+rX "$T/fi"
-        kill -KILL "$l3"
-        for _ in $(seq 1 500); do gone_or_zombie "$l3" && break; sleep 0.01; done
-        reap_as 4262
-        has out "^  spare  $nr3 " "(2e) as uid 4262, the leftover sharing a client with the user's job of another group is spared"
-        kill -0 "$nr3" || fail "(2e) it was killed"
+        user_leftover 4262 nr3 53
+        nr3=$up l3=$ul
+        spared_as 4262 "$nr3" "(2e) as uid 4262, the leftover sharing a client with the user's job of another group"
         kill -KILL "$nr3" "$sgjob"
         wait "$l3" 2>/dev/null || true
 else

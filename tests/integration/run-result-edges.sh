@@ -46,45 +46,42 @@ jq -e '.gpu_minors == [0] and .drain.memory_back == true' "$T/drain.json" >/dev/
         fail "a relative GPUREAP_NVML_LIBRARY: $(jq -c '{gpu_minors, drain}' "$T/drain.json")"
 ok "a relative GPUREAP_NVML_LIBRARY: the GPU seen, the drain awaited"
 
-# --ready-port: a listener of someone else's on the port is not the command ready
-port=$(free_port)
-python3 -c '
+# foreign_listener BACKLOG: a process of the test's, outside the run's tree, that listens on a
+# free port ($port) with that queue and never accepts; its PID in $other
+foreign_listener() {
+        port=$(free_port)
+        rm -f "$T/listens"
+        python3 -c '
 import socket, sys, time
 s = socket.socket()
 s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
 s.bind(("127.0.0.1", int(sys.argv[1])))
-s.listen(16)
+s.listen(int(sys.argv[3]))
 open(sys.argv[2], "w").close()
-time.sleep(120)' "$port" "$T/other-listens" &
-LAUNCHED="$LAUNCHED $!"
-i=0; until [ -e "$T/other-listens" ]; do i=$((i + 1)); [ $i -lt 1000 ] || fail "no listener"; sleep 0.01; done
+time.sleep(120)' "$port" "$T/listens" "$1" &
+        other=$!
+        LAUNCHED="$LAUNCHED $other"
+        local i=0
+        until [ -e "$T/listens" ]; do i=$((i + 1)); [ $i -lt 1000 ] || fail "no listener"; sleep 0.01; done
+}
+
+# --ready-port: a listener of someone else's on the port is not the command ready
+foreign_listener 16
 gr run --quiet --ready-port "$port" --ready-timeout 1s --max-time 20s --ready-file "$T/ready" -- sleep 30
 expect_rc 121 "a port another process listens on: never ready"
 [ ! -e "$T/ready" ] || fail "the ready file was written"
 has err "not ready in time" "the run says it was not ready"
-other=${LAUNCHED##* }
 kill -KILL "$other"
 wait "$other" 2>/dev/null || true
 
 # ... nor one whose queue is full (it never accepts): gpureap's look at the port never blocks
 # (a blocking connect waited two minutes for the dropped SYN, past the ready timeout)
-port=$(free_port)
-python3 -c '
-import socket, sys, time
-s = socket.socket()
-s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-s.bind(("127.0.0.1", int(sys.argv[1])))
-s.listen(0)
-open(sys.argv[2], "w").close()
-time.sleep(120)' "$port" "$T/full-listens" &
-LAUNCHED="$LAUNCHED $!"
-i=0; until [ -e "$T/full-listens" ]; do i=$((i + 1)); [ $i -lt 1000 ] || fail "no listener"; sleep 0.01; done
+foreign_listener 0
 set +e
 timeout -k 5 30 "$GPUREAP" run --quiet --ready-port "$port" --ready-timeout 2s -- sleep 60 >"$T/out" 2>"$T/err"
 RC=$?
 set -e
 expect_rc 121 "a listener whose queue is full: not ready in time, and gpureap did not hang"
-other=${LAUNCHED##* }
 kill -KILL "$other"
 wait "$other" 2>/dev/null || true
 

@@ -62,37 +62,33 @@ for s in proc bpf; do
 done
 kill -KILL "$th"
 
-# under gpureap run: looked at while its leader is a zombie, ended, and its memory awaited
-"$GPUREAP" run --json "$T/run.json" -- "$GPUHOLD" cuda 0 0 1000 pidfile "$PIDS" run-holder leader-exit \
-        >"$T/out" 2>"$T/err" &
-g=$!
-LAUNCHED="$LAUNCHED $g"
-wait_role run-holder
-wait_state "$(pid_of run-holder)" Z
-sleep 0.4 # past run's first looks
-term_and_wait "$g"
-expect_rc 143 "gpureap was told to end"
-has err "GPU memory back in [0-9]+ ms" "run saw the GPU of a process whose leader had ended"
-cp "$T/run.json" "$T/out"
-jqok '.gpu_minors == [0] and .drain.memory_back == true' "the result names GPU 0 and the memory back"
+# run_leader_exited WHO ROLE JSON [PREFIX...]: under gpureap run (PREFIX before it: setpriv), a
+# holder whose leader ends alone, looked at while its leader is a zombie, ended, and its memory
+# awaited
+run_leader_exited() {
+        local who=$1 role=$2 json=$3
+        shift 3
+        "$@" "$GPUREAP" run --json "$json" -- "$GPUHOLD" cuda 0 0 1000 pidfile "$PIDS" "$role" leader-exit \
+                >"$T/out" 2>"$T/err" &
+        g=$!
+        LAUNCHED="$LAUNCHED $g"
+        wait_role "$role"
+        wait_state "$(pid_of "$role")" Z
+        sleep 0.4 # past run's first looks
+        term_and_wait "$g"
+        expect_rc 143 "$who: gpureap was told to end"
+        has err "GPU memory back in [0-9]+ ms" "$who: run saw the GPU of a process whose leader had ended"
+        cp "$json" "$T/out"
+        jqok '.gpu_minors == [0] and .drain.memory_back == true' "$who: the result names GPU 0 and the memory back"
+}
+run_leader_exited root run-holder "$T/run.json"
 
 # the same as a user: the ended leader's fd directory is root's then, refused to the user, and its
 # live thread holds the GPU (run named no GPU and waited for no memory)
 if command -v setpriv >/dev/null; then
         chmod 0755 "$T"; chmod 0666 "$T"/dev/*; chmod 1777 "$T/ctx"; chmod 0666 "$PIDS"
         mkdir -p "$T/u" && chmod 1777 "$T/u"
-        setpriv --reuid=4261 --regid=4261 --clear-groups "$GPUREAP" run --json "$T/u/run.json" -- \
-                "$GPUHOLD" cuda 0 0 1000 pidfile "$PIDS" user-holder leader-exit >"$T/out" 2>"$T/err" &
-        g=$!
-        LAUNCHED="$LAUNCHED $g"
-        wait_role user-holder
-        wait_state "$(pid_of user-holder)" Z
-        sleep 0.4 # past run's first looks
-        term_and_wait "$g"
-        expect_rc 143 "as a user: gpureap was told to end"
-        has err "GPU memory back in [0-9]+ ms" "as a user, run saw the GPU of a process whose leader had ended"
-        cp "$T/u/run.json" "$T/out"
-        jqok '.gpu_minors == [0] and .drain.memory_back == true' "as a user: the result names GPU 0 and the memory back"
+        run_leader_exited "as a user" user-holder "$T/u/run.json" setpriv --reuid=4261 --regid=4261 --clear-groups
 else
         ok "# SKIP no setpriv"
 fi
