@@ -1305,6 +1305,20 @@ int gr_proc_read_thread_files(const gr_proc_options *opts, gr_proc_table *t, gr_
         return r;
 }
 
+/* Has the leader of the process at piddir ended alone, where its table (scan_fds's answer r,
+ * its fds entries) showed no fd? Its own fd directory is then empty, or root's and refused to a
+ * user (its memory gone): the process may live on in its threads, whose files are theirs */
+static bool leader_ended(int piddir, int r, unsigned entries)
+{
+        if (!((r == 0 && entries == 0) || r == -EACCES || r == -EPERM))
+                return false;
+        gr_stat st;
+        char buf[1024];
+        size_t len;
+        return gr_read_file_at(piddir, "stat", buf, sizeof(buf), &len) == 0 && gr_parse_stat(buf, len, &st) == 0 &&
+               (st.state == 'Z' || st.state == 'X');
+}
+
 int gr_proc_holding(const char *proc_root, const char *dev_dir, pid_t pid, gr_holding **ret)
 {
         const char *devdir = dev_dir ? dev_dir : gr_context_dev_dir(NULL);
@@ -1320,19 +1334,12 @@ int gr_proc_holding(const char *proc_root, const char *dev_dir, pid_t pid, gr_ho
         }
         unsigned entries = 0;
         int r = scan_fds(fd, devdir, devdir_len, &h, socks, &entries, NULL, NULL, NULL);
-        gr_stat st;
-        char buf[1024];
-        size_t len;
         struct stat task;
-        /* no fd at all and the leader has ended: if the process lives on in its threads, its
-         * files are theirs, as the scan reads them; or more than one thread (task/ has two
-         * links more than threads) and the leader's table without a device file: a thread's
-         * own table may have one (each_live_thread) */
-        /* the leader's own directory is root's once it has ended (a user is refused it): its
-         * live threads, the user's, are read as where it is empty */
-        bool refused = r == -EACCES || r == -EPERM;
-        bool ended = ((r == 0 && entries == 0) || refused) && gr_read_file_at(fd, "stat", buf, sizeof(buf), &len) == 0 &&
-                     gr_parse_stat(buf, len, &st) == 0 && (st.state == 'Z' || st.state == 'X');
+        /* no fd at all (or refused) and the leader has ended: if the process lives on in its
+         * threads, its files are theirs, as the scan reads them; or more than one thread (task/
+         * has two links more than threads) and the leader's table without a device file: a
+         * thread's own table may have one (each_live_thread) */
+        bool ended = leader_ended(fd, r, entries);
         bool threaded = !ended && r == 0 && !h && fstatat(fd, "task", &task, 0) == 0 && task.st_nlink > 3;
         if (ended || threaded) {
                 struct thread_fds tf = { devdir, devdir_len, socks, &h };
@@ -1394,16 +1401,10 @@ int gr_proc_each_drm_fd(const char *proc_root, const char *dev_dir, pid_t pid, g
          * directory does not show; where the leader has ended alone, every live thread is
          * read. Found by the sixth adversarial round: a child forked during a reap whose thread
          * held a render node was signalled */
-        gr_stat st;
-        char buf[1024];
-        size_t len;
         struct stat task;
-        /* the leader's own fd directory is root's once it has ended (its memory gone), so a user
-         * is refused it: its live threads, the user's, are read instead */
         bool refused = r == -EACCES || r == -EPERM;
         if (r == 0 || refused) {
-                bool ended = (refused || entries == 0) && gr_read_file_at(fd, "stat", buf, sizeof(buf), &len) == 0 &&
-                             gr_parse_stat(buf, len, &st) == 0 && (st.state == 'Z' || st.state == 'X');
+                bool ended = leader_ended(fd, r, entries);
                 if (ended || (!refused && fstatat(fd, "task", &task, 0) == 0 && task.st_nlink > 3)) {
                         int q = each_thread(fd, pid, !ended, true, thread_drm, &td);
                         r = q < 0 ? (q == -1 ? -EIO : q) : q; /* a thread that cannot be read: not known */
