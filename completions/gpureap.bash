@@ -1,6 +1,7 @@
-# bash completion for gpureap, and for gpureap-status (the served 'gpureap status' as a program of
-# its own: its words are those of 'gpureap status'). bash-completion loads this file by the
-# command's name: gpureap-status is a link to it in the completions directory
+# bash completion for gpureap, for gpureap-status (the served 'gpureap status' as a program of its
+# own: its words are those of 'gpureap status') and for gpureap-run (those of 'gpureap run').
+# bash-completion loads this file by the command's name: gpureap-status and gpureap-run are links
+# to it in the completions directory
 _gpureap()
 {
         local cur prev cmd i
@@ -8,9 +9,10 @@ _gpureap()
         prev=${COMP_WORDS[COMP_CWORD-1]}
         local commands="status reap wait run reset check metrics serve slurm-prolog slurm-epilog"
         cmd=
-        if [ "${COMP_WORDS[0]##*/}" = gpureap-status ]; then
-                cmd=status
-        fi
+        case ${COMP_WORDS[0]##*/} in
+        gpureap-status) cmd=status ;;
+        gpureap-run) cmd=run ;;
+        esac
         for ((i = 1; i < COMP_CWORD && !${#cmd}; i++)); do
                 case ${COMP_WORDS[i]} in
                 -*) ;;
@@ -72,4 +74,4 @@ _gpureap()
                 COMPREPLY=($(compgen -W "$opts" -- "$cur"))
         fi
 }
-complete -F _gpureap gpureap gpureap-status
+complete -F _gpureap gpureap gpureap-status gpureap-run

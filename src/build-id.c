@@ -1,9 +1,12 @@
 /* The GNU build ID of a program, as lowercase hex: what serve and its clients compare to know
  * that they are one build (snapshot-wire.c reads its own from memory; the served status client,
- * src/status-fast.c, reads gpureap's from its file) */
+ * src/status-fast.c, reads gpureap's from its file). And which gpureap is the one of this build,
+ * for the programs beside it (gpureap-status, gpureap-run). */
 #include <elf.h>
+#include <limits.h>
 #include <link.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "gpureap.h"
 
@@ -31,4 +34,25 @@ int elf_notes_build_id(const void *notes, size_t len, char *out, size_t size)
                 p = (const char *)desc + desc_len;
         }
         return -1;
+}
+
+/* The gpureap program beside this one, as /proc/self/exe resolves it (through any symlink to
+ * this program): 0, or -1 where that cannot be told (a path longer than the kernel gives, a
+ * program run from a deleted file or a memfd), and then no other gpureap is guessed at */
+int gpureap_beside(char *ret, size_t size)
+{
+        char self[PATH_MAX];
+        ssize_t n = readlink("/proc/self/exe", self, sizeof(self));
+        if (n <= 0 || (size_t)n >= sizeof(self) || self[0] != '/')
+                return -1;
+        self[n] = '\0';
+        static const char deleted[] = " (deleted)";
+        if ((size_t)n >= sizeof(deleted) - 1 && strcmp(self + n - (sizeof(deleted) - 1), deleted) == 0)
+                return -1;
+        char *slash = strrchr(self, '/');
+        if ((size_t)(slash - self) + sizeof("/gpureap") > size)
+                return -1;
+        memcpy(ret, self, (size_t)(slash - self));
+        memcpy(ret + (slash - self), "/gpureap", sizeof("/gpureap"));
+        return 0;
 }

@@ -178,6 +178,12 @@ int snapshot_from_wire(const char *buf, size_t len, gr_snapshot **ret);
 const char *wire_build_id(void);
 /* the GNU build ID among len bytes of ELF notes, as hex into out (build-id.c); -1: none */
 int elf_notes_build_id(const void *notes, size_t len, char *out, size_t size);
+/* The gpureap program beside this one, as /proc/self/exe resolves it (build-id.c): 0, or -1 where
+ * that cannot be told, and then no other gpureap is guessed at */
+int gpureap_beside(char *ret, size_t size);
+/* uid's name in this machine's user database, cut to size: true, or false where it has none
+ * (users.c: the system's NSS; users-file.c, for gpureap-run: /etc/passwd alone) */
+bool user_name(uid_t uid, char *ret, size_t size);
 
 /* Is finding f about a selected GPU (or about no GPU in particular)? */
 bool finding_selected(const struct gpu_selection *sel, const gr_snapshot *s, const gr_finding *f);
@@ -279,7 +285,7 @@ int nvml_timeout_from_env(uint64_t *ret);                          /* $GPUREAP_N
  * else $GPUREAP_KUBELET_SOCKET, else its default path; -1 (message printed) for an empty path */
 int kubelet_socket_option(gr_snapshot_options *so, const char *given);
 /* The library reads no environment: gpureap's variables for it (GPUREAP_PROC_ROOT,
- * GPUREAP_DEV_DIR, GPUREAP_SCAN, GPUREAP_NVML_LIBRARY) passed to its setters (src/main.c);
+ * GPUREAP_DEV_DIR, GPUREAP_SCAN, GPUREAP_NVML_LIBRARY) passed to its setters (src/program.c);
  * again after the command changed one of them */
 void library_from_env(void);
 /* SIGPIPE's disposition when gpureap started, before main() put its own handler there: run
@@ -297,6 +303,19 @@ const char *closest_word(const char *word, const char *const *words, size_t n);
 /* After getopt_long returned '?': the option most likely meant, and where to look */
 struct option;
 void unknown_option(int argc, char **argv, const struct option *opts, const char *cmd);
+
+/* What a command's exit code becomes when its output cannot be written (docs/exit-codes.md) */
+enum output_kind {
+        OUTPUT_READ,    /* the output is the answer: any write error fails it, 4 for 0 and 1 */
+        OUTPUT_ACT,     /* it signals, resets or drains: a reader gone away (EPIPE: 'reap | head
+                           -1') is no error once it acted; another write error is, 4 for 0 and 1 */
+        OUTPUT_CHECK,   /* a health check's line: without it the check's own failure, 3 (UNKNOWN) */
+        OUTPUT_OWN,     /* run: its exit code is the command's; it reports its own output */
+};
+/* src/program.c: what every program does before its command (SIGPIPE, stdout, the library's
+ * settings), and its exit code once stdout has been checked */
+void program_start(void);
+int output_checked(int code, enum output_kind kind);
 
 /* src/summary.c: what is wrong with the GPUs, in one line */
 enum summary_level { SUMMARY_OK, SUMMARY_WARNING, SUMMARY_CRITICAL, SUMMARY_UNKNOWN };

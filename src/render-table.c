@@ -5,7 +5,6 @@
  * GPUs) with the next step to type, and with --why the evidence. Lines fit the terminal; a pipe
  * gets them whole. */
 #include <inttypes.h>
-#include <pwd.h>
 #include <string.h>
 #include <time.h>
 
@@ -579,15 +578,11 @@ static const char *user_text(const struct out *o, const gr_process *p, char *buf
         for (unsigned i = 0; i < n_cache; i++)
                 if (cache[i].uid == p->uid)
                         return cache[i].name[0] ? cache[i].name : buf;
-        char pwbuf[4096];
-        struct passwd pw, *res = NULL;
         unsigned slot = n_cache < GR_ELEMENTSOF(cache) ? n_cache++ : p->uid % GR_ELEMENTSOF(cache);
         cache[slot].uid = p->uid;
         cache[slot].name[0] = '\0';
-        if (getpwuid_r(p->uid, &pw, pwbuf, sizeof(pwbuf), &res) == 0 && res && res->pw_name[0]) {
-                gr_strlcpy(cache[slot].name, res->pw_name, sizeof(cache[slot].name));
+        if (user_name(p->uid, cache[slot].name, sizeof(cache[slot].name)))
                 gr_text_sanitize(cache[slot].name); /* a name is text from a file: no control byte */
-        }
         return cache[slot].name[0] ? cache[slot].name : buf;
 }
 

@@ -25,27 +25,6 @@
 
 #include "gpureap.h"
 
-/* The gpureap program beside this one, as /proc/self/exe resolves it (through any symlink to
- * this program): 0, or -1 where that cannot be told (a path longer than the kernel gives, a
- * program run from a deleted file or a memfd), and then no other gpureap is guessed at */
-static int sibling_path(char *ret, size_t size)
-{
-        char self[PATH_MAX];
-        ssize_t n = readlink("/proc/self/exe", self, sizeof(self));
-        if (n <= 0 || (size_t)n >= sizeof(self) || self[0] != '/')
-                return -1;
-        self[n] = '\0';
-        static const char deleted[] = " (deleted)";
-        if ((size_t)n >= sizeof(deleted) - 1 && strcmp(self + n - (sizeof(deleted) - 1), deleted) == 0)
-                return -1;
-        char *slash = strrchr(self, '/');
-        if ((size_t)(slash - self) + sizeof("/gpureap") > size)
-                return -1;
-        memcpy(ret, self, (size_t)(slash - self));
-        memcpy(ret + (slash - self), "/gpureap", sizeof("/gpureap"));
-        return 0;
-}
-
 static bool read_at(int fd, void *buf, size_t n, off_t at)
 {
         return pread(fd, buf, n, at) == (ssize_t)n;
@@ -164,7 +143,7 @@ static int status_fast(int argc, char **argv, const char *gpureap)
 int main(int argc, char **argv)
 {
         char gpureap[PATH_MAX];
-        if (sibling_path(gpureap, sizeof(gpureap)) < 0) {
+        if (gpureap_beside(gpureap, sizeof(gpureap)) < 0) {
                 fprintf(stderr, "gpureap: gpureap-status cannot tell which directory it was run from (/proc/self/exe), "
                                 "so not which gpureap is its own\n");
                 return EXIT_DRIVER;

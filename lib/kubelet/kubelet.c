@@ -144,6 +144,15 @@ static int read_checkpoint(void *dl, const char *path, gr_kubelet_answer *a)
         return 0;
 }
 
+#if GR_NO_MODULES
+/* A static program (gpureap-run) loads no shared object: the pods are gpureap's to tell */
+static void *module_load(const gr_kubelet_options *opts, char *why, size_t why_size)
+{
+        (void)opts;
+        snprintf(why, why_size, "this program loads no kubelet module (gpureap does)");
+        return NULL;
+}
+#else
 /* The gRPC modules loaded: each file (device and inode) once, its descriptor kept open. A
  * module is loaded through /proc/self/fd/N, and the loader takes a name it has loaded before for
  * that library again: with the descriptor closed, the next module opened got the same number,
@@ -203,6 +212,7 @@ static void *module_load(const gr_kubelet_options *opts, char *why, size_t why_s
         pthread_mutex_unlock(&modules_lock);
         return dl;
 }
+#endif
 
 /* One entry point of the module (loaded as module_load allows), or NULL with why in err:
  * "the kubelet module has no WHAT" where the module lacks it */
@@ -210,7 +220,11 @@ static void *module_symbol(const gr_kubelet_options *opts, const char *symbol, c
                            size_t err_size)
 {
         void *dl = module_load(opts, err, err_size);
+#if GR_NO_MODULES
+        void *fn = NULL;
+#else
         void *fn = dl ? dlsym(dl, symbol) : NULL;
+#endif
         if (dl && !fn)
                 snprintf(err, err_size, "the kubelet module has no %s", what);
         return fn;

@@ -2,11 +2,14 @@
 # gpureap run on a real GPU: a launcher starts four CUDA workers (one double-forks); SIGTERM to
 # gpureap must leave no process and the memory back at baseline, with exit status 143.
 #   tests/gpu/run.sh GPUREAP_BINARY OUTDIR
+# With RUN_PROGRAM set (the static gpureap-run beside GPUREAP_BINARY), the run is that program's.
 # Everything signalled is inside gpureap run's own tree. Never resets or reconfigures the GPU.
 set -u
 . "$(dirname "$0")/lib.sh"
 "$G" status --json >"$OUT/before.json"
-"$G" run --grace 5s -- python3 "$HERE/cuda_procs.py" launcher "$PIDS" 4 2 >"$OUT/run.out" 2>"$OUT/run.err" &
+run=("$G" run)
+[ -n "${RUN_PROGRAM:-}" ] && run=("$RUN_PROGRAM")
+"${run[@]}" --grace 5s -- python3 "$HERE/cuda_procs.py" launcher "$PIDS" 4 2 >"$OUT/run.out" 2>"$OUT/run.err" &
 g=$!
 for _ in $(seq 1800); do [ "$(grep -c '^worker' "$PIDS")" -ge 4 ] && break; sleep 0.1; done
 [ "$(grep -c '^worker' "$PIDS")" -ge 4 ] || { echo "FAIL the workers never started"; kill -TERM "$g"; exit 1; }

@@ -24,15 +24,20 @@ ok "built $(basename "$deb")"
 dpkg-deb -x "$deb" "$T/root"
 "$T/root/usr/bin/gpureap" --version | grep -q '^gpureap ' || fail "the installed gpureap does not run"
 ok "the installed gpureap runs: $("$T/root/usr/bin/gpureap" --version)"
-for page in gpureap gpureap-reap gpureap-status gpureap-slurm; do
+# gpureap-run, 'gpureap run' as a static program: its NVML helper is the gpureap beside it
+"$T/root/usr/bin/gpureap-run" --quiet -- true || fail "the installed gpureap-run does not run a command"
+ok "the installed gpureap-run runs a command: $("$T/root/usr/bin/gpureap-run" --version)"
+for page in gpureap gpureap-reap gpureap-status gpureap-run gpureap-slurm; do
         f=$(ls "$T/root/usr/share/man/man1/$page.1"*)
         man -l "$f" 2>/dev/null | grep -q "^NAME" || fail "man -l $page does not render"
 done
 ok "man -l renders the installed pages"
 [ -f "$T/root/usr/share/bash-completion/completions/gpureap" ] || fail "no bash completion"
 [ -f "$T/root/usr/share/zsh/vendor-completions/_gpureap" ] || fail "no zsh completion"
-[ "$(readlink "$T/root/usr/share/bash-completion/completions/gpureap-status")" = gpureap ] ||
-        fail "no bash completion for gpureap-status (a link to gpureap's)"
+for program in gpureap-status gpureap-run; do
+        [ "$(readlink "$T/root/usr/share/bash-completion/completions/$program")" = gpureap ] ||
+                fail "no bash completion for $program (a link to gpureap's)"
+done
 ok "bash and zsh completions installed"
 [ -x "$T/root/usr/lib/gpureap/slurm-epilog" ] && [ -x "$T/root/usr/lib/gpureap/slurm-prolog" ] || fail "no Slurm scripts"
 grep -qx "exec /usr/bin/gpureap slurm-epilog --drain" "$T/root/usr/lib/gpureap/slurm-epilog" || fail "the Epilog does not run /usr/bin/gpureap: $(cat "$T/root/usr/lib/gpureap/slurm-epilog")"

@@ -1,0 +1,68 @@
+#!/bin/bash
+# gpureap-run, 'gpureap run' as a static program of its own (src/main-run.c). The run itself is
+# tested by the run tests run again through it (the *-static tests); here, what is its own: its
+# version, and the name its supervisor is known by, on which the verdict about its job rests.
+. "$TESTLIB"
+: "${GPUREAP_RUN:?the static run program (src/gpureap-run)}"
+scenario "gpu 0 minor=0"
+
+v=$("$GPUREAP" --version | awk '{ print $2 }')
+set +e
+out=$("$GPUREAP_RUN" --version)
+RC=$?
+set -e
+expect_rc 0 "gpureap-run --version"
+[ "$out" = "gpureap-run $v" ] || fail "gpureap-run --version says '$out', gpureap is $v"
+ok "gpureap-run's version is gpureap's ($v)"
+
+# its completion is run's: run's options, never a command
+ROOT=$(cd "$(dirname "$TESTLIB")/../.." && pwd)
+complete_words() { # the words completed for the command line "$@" (the last one being typed)
+        bash -c '. "$1"; shift; COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1)); _gpureap; printf "%s\n" "${COMPREPLY[@]}"' \
+                _ "$ROOT/completions/gpureap.bash" "$@"
+}
+complete_words /usr/bin/gpureap-run --gr >"$T/out"
+has out "^--grace$" "bash completion of gpureap-run: run's options"
+complete_words gpureap-run "" >"$T/out"
+hasnt out "^reap$" "and no command"
+complete_words gpureap-run --tty n >"$T/out"
+has out "^never$" "bash completion of gpureap-run: --tty's words"
+bash -c '. "$1"; complete -p gpureap-run' _ "$ROOT/completions/gpureap.bash" >"$T/out" 2>&1
+has out "_gpureap gpureap-run$" "the completion is registered for gpureap-run"
+
+# a live job under gpureap-run: its worker forked twice (reparented at once, to the run, the
+# subreaper), holding GPU 0. The run is alive: status must say so, and reap's default plan spare
+# it.
+"$GPUREAP_RUN" -- "$GPUHOLD" pidfile "$PIDS" launcher daemon-worker "$PIDS" worker 0 0 256 sleep \
+        >"$T/run.out" 2>&1 &
+runpid=$!
+LAUNCHED="$LAUNCHED $runpid"
+wait_role launcher worker
+w=$(pid_of worker)
+LAUNCHED="$LAUNCHED $w"
+[ "$(cat "/proc/$runpid/comm")" = gpureap ] || fail "the supervisor $runpid is named '$(cat "/proc/$runpid/comm")'"
+ok "the supervisor $runpid is named gpureap"
+i=0
+until [ "$(awk '{ print $4 }' "/proc/$w/stat" 2>/dev/null)" = "$runpid" ]; do
+        i=$((i + 1)); [ $i -lt 500 ] || fail "worker $w was never reparented to the run $runpid"; sleep 0.01
+done
+# a process started for the run through another (srun, docker exec): its marker, not below it.
+# The run's name is what says that PID is a run: renamed, the job is unsure
+GPUREAP_RUN_PID=$runpid "$GPUHOLD" pidfile "$PIDS" outside cuda 0 0 128 sleep &
+LAUNCHED="$LAUNCHED $!"
+wait_role outside
+o=$(pid_of outside)
+gr status --json
+jqok ".processes[] | select(.pid == $w) | .run_pid == $runpid" "the worker $w is of gpureap-run $runpid"
+for p in $w $o; do
+        jqok ".processes[] | select(.pid == $p) | .verdict.judgement == \"live\"" \
+                "$p of a live gpureap-run is a live job ($(jq -c ".processes[] | select(.pid == $p) | .verdict | [.judgement, .confidence]" "$T/out"))"
+done
+gr reap --dry-run
+hasnt out "^  kill +($w|$o) " "reap's default plan spares the live run's worker and the process started for it"
+term_and_wait "$runpid"
+[ ! -e "/proc/$w" ] || wait_state "$w" gone
+ok "the run's end ended its worker"
+kill -KILL "$o"
+
+done_testing
