@@ -1589,7 +1589,17 @@ static void wait_gpus_back(struct run *r, int *drain_met, uint64_t *drain_ms, ch
                 gr_diagnosis *d = NULL;
                 bool met = false;
                 uint64_t t0 = gr_now_ms();
-                if (gr_wait_until(&w, gpus_back, &dc, &s, &d, &met) == 0) {
+                int wr = gr_wait_until(&w, gpus_back, &dc, &s, &d, &met);
+                if (wr == 0 && !met && s && s->gpu && s->gpu->status != GR_GPU_OK) {
+                        /* not "did not come back": nothing could be asked (the driver failed, or
+                         * the NVML helper could not be started: gpureap-run's is the gpureap
+                         * beside it) */
+                        snprintf(note, note_size, "; GPU memory not verified");
+                        error_msg("the GPU memory of the tree could not be verified: %s",
+                                  s->gpu->error[0] ? s->gpu->error : "the driver could not be read");
+                        gr_diagnosis_free(d);
+                        gr_snapshot_free(s);
+                } else if (wr == 0) {
                         *drain_met = met;
                         *drain_ms = gr_now_ms() - t0;
                         snprintf(note, note_size, "; GPU memory %s in %llu ms",

@@ -65,4 +65,21 @@ term_and_wait "$runpid"
 ok "the run's end ended its worker"
 kill -KILL "$o"
 
+# without the gpureap beside it, no NVML helper: the tree's GPU memory is said to be unverified,
+# and why (not "did not come back"); the command's status is the run's all the same
+mkdir "$T/lone"
+cp "$GPUREAP_RUN" "$T/lone/gpureap-run"
+"$T/lone/gpureap-run" --json "$T/lone.json" -- "$GPUHOLD" pidfile "$PIDS" lone cuda 0 0 128 sleep >"$T/out" 2>"$T/err" &
+lone=$!
+LAUNCHED="$LAUNCHED $lone"
+wait_role lone
+term_and_wait "$lone"
+expect_rc 143 "gpureap-run alone, TERMed: the command's status"
+has err "the GPU memory of the tree could not be verified: cannot start the NVML helper '$T/lone/gpureap': " \
+        "the helper it lacks is named"
+has err "; GPU memory not verified$" "the summary says the memory was not verified"
+hasnt err "did not come back" "and not that it did not come back"
+jq -e '.gpu_minors == [0] and .drain.memory_back == null' "$T/lone.json" >/dev/null ||
+        fail "the result is not 'GPU 0, memory not verified': $(jq -c '{gpu_minors, drain}' "$T/lone.json")"
+ok "the result names GPU 0 and no verdict on its memory"
 done_testing
