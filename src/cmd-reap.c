@@ -93,7 +93,8 @@ static const char *refusal_key(gr_refusal r)
 {
         static const char *const k[] = { "none", "init", "self", "kernel", "monitor", "other_user", "zombie",
                                          "gone", "live", "unsure", "likely", "no_uid", "out_of_scope",
-                                         "not_on_gpu", "not_holding", "not_only", "drm", "drm_shared" };
+                                         "not_on_gpu", "not_holding", "not_only", "drm", "drm_shared",
+                                         "drm_unread" };
         return (unsigned)r < GR_ELEMENTSOF(k) ? k[r] : "unknown";
 }
 
@@ -119,7 +120,7 @@ static void print_plan(FILE *f, const gr_plan *p)
                 if (t->refused == GR_REFUSE_NONE)
                         continue;
                 fprintf(f, "  spare  %-8d %-16s %s", (int)t->pid, t->comm[0] ? t->comm : "-", gr_refusal_text(t->refused));
-                if (t->refused == GR_REFUSE_ZOMBIE)
+                if (t->refused == GR_REFUSE_ZOMBIE || (t->refused == GR_REFUSE_DRM_UNREAD && t->related))
                         fprintf(f, " (PID %d)", (int)t->related);
                 if (t->judged && t->reason[0] && t->refused != GR_REFUSE_MONITOR)
                         fprintf(f, ": %s", t->reason);

@@ -41,6 +41,9 @@ typedef enum gr_refusal {
         GR_REFUSE_DRM_SHARED, /* shares an AMD or Intel GPU's open file (a DRM client) with a
                                  process the plan does not signal: ending it frees nothing, and
                                  the sharing ties it to that one */
+        GR_REFUSE_DRM_UNREAD, /* holds an AMD or Intel GPU's file, and another process's files
+                                 (related, where one is named) could not all be read just before
+                                 the plan was shown: that it shares none of them is not known */
 } gr_refusal;
 
 /* A process as a caller saw it: its PID and its start time (clock ticks after boot, as
@@ -58,7 +61,8 @@ typedef struct gr_target {
         gr_plan_why why;
         uint64_t gpus;        /* bit i: holds GPU index i of the report */
         gr_refusal refused;   /* GR_REFUSE_NONE for a target that will be signalled */
-        pid_t related;        /* for a zombie: its parent */
+        pid_t related;        /* for a zombie: its parent; for GR_REFUSE_DRM_UNREAD: the process
+                                 whose files could not be read (0: not one) */
         bool judged;          /* a holder: judgement and confidence below are the diagnosis' */
         gr_judgement judgement;
         gr_confidence confidence;
@@ -179,8 +183,9 @@ typedef struct gr_ladder_options {
 /* What a look at every process's files found beyond the snapshot (lib/act/reap.c): clients of
  * the plan that a process it does not signal holds too (in a thread's own file table, past
  * the fds the scan lists), or with all, that such a look could not be made whole: the targets
- * that hold one (all: every AMD and Intel target) are spared (GR_REFUSE_DRM_SHARED), and so on
- * to a fixed point, and the plan's clients and KFD entries made again. 0 or -ENOMEM */
+ * that hold one are spared (GR_REFUSE_DRM_SHARED; all: every AMD and Intel target,
+ * GR_REFUSE_DRM_UNREAD), and so on to a fixed point, and the plan's clients and KFD entries made
+ * again. 0 or -ENOMEM */
 int gr_plan_drm_held_outside(const gr_snapshot *s, const gr_diagnosis *d, gr_plan *p, const gr_drm_key *held,
                              size_t n_held, bool all);
 /* Will the plan signal this PID (a target not refused)? */

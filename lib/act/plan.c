@@ -29,6 +29,8 @@ const char *gr_refusal_text(gr_refusal r)
                                    "an NVIDIA GPU's besides: not reaped (docs/drm.md)";
         case GR_REFUSE_DRM_SHARED: return "it shares an AMD or Intel GPU's open file with a process this reap does not end: "
                                           "ending it would free nothing (gpureap status names the client's holders)";
+        case GR_REFUSE_DRM_UNREAD: return "it holds an AMD or Intel GPU's file, and another process's files could not all "
+                                          "be read just before the plan: that it shares none of them is not known";
         }
         return "?";
 }
@@ -569,7 +571,9 @@ int gr_plan_drm_held_outside(const gr_snapshot *s, const gr_diagnosis *d, gr_pla
         for (size_t i = 0; s->procs && i < p->n; i++) {
                 gr_target *t = &p->targets[i];
                 const gr_process *proc = t->refused == GR_REFUSE_NONE ? gr_proc_table_find(s->procs, t->pid) : NULL;
-                if (proc && proc->drm && (all || each_client_of(s, proc, held_outside, &hc) != 0))
+                if (proc && proc->drm && all)
+                        t->refused = GR_REFUSE_DRM_UNREAD;
+                else if (proc && proc->drm && each_client_of(s, proc, held_outside, &hc) != 0)
                         t->refused = GR_REFUSE_DRM_SHARED;
         }
         drm_shared(s, d, p);

@@ -80,6 +80,7 @@ static int drm_audit(gr_reap_result *r)
         struct drm_audit a = { .p = r->plan };
         uid_t me = geteuid();
         struct dirent *de;
+        pid_t unread = 0;
         int q = 0;
         while (q >= 0 && (de = readdir(dir))) {
                 uint64_t v;
@@ -113,16 +114,25 @@ static int drm_audit(gr_reap_result *r)
                                 else
                                         unknown = st.st_uid == me;
                         }
+                        if (unknown && !a.all)
+                                unread = pid;
                         a.all = a.all || unknown;
                         q = 0;
                 } else if (q < 0 && q != -ENOMEM) {
-                        a.all = true; /* more DRM fds than listed, a table that cannot be read */
+                        /* more DRM fds than listed, a table that cannot be read */
+                        if (!a.all)
+                                unread = pid;
+                        a.all = true;
                         q = 0;
                 }
         }
         closedir(dir);
         if (q == 0 && (a.n_held > 0 || a.all))
                 q = gr_plan_drm_held_outside(s, r->before_d, r->plan, a.held, a.n_held, a.all);
+        /* the spared say whose files could not be read: the first such process */
+        for (size_t i = 0; q == 0 && i < r->plan->n; i++)
+                if (r->plan->targets[i].refused == GR_REFUSE_DRM_UNREAD)
+                        r->plan->targets[i].related = unread;
         free(a.held);
         return q;
 }

@@ -426,6 +426,8 @@ if command -v setpriv >/dev/null; then
         user_leftover 4262 nr3 53
         nr3=$up l3=$ul
         spared_as 4262 "$nr3" "(2e) as uid 4262, the leftover sharing a client with the user's job of another group"
+        has out "^  spare  $nr3 .* another process's files could not all be read just before the plan: .* \(PID $sgjob\)" \
+                "(2e) and the reason names the job whose files it could not read"
         kill -KILL "$nr3" "$sgjob"
         wait "$l3" 2>/dev/null || true
 else
