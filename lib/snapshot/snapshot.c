@@ -181,12 +181,18 @@ static int add_ref(int table_dir, pid_t table_tid, int fd, unsigned node, unsign
  * with more DRM fds than a holding lists (GR_DRM_FDS_MAX), and a live process that KFD has an
  * entry for (a ROCm process: a thread's table of its own may hold its clients; its threads are
  * read only where it has more than one, and compared with kcmp); at most DRM_VIEW_FDS_MAX fds
- * of one (an adversary's process of 19,000 made every look take 2.4 s). reap's look before its
- * plan reads every process so; the view reads these, so that status and check see what reap
- * sees (2026-12-07) */
-static bool read_in_full(const gr_process *p, const pid_t *kfd_pids, size_t n_kfd)
+ * of one (an adversary's process of 19,000 made every look take 2.4 s); and one whose main
+ * thread has ended alone. reap's look before its plan reads every process so; the view reads
+ * these, so that status and check see what reap sees (2026-12-07) */
+static bool read_in_full(const char *proc_root, const gr_process *p, const pid_t *kfd_pids, size_t n_kfd)
 {
         if (p->drm && p->drm->truncated)
+                return true;
+        /* a process whose main thread has ended alone: the scan found its files through a live
+         * thread (and took that thread's state for the process's), and their fdinfo is that
+         * thread's, the leader's being empty (or refused to a user); read through the threads,
+         * they are not dropped. One stat read per DRM holder */
+        if (p->drm && gr_proc_zombie_leader_alive(proc_root, p->pid))
                 return true;
         return p->state != 'Z' && p->state != 'X' && n_kfd && bsearch(&p->pid, kfd_pids, n_kfd, sizeof(pid_t), gr_cmp_pid);
 }
@@ -249,7 +255,7 @@ static int take_drm(const gr_proc_options *po, gr_snapshot *s)
                 all.of_pid = 0;
                 all.cut = false;
                 size_t before = all.n;
-                if (read_in_full(p, kfd, n_kfd)) {
+                if (read_in_full(po->proc_root, p, kfd, n_kfd)) {
                         int q = gr_proc_each_drm_fd(po->proc_root, po->dev_dir, p->pid, add_ref, &all);
                         if (q == -ENOMEM) {
                                 free(kfd);

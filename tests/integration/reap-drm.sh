@@ -470,6 +470,32 @@ jqok "(.drm.clients[] | select(.client_id == 95) | .verdict.judgement) == \"left
 grns reap --dry-run --likely --json
 jqok "([.plan.targets[].pid] | index($dw) != null and index($dc) != null)" "(4) both planned with --likely"
 kill -KILL "$dw" "$dc"
+# (5) a leftover whose main thread has ended alone (pthread_exit): its files are in its live
+# thread's table, the leader's fdinfo is empty. The view reads the fdinfo through that thread:
+# status names it its client's holder, and reap ends it (the view dropped its fds, and status and
+# reap said nothing held the client while it kept its VRAM: an adversary's, 2026-12-07)
+launch pidfile "$PIDS" lelauncher setpgid child pidfile "$PIDS" le open dri/renderD128 leader-exit
+lel=$LAST
+wait_role lelauncher le
+le=$(pid_of le)
+for _ in $(seq 1 400); do [ "$(awk '{print $3}' "/proc/$le/stat")" = Z ] && break; sleep 0.02; done
+[ "$(awk '{print $3}' "/proc/$le/stat")" = Z ] || fail "(5) the main thread of $le has not ended"
+letid=$(ls "/proc/$le/task" | grep -vx "$le" | head -n 1)
+lefd=""
+for f in /proc/"$le"/task/"$letid"/fd/*; do
+        [ "$(readlink "$f")" = "$T/dev/dri/renderD128" ] && lefd=${f##*/}
+done
+[ -n "$lefd" ] || fail "(5) the live thread $letid of $le holds no render node"
+mkdir -p "$T/fi/$le.$letid"
+printf '%s\n' "drm-driver:	amdgpu" "drm-client-id:	96" "drm-pdev:	$PDEV" "drm-total-vram:	1048576 KiB" >"$T/fi/$le.$letid/$lefd"
+kill -KILL "$lel"
+wait "$lel" 2>/dev/null || true
+grns status --json
+jqok "[.drm.clients[] | select(.client_id == 96) | .holders[].pid] == [$le]" \
+        "(5) the client of a leftover whose main thread ended alone is seen, held by it"
+grns reap --yes --likely --timeout 2s
+has out "^  $le +ended" "(5) and reap ends it"
+rm -rf "${T:?}/fi/$le.$letid"
 
 # run (docs/drm.md): a command with a KFD entry of its own; at its end run waits until KFD has
 # let the entry go (the stand-in for the driver removes a dead PID's entry 300 ms after it is
