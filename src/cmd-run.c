@@ -768,36 +768,8 @@ static size_t port_listeners(int port, uint64_t *ret, size_t max)
         return n;
 }
 
-/* Does a member of the tree have one of these sockets open */
-/* Is one of these socket inodes in the fd table that /proc/ID/fd shows (ID: "PID" or
- * "PID/task/TID")? *empty: the table showed no fd (or could not be read) */
-static bool fd_table_holds_socket(const char *id, const uint64_t *inodes, size_t n, bool *empty)
-{
-        char dir[96];
-        snprintf(dir, sizeof(dir), "/proc/%s/fd", id);
-        *empty = true;
-        DIR *d = opendir(dir);
-        if (!d)
-                return false;
-        bool found = false;
-        struct dirent *de;
-        while (!found && (de = readdir(d))) {
-                if (de->d_name[0] == '.')
-                        continue;
-                *empty = false;
-                char link[64];
-                ssize_t len = readlinkat(dirfd(d), de->d_name, link, sizeof(link) - 1);
-                if (len <= 8 || strncmp(link, "socket:[", 8) != 0)
-                        continue;
-                link[len] = '\0';
-                uint64_t ino = strtoull(link + 8, NULL, 10);
-                for (size_t j = 0; j < n && !found; j++)
-                        found = inodes[j] == ino;
-        }
-        closedir(d);
-        return found;
-}
-
+/* Does a member of the tree have one of these sockets open (in its own file table, or where its
+ * main thread has ended alone, its live threads': lib, gr_proc_holds_socket) */
 static bool tree_holds_socket(const struct run *r, const uint64_t *inodes, size_t n)
 {
         gr_tree_proc *t = NULL;
@@ -805,30 +777,8 @@ static bool tree_holds_socket(const struct run *r, const uint64_t *inodes, size_
         bool found = false;
         if (gr_tree_list(NULL, getpid(), listing_cgroup(r), NULL, 0, &t, &k) < 0)
                 return false;
-        for (size_t i = 0; i < k && !found; i++) {
-                char id[64];
-                bool empty;
-                snprintf(id, sizeof(id), "%d", (int)t[i].pid);
-                found = fd_table_holds_socket(id, inodes, n, &empty);
-                if (found || !empty)
-                        continue;
-                /* no fd shown: a server whose main thread has ended alone (its fd directory
-                 * empty, or refused to a user) has the listener in its live threads' hands (it
-                 * was taken for not ready and ended) */
-                char task[64];
-                snprintf(task, sizeof(task), "/proc/%d/task", (int)t[i].pid);
-                DIR *d = opendir(task);
-                struct dirent *de;
-                while (d && !found && (de = readdir(d))) {
-                        if (de->d_name[0] == '.' || strcmp(de->d_name, id) == 0)
-                                continue;
-                        char tid[96];
-                        snprintf(tid, sizeof(tid), "%d/task/%.20s", (int)t[i].pid, de->d_name);
-                        found = fd_table_holds_socket(tid, inodes, n, &empty);
-                }
-                if (d)
-                        closedir(d);
-        }
+        for (size_t i = 0; i < k && !found; i++)
+                found = gr_proc_holds_socket(NULL, t[i].pid, inodes, n) > 0;
         free(t);
         return found;
 }

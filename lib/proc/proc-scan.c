@@ -1354,6 +1354,69 @@ int gr_proc_holding(const char *proc_root, const char *dev_dir, pid_t pid, gr_ho
         return 0;
 }
 
+/* Is one of the sockets (inodes, any order) in the file table at dir (a process's or a thread's
+ * directory)? 1 or 0; -errno when its fd directory cannot be read. *ret_entries: its fds. Every
+ * fd is read (a server with thousands of connections has its listener among them) */
+static int socket_in_table(int dir, const uint64_t *inodes, size_t n, unsigned *ret_entries)
+{
+        int fdd = openat(dir, "fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+        if (fdd < 0)
+                return errno == ENOENT ? -ESRCH : -errno;
+        struct dents d = { .fd = fdd };
+        struct dirent64 *de;
+        unsigned entries = 0;
+        int found = 0;
+        while (!found && (de = dents_next(&d))) {
+                if (de->d_name[0] == '.')
+                        continue;
+                entries++;
+                char target[64];
+                ssize_t len = readlinkat(fdd, de->d_name, target, sizeof(target) - 1);
+                if (len <= 8 || strncmp(target, "socket:[", 8) != 0)
+                        continue;
+                target[len] = '\0';
+                uint64_t ino = 0;
+                for (const char *c = target + 8; *c >= '0' && *c <= '9'; c++)
+                        ino = ino * 10 + (uint64_t)(*c - '0');
+                for (size_t k = 0; k < n && !found; k++)
+                        found = inodes[k] == ino;
+        }
+        close(fdd);
+        if (ret_entries)
+                *ret_entries = entries;
+        return found;
+}
+
+struct thread_socket {
+        const uint64_t *inodes;
+        size_t n;
+};
+
+static int thread_socket(int tdir, const gr_stat *tst, void *userdata)
+{
+        const struct thread_socket *ts = userdata;
+        int r = socket_in_table(tdir, ts->inodes, ts->n, NULL);
+        return r > 0 ? 1 : 0; /* a thread whose table cannot be read: not found there */
+}
+
+int gr_proc_holds_socket(const char *proc_root, pid_t pid, const uint64_t *inodes, size_t n)
+{
+        int fd = open_pid_dir(proc_root ? proc_root : gr_context_proc_root(NULL), pid);
+        if (fd < 0)
+                return fd;
+        unsigned entries = 0;
+        int r = socket_in_table(fd, inodes, n, &entries);
+        /* no fd at all (or refused) and the leader has ended alone: the process lives on in its
+         * threads, and its files are theirs (a server whose main thread called pthread_exit) */
+        if (r <= 0 && leader_ended(fd, r, entries)) {
+                struct thread_socket ts = { inodes, n };
+                int q = each_live_thread(fd, pid, false, thread_socket, &ts);
+                r = q < 0 ? r : q;
+        }
+        close(fd);
+        return r;
+}
+
 struct thread_drm {
         const char *devdir;
         size_t devdir_len;
