@@ -69,6 +69,21 @@ fdinfo() {
                 "drm-pdev:	$PDEV" "drm-total-gtt:	2 MiB" "drm-total-vram:	$3 KiB" "drm-shared-vram:	0 KiB" \
                 "drm-resident-vram:	$3 KiB" >"$T/fi/$1/$fd"
 }
+# thread_fdinfo PID CLIENT-ID WHAT: PID's main thread has ended alone (leader-exit); its live
+# thread's render fd gets an fdinfo of that client, in fi/PID.TID (over task/TID/fdinfo): the
+# thread in $tid
+thread_fdinfo() {
+        local pid=$1 fd="" f
+        for _ in $(seq 1 400); do [ "$(awk '{print $3}' "/proc/$pid/stat")" = Z ] && break; sleep 0.02; done
+        [ "$(awk '{print $3}' "/proc/$pid/stat")" = Z ] || fail "$3: the main thread of $pid has not ended"
+        tid=$(ls "/proc/$pid/task" | grep -vx "$pid" | head -n 1)
+        for f in /proc/"$pid"/task/"$tid"/fd/*; do
+                [ "$(readlink "$f")" = "$T/dev/dri/renderD128" ] && fd=${f##*/}
+        done
+        [ -n "$fd" ] || fail "$3: the live thread $tid of $pid holds no render node"
+        mkdir -p "$T/fi/$pid.$tid"
+        printf '%s\n' "drm-driver:	amdgpu" "drm-client-id:	$2" "drm-pdev:	$PDEV" "drm-total-vram:	1048576 KiB" >"$T/fi/$pid.$tid/$fd"
+}
 # gpureap (or the build with test seams) in a mount namespace where each holder's fdinfo is ours
 # a thread's own file table: its directory is fi/PID.TID, over /proc/PID/task/TID/fdinfo
 cat >"$T/bind.sh" <<EOF
@@ -402,16 +417,7 @@ if command -v setpriv >/dev/null; then
         lz=$up
         user_leftover 4258 nr2 99
         nr2=$up l2=$ul
-        for _ in $(seq 1 400); do [ "$(awk '{print $3}' "/proc/$lz/stat")" = Z ] && break; sleep 0.02; done
-        [ "$(awk '{print $3}' "/proc/$lz/stat")" = Z ] || fail "(2d) the main thread of $lz has not ended"
-        tid=$(ls "/proc/$lz/task" | grep -vx "$lz" | head -n 1)
-        lzfd=""
-        for f in /proc/"$lz"/task/"$tid"/fd/*; do
-                [ "$(readlink "$f")" = "$T/dev/dri/renderD128" ] && lzfd=${f##*/}
-        done
-        [ -n "$lzfd" ] || fail "(2d) the live thread $tid of $lz holds no render node"
-        mkdir -p "$T/fi/$lz.$tid"
-        printf '%s\n' "drm-driver:	amdgpu" "drm-client-id:	99" "drm-pdev:	$PDEV" "drm-total-vram:	1048576 KiB" >"$T/fi/$lz.$tid/$lzfd"
+        thread_fdinfo "$lz" 99 "(2d)"
         spared_as 4258 "$nr2" "(2d) as uid 4258, the leftover sharing a client with the user's live process whose main thread ended"
         kill -KILL "$nr2" "$lz"
         wait "$l2" 2>/dev/null || true
@@ -478,16 +484,7 @@ launch pidfile "$PIDS" lelauncher setpgid child pidfile "$PIDS" le open dri/rend
 lel=$LAST
 wait_role lelauncher le
 le=$(pid_of le)
-for _ in $(seq 1 400); do [ "$(awk '{print $3}' "/proc/$le/stat")" = Z ] && break; sleep 0.02; done
-[ "$(awk '{print $3}' "/proc/$le/stat")" = Z ] || fail "(5) the main thread of $le has not ended"
-letid=$(ls "/proc/$le/task" | grep -vx "$le" | head -n 1)
-lefd=""
-for f in /proc/"$le"/task/"$letid"/fd/*; do
-        [ "$(readlink "$f")" = "$T/dev/dri/renderD128" ] && lefd=${f##*/}
-done
-[ -n "$lefd" ] || fail "(5) the live thread $letid of $le holds no render node"
-mkdir -p "$T/fi/$le.$letid"
-printf '%s\n' "drm-driver:	amdgpu" "drm-client-id:	96" "drm-pdev:	$PDEV" "drm-total-vram:	1048576 KiB" >"$T/fi/$le.$letid/$lefd"
+thread_fdinfo "$le" 96 "(5)"
 kill -KILL "$lel"
 wait "$lel" 2>/dev/null || true
 grns status --json
@@ -495,7 +492,7 @@ jqok "[.drm.clients[] | select(.client_id == 96) | .holders[].pid] == [$le]" \
         "(5) the client of a leftover whose main thread ended alone is seen, held by it"
 grns reap --yes --likely --timeout 2s
 has out "^  $le +ended" "(5) and reap ends it"
-rm -rf "${T:?}/fi/$le.$letid"
+rm -rf "${T:?}/fi/$le.$tid"
 
 # run (docs/drm.md): a command with a KFD entry of its own; at its end run waits until KFD has
 # let the entry go (the stand-in for the driver removes a dead PID's entry 300 ms after it is
