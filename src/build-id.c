@@ -3,10 +3,15 @@
  * src/status-fast.c, reads gpureap's from its file). And which gpureap is the one of this build,
  * for the programs beside it (gpureap-status, gpureap-run). */
 #include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <link.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
+
+#include "gpureap/basic.h"
 
 #include "gpureap.h"
 
@@ -56,3 +61,28 @@ int gpureap_beside(char *ret, size_t size)
         memcpy(ret + (slash - self), "/gpureap", sizeof("/gpureap"));
         return 0;
 }
+
+int gpureap_beside_trusted(char *ret, size_t size, char *why, size_t why_size)
+{
+        if (why_size)
+                why[0] = '\0';
+        if (gpureap_beside(ret, size) < 0)
+                return -1;
+        /* as trusted as this program's own file: root's or its owner's, every directory and
+         * link on the way too, none that others may change (gr_open_trusted). A hard link to
+         * this program, or a bind mount of it, in a directory of another user's makes
+         * /proc/self/exe name that directory: its gpureap was run, as root */
+        struct stat self;
+        if (stat("/proc/self/exe", &self) < 0)
+                return -1;
+        int fd = gr_open_trusted(ret, O_PATH, self.st_uid, why, why_size);
+        if (fd == -ENOENT)
+                return -ENOENT;
+        if (fd < 0 && !why[0])
+                snprintf(why, why_size, "%s", strerror(-fd));
+        if (fd < 0)
+                return -EPERM;
+        close(fd);
+        return 0;
+}
+

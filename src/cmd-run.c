@@ -36,15 +36,6 @@
 #include "gpureap.h"
 #include "run-tty.h"
 
-enum {
-        EXIT_NOT_READY = 121, /* --ready-port/--ready-log not seen within --ready-timeout */
-        EXIT_STALLED = 122,   /* no output and no CPU progress for --stall-timeout */
-        EXIT_MAX_TIME = 124,  /* --max-time, as timeout(1) */
-        EXIT_RUN_FAILED = 125, /* gpureap itself failed (pipes, fork, the --json result), as
-                                  timeout(1) and env(1) */
-        EXIT_CANNOT_EXEC = 126,
-        EXIT_NOT_FOUND = 127,
-};
 
 static void run_usage(FILE *f)
 {

@@ -19,6 +19,18 @@ enum {
         EXIT_OUTPUT = 4,      /* the output or the state could not be written (a full disk, a
                                  closed stdout): what it would have said is lost */
 };
+
+/* run's own exit codes, beside the command's (docs/exit-codes.md) */
+enum {
+        EXIT_NOT_READY = 121, /* --ready-port/--ready-log not seen within --ready-timeout */
+        EXIT_STALLED = 122,   /* no output and no CPU progress for --stall-timeout */
+        EXIT_MAX_TIME = 124,  /* --max-time, as timeout(1) */
+        EXIT_RUN_FAILED = 125, /* gpureap itself failed (pipes, fork, the --json result; for
+                                  gpureap-run, an untrusted helper beside it), as timeout(1) and
+                                  env(1) */
+        EXIT_CANNOT_EXEC = 126,
+        EXIT_NOT_FOUND = 127,
+};
 /* check's own failure (a bad command line, its line not written): UNKNOWN for Nagios */
 #define CHECK_UNKNOWN 3
 
@@ -181,6 +193,10 @@ int elf_notes_build_id(const void *notes, size_t len, char *out, size_t size);
 /* The gpureap program beside this one, as /proc/self/exe resolves it (build-id.c): 0, or -1 where
  * that cannot be told, and then no other gpureap is guessed at */
 int gpureap_beside(char *ret, size_t size);
+/* The same, where it is one to run: 0; -ENOENT where there is none; -EPERM where it is not as
+ * trusted as this program's own file (why says what: another user's file, a directory others
+ * may write); -1 where it cannot be told */
+int gpureap_beside_trusted(char *ret, size_t size, char *why, size_t why_size);
 /* uid's name in this machine's user database, cut to size: true, or false where it has none
  * (users.c: the system's NSS; users-file.c, for gpureap-run: /etc/passwd alone) */
 bool user_name(uid_t uid, char *ret, size_t size);

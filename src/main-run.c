@@ -7,6 +7,7 @@
  * - the holder scan is the /proc scan (the BPF scan's libelf cannot be linked into a static-pie);
  * - no kubelet module is loaded (a shared object), and user names come from /etc/passwd alone
  *   (users-file.c: glibc's other NSS modules are shared objects too). */
+#include <errno.h>
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
@@ -24,8 +25,19 @@ int main(int argc, char **argv)
          * (lib/diagnose/lineage.c, lib/act/tree.c); under another name a live run's job would
          * be taken for the leftovers of a dead one */
         prctl(PR_SET_NAME, "gpureap");
+        /* the NVML helper, the gpureap beside it: one that is not as trusted as this program is
+         * never run (it runs as the caller, root: exit 125, the command not run); a missing one
+         * is said when it is needed (the GPU memory not verified); where the directory cannot
+         * be told (a deleted file, a memfd), the library's own helper, as for any program that
+         * links it (gpureap-nvml-helper in libexec) */
         static char helper[PATH_MAX];
-        if (gpureap_beside(helper, sizeof(helper)) == 0)
+        char why[256];
+        int b = gpureap_beside_trusted(helper, sizeof(helper), why, sizeof(why));
+        if (b == -EPERM) {
+                error_msg("gpureap-run does not run: the gpureap beside it, its NVML helper, is not to be trusted: %s", why);
+                return EXIT_RUN_FAILED;
+        }
+        if (b == 0 || b == -ENOENT)
                 gr_context_set_helper(NULL, helper);
         program_start();
         if (argc == 2 && strcmp(argv[1], "--version") == 0) {

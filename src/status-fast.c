@@ -151,6 +151,15 @@ int main(int argc, char **argv)
         int code = status_fast(argc, argv, gpureap);
         if (code >= 0)
                 return code;
+        /* run only a gpureap as trusted as this program's own file (a hard link of it, or a
+         * bind mount, in another user's directory names that directory's gpureap); the report
+         * fetched above in its name runs nothing */
+        char why[256];
+        if (gpureap_beside_trusted(gpureap, sizeof(gpureap), why, sizeof(why)) == -EPERM) {
+                fprintf(stderr, "gpureap: gpureap-status does not run '%s' for 'gpureap status': not to be trusted: %s\n",
+                        gpureap, why);
+                return EXIT_DRIVER;
+        }
         char **args = calloc((size_t)argc + 3, sizeof(*args));
         if (!args) {
                 fprintf(stderr, "gpureap: out of memory\n");

@@ -82,4 +82,40 @@ hasnt err "did not come back" "and not that it did not come back"
 jq -e '.gpu_minors == [0] and .drain.memory_back == null' "$T/lone.json" >/dev/null ||
         fail "the result is not 'GPU 0, memory not verified': $(jq -c '{gpu_minors, drain}' "$T/lone.json")"
 ok "the result names GPU 0 and no verdict on its memory"
+# a copy of gpureap-run (as a hard link or a bind mount of it would be named) in a directory
+# where the gpureap beside it is another user's: that gpureap would run as the caller, root.
+# gpureap-run does not run (125, the command not started), nor does gpureap-status run it; with
+# the file root's, it runs (the control)
+if [ "$(id -u)" -eq 0 ]; then
+        mkdir -m 755 "$T/evil"
+        cp "$GPUREAP_RUN" "$T/evil/gpureap-run"
+        cp "$GPUREAP_STATUS" "$T/evil/gpureap-status"
+        printf '#!/bin/sh\necho "ran as $(id -u): $*" >>"%s/evil.log"\n' "$T" >"$T/evil/gpureap"
+        chmod 755 "$T/evil/gpureap"
+        chown 4242 "$T/evil/gpureap"
+        set +e
+        "$T/evil/gpureap-run" -- sh -c "echo started >>'$T/evil.log'" >"$T/out" 2>"$T/err"
+        RC=$?
+        set -e
+        expect_rc 125 "gpureap-run beside another user's gpureap"
+        has err "^gpureap: gpureap-run does not run: the gpureap beside it, its NVML helper, is not to be trusted: '$T/evil/gpureap' belongs to user 4242$" \
+                "it says whose file the gpureap beside it is"
+        [ ! -e "$T/evil.log" ] || fail "something ran: $(cat "$T/evil.log")"
+        ok "neither the command nor that gpureap ran"
+        set +e
+        "$T/evil/gpureap-status" --no-such-option >"$T/out" 2>"$T/err"
+        RC=$?
+        set -e
+        expect_rc 3 "gpureap-status beside another user's gpureap, for what serve does not render"
+        has err "^gpureap: gpureap-status does not run '$T/evil/gpureap' for 'gpureap status': not to be trusted: '$T/evil/gpureap' belongs to user 4242$" \
+                "gpureap-status says so"
+        [ ! -e "$T/evil.log" ] || fail "gpureap-status ran it: $(cat "$T/evil.log")"
+        ok "and does not run it"
+        chown 0 "$T/evil/gpureap"
+        "$T/evil/gpureap-status" --no-such-option >"$T/out" 2>"$T/err" || true
+        grep -q "^ran as 0: status --no-such-option" "$T/evil.log" || fail "the control: root's gpureap beside it did not run"
+        ok "the control: root's gpureap beside it runs"
+else
+        ok "# SKIP not root: a file of another user's cannot be made"
+fi
 done_testing
