@@ -613,8 +613,10 @@ bool gr_proc_is_init_program(const char *comm, gr_exe_state exe_state, const cha
         if (exe_state != GR_EXE_READ)
                 return false;
         /* its executable is one of theirs (/sbin/init is systemd's, a busybox's; tini ships
-         * as tini-static too); a build's gpureap under test keeps its name */
-        if (gr_proc_comm_is_init(exe) || strncmp(exe, "tini", 4) == 0 || strncmp(exe, "dumb-init", 9) == 0)
+         * as tini-static too; gpureap-run is gpureap run linked static, and names itself
+         * gpureap); a build's gpureap under test keeps its name */
+        if (gr_proc_comm_is_init(exe) || strncmp(exe, "tini", 4) == 0 || strncmp(exe, "dumb-init", 9) == 0 ||
+            (strcmp(comm, "gpureap") == 0 && strcmp(exe, "gpureap-run") == 0))
                 return true;
         return strcmp(comm, "init") == 0 && strcmp(exe, "busybox") == 0;
 }

@@ -65,6 +65,25 @@ term_and_wait "$runpid"
 ok "the run's end ended its worker"
 kill -KILL "$o"
 
+# a worker that dropped the marker (env -i): judged as under 'gpureap run', by the supervisor's
+# program (an init's, named gpureap); the verdict and its reason the same under both
+for prog in "$GPUREAP_RUN" "$GPUREAP run"; do
+        $prog -- env -i GPUREAP_DEV_DIR="$GPUREAP_DEV_DIR" GPUREAP_FAKE_CTX_DIR="$GPUREAP_FAKE_CTX_DIR" \
+                "$GPUHOLD" pidfile "$PIDS" nm-launcher daemon-worker "$PIDS" nm-worker 0 0 64 sleep >/dev/null 2>&1 &
+        np=$!
+        LAUNCHED="$LAUNCHED $np"
+        wait_role nm-worker
+        nw=$(pid_of nm-worker)
+        LAUNCHED="$LAUNCHED $nw"
+        gr status --json
+        jq -c ".processes[] | select(.pid == $nw) | [.verdict.judgement, .verdict.confidence, .verdict.reason]" "$T/out" \
+                >>"$T/nomarker"
+        term_and_wait "$np"
+        sed -i '/^nm-/d' "$PIDS"
+done
+[ "$(sort -u "$T/nomarker" | wc -l)" -eq 1 ] || fail "the verdicts differ: $(cat "$T/nomarker")"
+ok "a marker-less worker is judged alike under gpureap-run and gpureap run: $(head -n 1 "$T/nomarker")"
+
 # without the gpureap beside it, no NVML helper: the tree's GPU memory is said to be unverified,
 # and why (not "did not come back"); the command's status is the run's all the same
 mkdir "$T/lone"
