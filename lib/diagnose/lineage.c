@@ -445,8 +445,28 @@ static void judge_root(const struct dx *x, const gr_process *r, gr_evidence_list
  * ancestor of the process has that number (in its own namespace: a run that is a container's
  * PID 1 exports 1), whatever the run's binary is called (a symlink, a renamed copy): members
  * stay below it, as it is their subreaper. Otherwise, in gpureap's own namespace, the process of
- * that PID must be a gpureap that started before it; from a PID namespace of its own, that PID
- * names nothing here: unsure, never a sure leftover. */
+ * that PID must be a gpureap that started before it and before every parent of its line that
+ * carries the same marker (marker_since); from a PID namespace of its own, that PID names
+ * nothing here: unsure, never a sure leftover. */
+/* Since when p's line has carried its marker: the start of the oldest of p and its parents,
+ * theirs, ..., that each carry the same GPUREAP_RUN_PID (a launcher's children inherit it). The
+ * run it names must be older than that one: a run that has the PID since (the old run killed,
+ * its orphaned launcher forking on after the number was handed out again) started after it */
+static uint64_t marker_since(const struct dx *x, const gr_process *p)
+{
+        uint64_t since = p->start_time;
+        const gr_process *a = p;
+        for (int depth = 0; depth < 64 && a->ppid > 1; depth++) {
+                const gr_process *up = dx_find(x, a->ppid);
+                if (!up || up == a || !up->env_read || up->run_pid != p->run_pid)
+                        break;
+                if (up->start_time < since)
+                        since = up->start_time;
+                a = up;
+        }
+        return since;
+}
+
 static bool judge_supervisor(const struct dx *x, const gr_process *p, gr_evidence_list *ev, struct judged *j)
 {
         if (p->run_pid <= 0)
@@ -469,7 +489,8 @@ static bool judge_supervisor(const struct dx *x, const gr_process *p, gr_evidenc
         const gr_process *sup = dx_find(x, p->run_pid);
         if (!sup && x->s->procs_partial)
                 return false;
-        if (dx_alive(sup) && strcmp(sup->comm, "gpureap") != 0 && sup->start_time <= p->start_time) {
+        uint64_t since = marker_since(x, p);
+        if (dx_alive(sup) && strcmp(sup->comm, "gpureap") != 0 && sup->start_time <= since) {
                 /* alive since before it, not named gpureap: a run through a renamed binary that
                  * started it through another process (srun, docker exec), or a copied marker */
                 ev_add(ev, GR_EV_RUN_SUPERVISOR, GR_LEAN_NEUTRAL, "gpureap run %d: PID %d is %s, alive since before it",
@@ -479,7 +500,7 @@ static bool judge_supervisor(const struct dx *x, const gr_process *p, gr_evidenc
                       (int)p->run_pid, (int)p->run_pid, sup->comm);
                 return true;
         }
-        bool alive = dx_alive(sup) && strcmp(sup->comm, "gpureap") == 0 && sup->start_time <= p->start_time;
+        bool alive = dx_alive(sup) && strcmp(sup->comm, "gpureap") == 0 && sup->start_time <= since;
         ev_add(ev, GR_EV_RUN_SUPERVISOR, alive ? GR_LEAN_LIVE : GR_LEAN_LEFTOVER, "gpureap run %d %s",
                (int)p->run_pid, alive ? "alive" : "gone");
         if (alive)

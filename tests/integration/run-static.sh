@@ -102,6 +102,50 @@ hasnt err "did not come back" "and not that it did not come back"
 jq -e '.gpu_minors == [0] and .drain.memory_back == null' "$T/lone.json" >/dev/null ||
         fail "the result is not 'GPU 0, memory not verified': $(jq -c '{gpu_minors, drain}' "$T/lone.json")"
 ok "the result names GPU 0 and no verdict on its memory"
+# a run killed, its orphaned launcher forking on after the run's PID was handed out again, to
+# another gpureap-run (wrapping commands thousands of times makes that likely): the new worker
+# carries the old run's number, and is a leftover, not the new run's live job
+if [ "$(id -u)" -eq 0 ] && [ -w /proc/sys/kernel/ns_last_pid ]; then
+        cat >"$T/agent.sh" <<EOF
+trap '"$GPUHOLD" pidfile "$PIDS" worker2 cuda 0 0 64 sleep &' USR1
+"$GPUHOLD" pidfile "$PIDS" worker1 cuda 0 0 64 sleep &
+echo "agent \$\$" >>"$PIDS"
+while :; do sleep 0.05; done
+EOF
+        "$GPUREAP_RUN" --quiet -- bash "$T/agent.sh" >/dev/null 2>&1 &
+        old=$!
+        LAUNCHED="$LAUNCHED $old"
+        wait_role agent worker1
+        agent=$(pid_of agent)
+        LAUNCHED="$LAUNCHED $agent $(pid_of worker1)"
+        kill -KILL "$old"
+        wait "$old" 2>/dev/null || true
+        new=0
+        for _ in $(seq 1 50); do # the kernel hands the number out again (another may take it first)
+                echo $((old - 1)) >/proc/sys/kernel/ns_last_pid
+                "$GPUREAP_RUN" --quiet -- sleep 600 >/dev/null 2>&1 &
+                new=$!
+                LAUNCHED="$LAUNCHED $new"
+                [ "$new" -eq "$old" ] && break
+                kill -TERM "$new"
+                wait "$new" 2>/dev/null || true
+        done
+        [ "$new" -eq "$old" ] || fail "PID $old was not handed out again in 50 tries"
+        [ "$(cat "/proc/$new/comm")" = gpureap ] || sleep 0.1
+        kill -USR1 "$agent"
+        wait_role worker2
+        w2=$(pid_of worker2)
+        LAUNCHED="$LAUNCHED $w2"
+        grep -qa "GPUREAP_RUN_PID=$old" "/proc/$w2/environ" || fail "worker2 does not carry GPUREAP_RUN_PID=$old"
+        gr status --json
+        jqok ".processes[] | select(.pid == $w2) | .verdict.judgement != \"live\"" \
+                "the orphaned launcher's new worker is not the new run $new's live job ($(jq -c ".processes[] | select(.pid == $w2) | .verdict | [.judgement, .confidence, .reason]" "$T/out"))"
+        kill -KILL "$agent" "$w2" "$(pid_of worker1)"
+        term_and_wait "$new"
+else
+        ok "# SKIP not root: /proc/sys/kernel/ns_last_pid"
+fi
+
 # a copy of gpureap-run (as a hard link or a bind mount of it would be named) in a directory
 # where the gpureap beside it is another user's: that gpureap would run as the caller, root.
 # gpureap-run does not run (125, the command not started), nor does gpureap-status run it; with
