@@ -155,6 +155,14 @@ int gr_gpu_query_finish(gr_gpu_query *q, gr_gpu_report **ret)
                         rep->status = GR_GPU_FAILED;
                         snprintf(rep->error, sizeof(rep->error), "cannot start the NVML helper '%s': %s",
                                  q->helper, strerror(-q->start_error));
+                } else if (w < 0 && strcmp(call, "start") == 0) {
+                        /* before its first call: it refused the layouts (another build's helper:
+                         * gpureap-run's is the gpureap beside it, which may have been upgraded
+                         * since the run started), or it is no helper at all */
+                        rep->status = GR_GPU_FAILED;
+                        snprintf(rep->error, sizeof(rep->error),
+                                 "the NVML helper '%s' ended before its first call: not this build's helper "
+                                 "(another version of gpureap?)", q->helper);
                 } else if (w < 0) {
                         rep->status = GR_GPU_FAILED;
                         snprintf(rep->error, sizeof(rep->error),

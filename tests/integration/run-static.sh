@@ -102,6 +102,17 @@ hasnt err "did not come back" "and not that it did not come back"
 jq -e '.gpu_minors == [0] and .drain.memory_back == null' "$T/lone.json" >/dev/null ||
         fail "the result is not 'GPU 0, memory not verified': $(jq -c '{gpu_minors, drain}' "$T/lone.json")"
 ok "the result names GPU 0 and no verdict on its memory"
+# a gpureap beside it that is not this build's helper (another version: it refuses this one's
+# layouts and ends at once): said so, not "died"
+printf '#!/bin/sh\nexit 2\n' >"$T/lone/gpureap"
+chmod 755 "$T/lone/gpureap"
+"$T/lone/gpureap-run" -- "$GPUHOLD" pidfile "$PIDS" lone2 cuda 0 0 128 sleep >"$T/out" 2>"$T/err" &
+lone=$!
+LAUNCHED="$LAUNCHED $lone"
+wait_role lone2
+term_and_wait "$lone"
+has err "could not be verified: the NVML helper '$T/lone/gpureap' ended before its first call: not this build's helper" \
+        "a helper of another build is said to be one"
 # a run killed, its orphaned launcher forking on after the run's PID was handed out again, to
 # another gpureap-run (wrapping commands thousands of times makes that likely): the new worker
 # carries the old run's number, and is a leftover, not the new run's live job
