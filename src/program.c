@@ -2,6 +2,7 @@
  * as a stream that keeps the cause of a failed write, SIGPIPE caught, and the library's settings
  * from the environment. gpureap (main.c) and gpureap-run (main-run.c) start and end through it. */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
@@ -106,9 +107,20 @@ struct sigaction caller_sigpipe = { .sa_handler = SIG_DFL };
  * why. (glibc lets a program set stdout; the fd and its buffering stay what they were.) */
 static int stdout_errno;
 
+/* stdout was closed by the caller: fd 1 is /dev/null, held so that no file of gpureap's (the
+ * audit trail's socket, a --json result) takes its number and gets the output; writes fail as
+ * they would have (EBADF) */
+static bool stdout_closed;
+
 static ssize_t stdout_write(void *cookie, const char *buf, size_t size)
 {
         (void)cookie;
+        if (stdout_closed) {
+                if (!stdout_errno)
+                        stdout_errno = EBADF;
+                errno = EBADF;
+                return -1;
+        }
         size_t o = 0;
         while (o < size) {
                 ssize_t w = write(STDOUT_FILENO, buf + o, size - o);
@@ -191,6 +203,19 @@ void library_from_env(void)
  * our own stream, the library's settings from the environment */
 void program_start(void)
 {
+        /* fds 0, 1 and 2 that the caller closed are /dev/null from here on, close-on-exec (a
+         * command run keeps them closed, as the caller left them): else the first file gpureap
+         * opened took the number, and what was written to stdout went into the audit trail's
+         * socket ('--json -' failed with 'Transport endpoint is not connected') */
+        for (int fd = 0; fd <= 2; fd++) {
+                if (fcntl(fd, F_GETFD) >= 0 || errno != EBADF)
+                        continue;
+                int n = open("/dev/null", (fd == 0 ? O_RDONLY : O_WRONLY) | O_CLOEXEC);
+                if (n >= 0 && n != fd)
+                        close(n); /* a lower one was free: not ours to fill */
+                else if (n == STDOUT_FILENO)
+                        stdout_closed = true;
+        }
         opterr = 0; /* each command says what it did not understand, with the program's name */
         library_from_env();
         /* 0: JSON from serve, structs: its structs, not its rendered report (docs/serve.md) */

@@ -13,6 +13,17 @@ set -e
 expect_rc 125 "--json - on a full device"
 has err "result was not written; the command's exit status was 0" "the command's own status is told"
 
+# --json - with stdout closed: the write fails as on a closed fd (no file of gpureap's, the
+# audit trail's socket, took fd 1 and the result), and the command finds its stdout closed too
+set +e
+"$GPUREAP" run --quiet --json - -- sh -c 'if echo probe 2>/dev/null; then echo "cmd: stdout open" >&2; else echo "cmd: stdout closed" >&2; fi' \
+        >&- 2>"$T/err"
+RC=$?
+set -e
+expect_rc 125 "--json - with stdout closed"
+has err "^gpureap: cannot write the result to stdout: Bad file descriptor$" "the result fails as on a closed stdout"
+has err "^cmd: stdout closed$" "and the command's stdout is closed, as its caller left it"
+
 # --json FILE on a full file system (a tmpfs of our own, in a mount namespace of our own)
 if [ "$(id -u)" = 0 ] && unshare -m true 2>/dev/null; then
         mkdir -p "$T/full"
