@@ -209,4 +209,12 @@ set -e
 [ $RCA = 4 ] && [ $RCB = 4 ] && cmp -s "$T/a.err" "$T/b.err" ||
         fail "to /dev/full: exit $RCA, '$(cat "$T/a.err")' against $RCB, '$(cat "$T/b.err")'"
 ok "stdout full: exit 4 and gpureap's line"
+# stdout closed: as gpureap (the socket to serve took fd 1, and the report went into it)
+set +e
+"$GPUREAP_STATUS" --json >&- 2>"$T/a.err"; RCA=$?
+"$GPUREAP" status --json >&- 2>"$T/b.err"; RCB=$?
+set -e
+[ $RCA = 4 ] && [ $RCB = 4 ] && cmp -s "$T/a.err" "$T/b.err" ||
+        fail "stdout closed: exit $RCA, '$(cat "$T/a.err")' against $RCB, '$(cat "$T/b.err")'"
+ok "stdout closed: exit 4 and gpureap's line ($(cat "$T/a.err"))"
 done_testing
