@@ -62,27 +62,40 @@ int gpureap_beside(char *ret, size_t size)
         return 0;
 }
 
-int gpureap_beside_trusted(char *ret, size_t size, char *why, size_t why_size)
+int gpureap_beside_open(char *ret, size_t size, char *why, size_t why_size)
 {
         if (why_size)
                 why[0] = '\0';
         if (gpureap_beside(ret, size) < 0)
                 return -1;
-        /* as trusted as this program's own file: root's or its owner's, every directory and
-         * link on the way too, none that others may change (gr_open_trusted). A hard link to
-         * this program, or a bind mount of it, in a directory of another user's makes
-         * /proc/self/exe name that directory: its gpureap was run, as root */
-        struct stat self;
-        if (stat("/proc/self/exe", &self) < 0)
-                return -1;
-        int fd = gr_open_trusted(ret, O_PATH, self.st_uid, why, why_size);
-        if (fd == -ENOENT)
-                return -ENOENT;
-        if (fd < 0 && !why[0])
-                snprintf(why, why_size, "%s", strerror(-fd));
-        if (fd < 0)
+        /* as root: as trusted as this program's own file, root's or its owner's, every
+         * directory and link on the way too, none that others may change (gr_open_trusted). A
+         * hard link to this program, or a bind mount of it, in another user's directory makes
+         * /proc/self/exe name that directory: its gpureap ran as root. A user runs what the
+         * directory holds, as it runs this program from there (a build of its own with umask
+         * 002 has directories its group may write) */
+        int fd;
+        if (geteuid() != 0) {
+                fd = open(ret, O_RDONLY | O_NONBLOCK | O_CLOEXEC); /* a FIFO there: not waited on */
+                if (fd < 0)
+                        return errno == ENOENT ? -ENOENT : -1;
+        } else {
+                struct stat self;
+                if (stat("/proc/self/exe", &self) < 0)
+                        return -1;
+                fd = gr_open_trusted(ret, O_RDONLY | O_NONBLOCK, self.st_uid, why, why_size);
+                if (fd == -ENOENT)
+                        return -ENOENT;
+                if (fd < 0 && !why[0])
+                        snprintf(why, why_size, "%s", strerror(-fd));
+                if (fd < 0)
+                        return -EPERM;
+        }
+        struct stat st;
+        if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+                close(fd);
+                snprintf(why, why_size, "'%s' is not a program file", ret);
                 return -EPERM;
-        close(fd);
-        return 0;
+        }
+        return fd;
 }
-

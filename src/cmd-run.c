@@ -2167,6 +2167,11 @@ int cmd_run(int argc, char **argv)
         r.drain_timeout = 30000;
         r.out_fd = r.err_fd = r.sigfd = -1;
         r.cgroup_lock = r.cgroup_kill_fd = r.group_fd = -1;
+        /* a stdout or stderr the caller closed (held with /dev/null, program.c) cannot be
+         * written: the command's output through gpureap finds its pipe closed, as it would
+         * have found its fd without gpureap */
+        r.out_broken = std_fd_held(STDOUT_FILENO);
+        r.err_broken = std_fd_held(STDERR_FILENO);
         const char *ready_log = NULL;
         int pdeathsig = 0;
         pid_t parent = getppid();

@@ -193,10 +193,10 @@ int elf_notes_build_id(const void *notes, size_t len, char *out, size_t size);
 /* The gpureap program beside this one, as /proc/self/exe resolves it (build-id.c): 0, or -1 where
  * that cannot be told, and then no other gpureap is guessed at */
 int gpureap_beside(char *ret, size_t size);
-/* The same, where it is one to run: 0; -ENOENT where there is none; -EPERM where it is not as
- * trusted as this program's own file (why says what: another user's file, a directory others
- * may write); -1 where it cannot be told */
-int gpureap_beside_trusted(char *ret, size_t size, char *why, size_t why_size);
+/* The same, opened (read-only, close-on-exec) where it is one to run: the fd; -ENOENT where there is none;
+ * -EPERM where, run by root, it is not as trusted as this program's own file (why says what:
+ * another user's file, a directory others may write); -1 where it cannot be told */
+int gpureap_beside_open(char *ret, size_t size, char *why, size_t why_size);
 /* uid's name in this machine's user database, cut to size: true, or false where it has none
  * (users.c: the system's NSS; users-file.c, for gpureap-run: /etc/passwd alone) */
 bool user_name(uid_t uid, char *ret, size_t size);
@@ -331,6 +331,8 @@ enum output_kind {
 /* src/program.c: what every program does before its command (SIGPIPE, stdout, the library's
  * settings), and its exit code once stdout has been checked */
 void program_start(void);
+/* Was fd (0, 1 or 2) closed by the caller, and is held with /dev/null since program_start? */
+bool std_fd_held(int fd);
 int output_checked(int code, enum output_kind kind);
 
 /* src/summary.c: what is wrong with the GPUs, in one line */

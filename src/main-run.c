@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <unistd.h>
 
 #include "gpureap/basic.h"
 #include "gpureap/gpu.h"
@@ -25,20 +26,23 @@ int main(int argc, char **argv)
          * (lib/diagnose/lineage.c, lib/act/tree.c); under another name a live run's job would
          * be taken for the leftovers of a dead one */
         prctl(PR_SET_NAME, "gpureap");
-        /* the NVML helper, the gpureap beside it: one that is not as trusted as this program is
-         * never run (it runs as the caller, root: exit 125, the command not run); a missing one
-         * is said when it is needed (the GPU memory not verified); where the directory cannot
-         * be told (a deleted file, a memfd), the library's own helper, as for any program that
-         * links it (gpureap-nvml-helper in libexec) */
+        /* the NVML helper, the gpureap beside it: a missing one, or as root one that is not as
+         * trusted as this program's own file, is never run (it would run as the caller): exit
+         * 125, the command not run (a missing one could be put there later, in /tmp, by anyone);
+         * where the directory cannot be told (a deleted file, a memfd), the library's own
+         * helper, as for any program that links it (gpureap-nvml-helper in libexec) */
         static char helper[PATH_MAX];
         char why[256];
-        int b = gpureap_beside_trusted(helper, sizeof(helper), why, sizeof(why));
-        if (b == -EPERM) {
-                error_msg("gpureap-run does not run: the gpureap beside it, its NVML helper, is not to be trusted: %s", why);
+        int b = gpureap_beside_open(helper, sizeof(helper), why, sizeof(why));
+        if (b == -EPERM || b == -ENOENT) {
+                error_msg("gpureap-run does not run: the gpureap beside it, its NVML helper, %s%s",
+                          b == -ENOENT ? "is missing: " : "is not to be trusted: ", b == -ENOENT ? helper : why);
                 return EXIT_RUN_FAILED;
         }
-        if (b == 0 || b == -ENOENT)
+        if (b >= 0) {
+                close(b);
                 gr_context_set_helper(NULL, helper);
+        }
         program_start();
         if (argc == 2 && strcmp(argv[1], "--version") == 0) {
                 printf("gpureap-run %s\n", GPUREAP_VERSION);

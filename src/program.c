@@ -111,6 +111,12 @@ static int stdout_errno;
  * audit trail's socket, a --json result) takes its number and gets the output; writes fail as
  * they would have (EBADF) */
 static bool stdout_closed;
+static bool std_held[3];
+
+bool std_fd_held(int fd)
+{
+        return fd >= 0 && fd <= 2 && std_held[fd];
+}
 
 static ssize_t stdout_write(void *cookie, const char *buf, size_t size)
 {
@@ -213,8 +219,9 @@ void program_start(void)
                 int n = open("/dev/null", (fd == 0 ? O_RDONLY : O_WRONLY) | O_CLOEXEC);
                 if (n >= 0 && n != fd)
                         close(n); /* a lower one was free: not ours to fill */
-                else if (n == STDOUT_FILENO)
-                        stdout_closed = true;
+                else if (n == fd)
+                        std_held[fd] = true;
+                stdout_closed = std_held[STDOUT_FILENO];
         }
         opterr = 0; /* each command says what it did not understand, with the program's name */
         library_from_env();

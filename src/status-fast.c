@@ -155,7 +155,8 @@ int main(int argc, char **argv)
          * bind mount, in another user's directory names that directory's gpureap); the report
          * fetched above in its name runs nothing */
         char why[256];
-        if (gpureap_beside_trusted(gpureap, sizeof(gpureap), why, sizeof(why)) == -EPERM) {
+        int exe = gpureap_beside_open(gpureap, sizeof(gpureap), why, sizeof(why));
+        if (exe == -EPERM) {
                 fprintf(stderr, "gpureap: gpureap-status does not run '%s' for 'gpureap status': not to be trusted: %s\n",
                         gpureap, why);
                 return EXIT_DRIVER;
@@ -174,7 +175,14 @@ int main(int argc, char **argv)
                 args[k++] = (char *)"--direct";
         for (int i = 1; i < argc; i++)
                 args[k++] = argv[i];
-        execv(gpureap, args);
+        /* the very file checked (a name looked up again could be another's by then, in /tmp);
+         * its fd left open across the exec, for a script's interpreter to read it by */
+        if (exe >= 0) {
+                fcntl(exe, F_SETFD, 0);
+                fexecve(exe, args, environ);
+        } else {
+                execv(gpureap, args);
+        }
         int e = errno;
         free(args);
         fprintf(stderr, "gpureap: cannot run '%s' for 'gpureap status': %s\n", gpureap, strerror(e));

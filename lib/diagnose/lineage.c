@@ -500,6 +500,20 @@ static bool judge_supervisor(const struct dx *x, const gr_process *p, gr_evidenc
                       (int)p->run_pid, (int)p->run_pid, sup->comm);
                 return true;
         }
+        /* a live gpureap of that number that started after the holder's marked line but before
+         * the holder: a later run that was handed the number (the old one killed, its orphaned
+         * launcher forking on), or that later run's own job started through an older process of
+         * that line (a forwarder left from the old run): the tree cannot tell, so not sure */
+        if (dx_alive(sup) && strcmp(sup->comm, "gpureap") == 0 && sup->start_time > since &&
+            sup->start_time <= p->start_time) {
+                ev_add(ev, GR_EV_RUN_SUPERVISOR, GR_LEAN_NEUTRAL,
+                       "gpureap run %d: a later run with that number (its marked line is older)", (int)p->run_pid);
+                judge(j, GR_JUDGE_UNSURE, GR_UNSURE,
+                      "started by 'gpureap run' (PID %d), but PID %d is a run that started after the older process that "
+                      "passed the marker on: that run's job, or the leftover of the run killed before it",
+                      (int)p->run_pid, (int)p->run_pid);
+                return true;
+        }
         bool alive = dx_alive(sup) && strcmp(sup->comm, "gpureap") == 0 && sup->start_time <= since;
         ev_add(ev, GR_EV_RUN_SUPERVISOR, alive ? GR_LEAN_LIVE : GR_LEAN_LEFTOVER, "gpureap run %d %s",
                (int)p->run_pid, alive ? "alive" : "gone");

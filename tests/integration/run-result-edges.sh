@@ -23,6 +23,13 @@ set -e
 expect_rc 125 "--json - with stdout closed"
 has err "^gpureap: cannot write the result to stdout: Bad file descriptor$" "the result fails as on a closed stdout"
 has err "^cmd: stdout closed$" "and the command's stdout is closed, as its caller left it"
+# ... and where its output passes through gpureap (a watchdog), its pipe is closed at its first
+# write, so that it ends as it would have (yes: SIGPIPE), and does not write on forever
+set +e
+timeout 20 "$GPUREAP" run --stall-timeout 30s -- yes >&- 2>"$T/err"
+RC=$?
+set -e
+expect_rc 141 "a writer through gpureap to a closed stdout ends of SIGPIPE"
 
 # --json FILE on a full file system (a tmpfs of our own, in a mount namespace of our own)
 if [ "$(id -u)" = 0 ] && unshare -m true 2>/dev/null; then
