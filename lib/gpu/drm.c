@@ -304,6 +304,11 @@ static int drm_fd(gr_drm_report *r, const char *proc_root, const gr_drm_fd_ref *
                 if (client_index_add(r, index, r->n_clients - 1) < 0)
                         return -ENOMEM;
         }
+        /* one fd of one process once, whichever of its threads' tables showed it (two tables of
+         * one process that share the open file: its copy, unshare(CLONE_FILES)) */
+        for (unsigned k = 0; k < c->n_holders && k < GR_DRM_CLIENT_HOLDERS_MAX; k++)
+                if (c->holders[k].pid == ref->pid && c->holders[k].fd == ref->fd)
+                        return 0;
         if (c->n_holders < GR_DRM_CLIENT_HOLDERS_MAX)
                 c->holders[c->n_holders] = (gr_drm_holder){ ref->pid, ref->fd };
         c->n_holders++;

@@ -685,10 +685,16 @@ static int each_thread(int piddir, pid_t pid, bool own_files, bool strict,
         int r = 0;
         unsigned n = 0;
         struct dirent *de;
+        /* the table the others are compared with: the leader's; where the leader has ended, the
+         * first live thread's once it is read (its threads share one table, as a rule: read once,
+         * not once per thread; 65 of them made every target spared, and a client's holders the
+         * same fd 64 times) */
+        pid_t base = pid;
+        bool compare = own_files;
         while (r == 0 && (de = readdir(d))) {
                 pid_t tid;
                 if (!parse_pid_name(de->d_name, &tid) || tid == pid ||
-                    (own_files && (strict ? file_table_own(pid, tid) == 0 : !own_file_table(pid, tid))))
+                    (compare && (strict ? file_table_own(base, tid) == 0 : !own_file_table(base, tid))))
                         continue;
                 if (n == LIVE_THREADS_READ) {
                         if (strict)
@@ -705,6 +711,10 @@ static int each_thread(int piddir, pid_t pid, bool own_files, bool strict,
                     tst.state != 'Z' && tst.state != 'X') {
                         n++;
                         r = fn(fd, &tst, userdata);
+                        if (!compare) {
+                                base = tid;
+                                compare = true;
+                        }
                 }
                 close(fd);
         }

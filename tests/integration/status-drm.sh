@@ -148,6 +148,25 @@ grep -q '^gpureap_drm_gpu_state{pci_bus_id="0000:03:00.0",vendor="amd",driver="a
         fail "serve's metrics lack the AMD GPU"
 ok "serve's metrics name the AMD GPU"
 
+# ---- amdgpu, its live job 800's main thread ended alone, five threads sharing its files ----
+# (the leader's stat Z and its fd directory empty, each task/TID with the files): its clients
+# hold it once each, not once per thread (64 copies pushed the other holders out of the list)
+cp -a "$FIX/drm-amdgpu" "$T/le"
+p800=$T/le/proc/800
+sed -i 's/^800 (python3) S \(.*\) 1 0 4100 /800 (python3) Z \1 6 0 4100 /' "$p800/stat"
+grep -q '^800 (python3) Z .* 6 0 4100 ' "$p800/stat" || fail "the fixture's stat of 800 was not made a zombie leader's"
+for t in 8001 8002 8003 8004 8005; do
+        mkdir -p "$p800/task/$t"
+        cp -a "$p800/fd" "$p800/fdinfo" "$p800/status" "$p800/cmdline" "$p800/environ" "$p800/maps" "$p800/task/$t/"
+        sed "s/^800 (python3) Z /$t (python3) S /; s/ 6 0 4100 / 6 0 4101 /" "$p800/stat" >"$p800/task/$t/stat"
+done
+rm -f "$p800"/fd/* "$p800"/fdinfo/*
+GPUREAP_DEV_DIR=/dev GPUREAP_PROC_ROOT=$T/le/proc GPUREAP_SYS_ROOT=$T/le/sys GPUREAP_NVML_LIBRARY=$NONVML gr status --json
+jqok '[.drm.clients[] | select(.client_id == 52) | .holders[] | select(.pid == 800)] | length == 1' \
+        "a process whose main thread ended alone holds its client once, whatever its threads"
+jqok '(.drm.clients[] | select(.client_id == 54) | [.holders[].pid] | sort) == [800, 810]' \
+        "and a client it shares lists both holders"
+
 # ---- i915 ----
 replay i915 status --json
 expect_rc 1 "i915: a live client keeps its GPU busy"
