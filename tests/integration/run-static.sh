@@ -87,17 +87,20 @@ ok "a marker-less worker is judged alike under gpureap-run and gpureap run: $(he
 
 # without the gpureap beside it, its NVML helper: gpureap-run does not run (125, the command not
 # started): one could be put there later (in /tmp, by anyone) and run as the caller
+# run_refused DIR WHY WHAT: DIR/gpureap-run exits 125 saying its helper WHY, nothing run
+run_refused() {
+        set +e
+        "$1/gpureap-run" -- sh -c "echo started >>'$T/ran.log'" >"$T/out" 2>"$T/err"
+        RC=$?
+        set -e
+        expect_rc 125 "$3"
+        has err "^gpureap: gpureap-run does not run: the gpureap beside it, its NVML helper, $2$" "it says why"
+        [ ! -e "$T/ran.log" ] || fail "something ran: $(cat "$T/ran.log")"
+        ok "nothing ran"
+}
 mkdir "$T/lone"
 cp "$GPUREAP_RUN" "$T/lone/gpureap-run"
-set +e
-"$T/lone/gpureap-run" -- sh -c "echo started >'$T/lone/started'" >"$T/out" 2>"$T/err"
-RC=$?
-set -e
-expect_rc 125 "gpureap-run without the gpureap beside it"
-has err "^gpureap: gpureap-run does not run: the gpureap beside it, its NVML helper, is missing: $T/lone/gpureap$" \
-        "it names the gpureap it lacks"
-[ ! -e "$T/lone/started" ] || fail "the command ran"
-ok "the command did not run"
+run_refused "$T/lone" "is missing: $T/lone/gpureap" "gpureap-run without the gpureap beside it"
 # a gpureap beside it that is not this build's helper (another version: it refuses this one's
 # layouts and ends at once): the tree's GPU memory is said to be unverified, and why (not "did
 # not come back", not "died"); the command's status is the run's all the same
@@ -169,18 +172,11 @@ if [ "$(id -u)" -eq 0 ]; then
         mkdir -m 755 "$T/evil"
         cp "$GPUREAP_RUN" "$T/evil/gpureap-run"
         cp "$GPUREAP_STATUS" "$T/evil/gpureap-status"
-        printf '#!/bin/sh\necho "ran as $(id -u): $*" >>"%s/evil.log"\n' "$T" >"$T/evil/gpureap"
+        printf '#!/bin/sh\necho "ran as $(id -u): $*" >>"%s/ran.log"\n' "$T" >"$T/evil/gpureap"
         chmod 755 "$T/evil/gpureap"
         chown 4242 "$T/evil/gpureap"
-        set +e
-        "$T/evil/gpureap-run" -- sh -c "echo started >>'$T/evil.log'" >"$T/out" 2>"$T/err"
-        RC=$?
-        set -e
-        expect_rc 125 "gpureap-run beside another user's gpureap"
-        has err "^gpureap: gpureap-run does not run: the gpureap beside it, its NVML helper, is not to be trusted: '$T/evil/gpureap' belongs to user 4242$" \
-                "it says whose file the gpureap beside it is"
-        [ ! -e "$T/evil.log" ] || fail "something ran: $(cat "$T/evil.log")"
-        ok "neither the command nor that gpureap ran"
+        run_refused "$T/evil" "is not to be trusted: '$T/evil/gpureap' belongs to user 4242" \
+                "gpureap-run beside another user's gpureap"
         set +e
         "$T/evil/gpureap-status" --no-such-option >"$T/out" 2>"$T/err"
         RC=$?
@@ -188,11 +184,11 @@ if [ "$(id -u)" -eq 0 ]; then
         expect_rc 3 "gpureap-status beside another user's gpureap, for what serve does not render"
         has err "^gpureap: gpureap-status does not run '$T/evil/gpureap' for 'gpureap status': not to be trusted: '$T/evil/gpureap' belongs to user 4242$" \
                 "gpureap-status says so"
-        [ ! -e "$T/evil.log" ] || fail "gpureap-status ran it: $(cat "$T/evil.log")"
+        [ ! -e "$T/ran.log" ] || fail "gpureap-status ran it: $(cat "$T/ran.log")"
         ok "and does not run it"
         chown 0 "$T/evil/gpureap"
         "$T/evil/gpureap-status" --no-such-option >"$T/out" 2>"$T/err" || true
-        grep -q "^ran as 0: status --no-such-option" "$T/evil.log" || fail "the control: root's gpureap beside it did not run"
+        grep -q "^ran as 0: status --no-such-option" "$T/ran.log" || fail "the control: root's gpureap beside it did not run"
         ok "the control: root's gpureap beside it runs"
 else
         ok "# SKIP not root: a file of another user's cannot be made"
