@@ -440,18 +440,11 @@ static void judge_root(const struct dx *x, const gr_process *r, gr_evidence_list
                       f.launcher_text, x->s && r->seen && r->seen->end == GR_END_EXIT ? "failed" : "is gone");
 }
 
-/* Step 1: started by 'gpureap run' (GPUREAP_RUN_PID, the number the run had in its own PID
- * namespace); the kernel does not keep that PID reserved. The run is alive when a live
- * ancestor of the process has that number (in its own namespace: a run that is a container's
- * PID 1 exports 1), whatever the run's binary is called (a symlink, a renamed copy): members
- * stay below it, as it is their subreaper. Otherwise, in gpureap's own namespace, the process of
- * that PID must be a gpureap that started before it and before every parent of its line that
- * carries the same marker (marker_since); from a PID namespace of its own, that PID names
- * nothing here: unsure, never a sure leftover. */
 /* Since when p's line has carried its marker: the start of the oldest of p and its parents,
  * theirs, ..., that each carry the same GPUREAP_RUN_PID (a launcher's children inherit it). The
- * run it names must be older than that one: a run that has the PID since (the old run killed,
- * its orphaned launcher forking on after the number was handed out again) started after it */
+ * run that passed the marker on is older than that one: a run that has the PID and started
+ * after it may be another, handed the number since (the old run killed, its orphaned launcher
+ * forking on) */
 static uint64_t marker_since(const struct dx *x, const gr_process *p)
 {
         uint64_t since = p->start_time;
@@ -467,6 +460,14 @@ static uint64_t marker_since(const struct dx *x, const gr_process *p)
         return since;
 }
 
+/* Step 1: started by 'gpureap run' (GPUREAP_RUN_PID, the number the run had in its own PID
+ * namespace); the kernel does not keep that PID reserved. The run is alive when a live
+ * ancestor of the process has that number (in its own namespace: a run that is a container's
+ * PID 1 exports 1), whatever the run's binary is called (a symlink, a renamed copy): members
+ * stay below it, as it is their subreaper. Otherwise, in gpureap's own namespace, the process of
+ * that PID must be a gpureap that started before it and before every parent of its line that
+ * carries the same marker (marker_since; one that started in between: unsure); from a PID
+ * namespace of its own, that PID names nothing here: unsure, never a sure leftover. */
 static bool judge_supervisor(const struct dx *x, const gr_process *p, gr_evidence_list *ev, struct judged *j)
 {
         if (p->run_pid <= 0)

@@ -155,11 +155,18 @@ static gr_net *read_net(int piddir, struct sock_list *socks, gr_netns_cache *cac
         return n;
 }
 
-static void note_socket(struct sock_list *socks, const char *target)
+/* The inode of an fd's link "socket:[INODE]" */
+static uint64_t socket_inode(const char *target)
 {
         uint64_t ino = 0;
         for (const char *c = target + 8; *c >= '0' && *c <= '9'; c++)
                 ino = ino * 10 + (uint64_t)(*c - '0');
+        return ino;
+}
+
+static void note_socket(struct sock_list *socks, const char *target)
+{
+        uint64_t ino = socket_inode(target);
         if (socks->n < SOCKS_MAX)
                 socks->inodes[socks->n++] = ino;
         else
@@ -1385,9 +1392,7 @@ static int socket_in_table(int dir, const uint64_t *inodes, size_t n, unsigned *
                 if (len <= 8 || strncmp(target, "socket:[", 8) != 0)
                         continue;
                 target[len] = '\0';
-                uint64_t ino = 0;
-                for (const char *c = target + 8; *c >= '0' && *c <= '9'; c++)
-                        ino = ino * 10 + (uint64_t)(*c - '0');
+                uint64_t ino = socket_inode(target);
                 for (size_t k = 0; k < n && !found; k++)
                         found = inodes[k] == ino;
         }
