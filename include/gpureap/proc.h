@@ -378,9 +378,9 @@ int gr_proc_read_thread_files(const gr_proc_options *opts, gr_proc_table *t, gr_
  * when it holds none, -errno when its fd directory cannot be read */
 int gr_proc_holding(const char *proc_root, const char *dev_dir, pid_t pid, gr_holding **ret);
 /* Does the process hold one of these sockets (inodes, as /proc/net/tcp names them), in its own
- * file table, or where its main thread has ended alone, in its live threads' (a server whose
- * main thread called pthread_exit)? Every fd is read. 1, 0, or -errno when its fd directory
- * cannot be read (-ESRCH: gone) */
+ * file table, in a thread's table of its own (unshare(CLONE_FILES)), or where its main thread
+ * has ended alone, in its live threads' (a server whose main thread called pthread_exit)? Every
+ * fd is read. 1, 0, or -errno when its fd directory cannot be read (-ESRCH: gone) */
 int gr_proc_holds_socket(const char *proc_root, pid_t pid, const uint64_t *inodes, size_t n);
 /* Does the process hold a DRM or KFD file (an AMD or Intel GPU's, docs/drm.md)? 1, 0, or -errno
  * when its fd directory cannot be read */

@@ -1421,11 +1421,14 @@ int gr_proc_holds_socket(const char *proc_root, pid_t pid, const uint64_t *inode
                 return fd;
         unsigned entries = 0;
         int r = socket_in_table(fd, inodes, n, &entries);
-        /* no fd at all (or refused) and the leader has ended alone: the process lives on in its
-         * threads, and its files are theirs (a server whose main thread called pthread_exit) */
-        if (r <= 0 && leader_ended(fd, r, entries)) {
+        /* not in the leader's table: where the leader has ended alone, the process lives on in
+         * its threads, and its files are theirs (a server whose main thread called pthread_exit);
+         * where it lives, a thread with a table of its own (unshare(CLONE_FILES)) may hold it */
+        struct stat task;
+        bool ended = r <= 0 && leader_ended(fd, r, entries);
+        if (ended || (r == 0 && fstatat(fd, "task", &task, 0) == 0 && task.st_nlink > 3)) {
                 struct thread_socket ts = { inodes, n };
-                int q = each_live_thread(fd, pid, false, thread_socket, &ts);
+                int q = each_live_thread(fd, pid, !ended, thread_socket, &ts);
                 r = q < 0 ? r : q;
         }
         close(fd);

@@ -130,4 +130,22 @@ threading.Thread(target=serve).start()
 ctypes.CDLL(None).pthread_exit(None)' "$port" "$T/ready-le"
 expect_rc 7 "a listener whose main thread has ended: ready, and its status passed on"
 jqok '.ended == "exit"' "it ended by itself, not as not ready"
+# ... and where the listener is in a thread's file table of its own (unshare(CLONE_FILES) in
+# that thread: the leader's table does not have it): it was taken for not ready and ended
+port=$(free_port)
+gr run --quiet --ready-port "$port" --ready-timeout 5s --ready-file "$T/ready-own" --json - -- python3 -c '
+import ctypes, os, socket, sys, threading, time
+def serve():
+    if ctypes.CDLL(None, use_errno=True).unshare(0x400) != 0:  # CLONE_FILES: a table of its own
+        os._exit(3)
+    s = socket.socket()
+    s.bind(("127.0.0.1", int(sys.argv[1])))
+    s.listen(16)
+    while not os.path.exists(sys.argv[2]):
+        time.sleep(0.01)
+    os._exit(7)
+threading.Thread(target=serve).start()
+while True:
+    time.sleep(1)' "$port" "$T/ready-own"
+expect_rc 7 "a listener in a thread's own file table: ready, and its status passed on"
 done_testing
