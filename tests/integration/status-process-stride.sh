@@ -8,7 +8,8 @@ for stride in 24 32; do
         scenario "gpu 0" "stride $stride"
         : >"$PIDS"
         for mib in 100 200 300; do
-                launch pidfile "$PIDS" "o$mib" cuda 0 0 "$mib" sleep
+                # recorded once its context is made (a record first raced the status below)
+                launch cuda 0 0 "$mib" pidfile "$PIDS" "o$mib" sleep
         done
         wait_role o100 o200 o300
         gr status --json
