@@ -107,10 +107,9 @@ struct sigaction caller_sigpipe = { .sa_handler = SIG_DFL };
  * why. (glibc lets a program set stdout; the fd and its buffering stay what they were.) */
 static int stdout_errno;
 
-/* stdout was closed by the caller: fd 1 is /dev/null, held so that no file of gpureap's (the
- * audit trail's socket, a --json result) takes its number and gets the output; writes fail as
- * they would have (EBADF) */
-static bool stdout_closed;
+/* fds 0-2 the caller closed, held with /dev/null since program_start so that no file of
+ * gpureap's (the audit trail's socket, a --json result) takes their number; a held stdout's
+ * writes fail as they would have (EBADF) */
 static bool std_held[3];
 
 bool std_fd_held(int fd)
@@ -121,7 +120,7 @@ bool std_fd_held(int fd)
 static ssize_t stdout_write(void *cookie, const char *buf, size_t size)
 {
         (void)cookie;
-        if (stdout_closed) {
+        if (std_held[STDOUT_FILENO]) {
                 if (!stdout_errno)
                         stdout_errno = EBADF;
                 errno = EBADF;
@@ -221,7 +220,6 @@ void program_start(void)
                         close(n); /* a lower one was free: not ours to fill */
                 else if (n == fd)
                         std_held[fd] = true;
-                stdout_closed = std_held[STDOUT_FILENO];
         }
         opterr = 0; /* each command says what it did not understand, with the program's name */
         library_from_env();

@@ -1336,6 +1336,20 @@ static bool leader_ended(int piddir, int r, unsigned entries)
                (st.state == 'Z' || st.state == 'X');
 }
 
+/* Are the threads of the process at piddir to be read, where its leader's table (the answer r,
+ * 0 when it held nothing asked for, and its fds entries) did not say? Every live thread where the
+ * leader has ended alone (*ret_own_files false: the process lives on in them, and its files are
+ * theirs); where it lives and has more than one thread (task/ has two links more than threads),
+ * those with a table of their own (unshare(CLONE_FILES): true). One rule for the looks at a
+ * process's device files, DRM files and sockets */
+static bool threads_to_read(int piddir, int r, unsigned entries, bool *ret_own_files)
+{
+        struct stat task;
+        bool ended = leader_ended(piddir, r, entries);
+        *ret_own_files = !ended;
+        return ended || (r == 0 && fstatat(piddir, "task", &task, 0) == 0 && task.st_nlink > 3);
+}
+
 int gr_proc_holding(const char *proc_root, const char *dev_dir, pid_t pid, gr_holding **ret)
 {
         const char *devdir = dev_dir ? dev_dir : gr_context_dev_dir(NULL);
@@ -1351,16 +1365,11 @@ int gr_proc_holding(const char *proc_root, const char *dev_dir, pid_t pid, gr_ho
         }
         unsigned entries = 0;
         int r = scan_fds(fd, devdir, devdir_len, &h, socks, &entries, NULL, NULL, NULL);
-        struct stat task;
-        /* no fd at all (or refused) and the leader has ended: if the process lives on in its
-         * threads, its files are theirs, as the scan reads them; or more than one thread (task/
-         * has two links more than threads) and the leader's table without a device file: a
-         * thread's own table may have one (each_live_thread) */
-        bool ended = leader_ended(fd, r, entries);
-        bool threaded = !ended && r == 0 && !h && fstatat(fd, "task", &task, 0) == 0 && task.st_nlink > 3;
-        if (ended || threaded) {
+        /* no device file in the leader's table (r 0): its threads' may have one */
+        bool own_files;
+        if (threads_to_read(fd, r, entries, &own_files)) {
                 struct thread_fds tf = { devdir, devdir_len, socks, &h };
-                int q = each_live_thread(fd, pid, threaded, thread_fds, &tf);
+                int q = each_live_thread(fd, pid, own_files, thread_fds, &tf);
                 r = q < 0 ? q : 0;
         }
         free(socks);
@@ -1421,14 +1430,12 @@ int gr_proc_holds_socket(const char *proc_root, pid_t pid, const uint64_t *inode
                 return fd;
         unsigned entries = 0;
         int r = socket_in_table(fd, inodes, n, &entries);
-        /* not in the leader's table: where the leader has ended alone, the process lives on in
-         * its threads, and its files are theirs (a server whose main thread called pthread_exit);
-         * where it lives, a thread with a table of its own (unshare(CLONE_FILES)) may hold it */
-        struct stat task;
-        bool ended = r <= 0 && leader_ended(fd, r, entries);
-        if (ended || (r == 0 && fstatat(fd, "task", &task, 0) == 0 && task.st_nlink > 3)) {
+        /* not in the leader's table: its threads' may have it (a server whose main thread
+         * called pthread_exit, a listener opened in a thread with a table of its own) */
+        bool own_files;
+        if (threads_to_read(fd, r, entries, &own_files)) {
                 struct thread_socket ts = { inodes, n };
-                int q = each_live_thread(fd, pid, !ended, thread_socket, &ts);
+                int q = each_live_thread(fd, pid, own_files, thread_socket, &ts);
                 r = q < 0 ? r : q;
         }
         close(fd);
@@ -1482,14 +1489,10 @@ int gr_proc_each_drm_fd(const char *proc_root, const char *dev_dir, pid_t pid, g
          * directory does not show; where the leader has ended alone, every live thread is
          * read. Found by the sixth adversarial round: a child forked during a reap whose thread
          * held a render node was signalled */
-        struct stat task;
-        bool refused = r == -EACCES || r == -EPERM;
-        if (r == 0 || refused) {
-                bool ended = leader_ended(fd, r, entries);
-                if (ended || (!refused && fstatat(fd, "task", &task, 0) == 0 && task.st_nlink > 3)) {
-                        int q = each_thread(fd, pid, !ended, true, thread_drm, &td);
-                        r = q < 0 ? (q == -1 ? -EIO : q) : q; /* a thread that cannot be read: not known */
-                }
+        bool own_files;
+        if (threads_to_read(fd, r, entries, &own_files)) {
+                int q = each_thread(fd, pid, own_files, true, thread_drm, &td);
+                r = q < 0 ? (q == -1 ? -EIO : q) : q; /* a thread that cannot be read: not known */
         }
         free(socks);
         close(fd);
