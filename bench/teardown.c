@@ -13,7 +13,8 @@
  * With --age MS the tree lives that long before the signal: an old tree (a server's, a training
  * job's) that gpureap has sampled and moved into its cgroup, where a young one has not been.
  *
- *   teardown [-n RUNS] [--exit] [--age MS] SLEEPERS GPUREAP [GPUREAP...]   (tini and dumb-init from PATH)
+ *   teardown [-n RUNS] [--exit] [--age MS] SLEEPERS GPUREAP [GPUREAP...]   (tini and dumb-init from PATH;
+ *                                          a GPUREAP named gpureap-run is run without "run")
  *   teardown --sleepers N FD [exit]        (the command itself: fork N sleepers, report, wait)
  *   teardown --floor CMD...                (the bare supervisor; --floor-exit: for --exit)
  *   teardown --cpu [-n RUNS] GPUREAP       the CPU time of 'gpureap run -- sleep 1' against
@@ -294,8 +295,14 @@ int main(int argc, char **argv)
         struct contender c[10];
         size_t nc = 0;
         for (int i = a + 1; i < argc; i++, nc++) {
-                c[nc] = (struct contender){ .argv = { argv[i], (char *)"run", (char *)"--quiet", (char *)"--" } };
-                snprintf(c[nc].name, sizeof(c[nc].name), argc - a > 2 ? "gpureap run (%s)" : "gpureap run", argv[i]);
+                const char *base = strrchr(argv[i], '/') ? strrchr(argv[i], '/') + 1 : argv[i];
+                if (strcmp(base, "gpureap-run") == 0) { /* the static program: its argv has no "run" */
+                        c[nc] = (struct contender){ .argv = { argv[i], (char *)"--quiet", (char *)"--" } };
+                        snprintf(c[nc].name, sizeof(c[nc].name), "gpureap-run (%s)", argv[i]);
+                } else {
+                        c[nc] = (struct contender){ .argv = { argv[i], (char *)"run", (char *)"--quiet", (char *)"--" } };
+                        snprintf(c[nc].name, sizeof(c[nc].name), argc - a > 2 ? "gpureap run (%s)" : "gpureap run", argv[i]);
+                }
         }
         if (exit_mode)
                 c[nc++] = (struct contender){ .name = "dumb-init", .argv = { (char *)"dumb-init", (char *)"--" } };
