@@ -26,10 +26,26 @@ unset GPUREAP_PROC_ROOT GPUREAP_NVML_TIMEOUT COLUMNS # a width only where a test
 CHECKS=0
 LAUNCHED=""
 
+# PID...: the descendants of each PID that is this shell's own child, not yet waited for (so
+# its number is still its own), from the kernel's children lists
+descendants() {
+        local pid frontier next
+        frontier=$(for pid in "$@"; do
+                [ "$(awk '{print $4}' "/proc/$pid/stat" 2>/dev/null)" = "$$" ] && echo "$pid"
+        done)
+        while [ -n "$frontier" ]; do
+                next=$(for pid in $frontier; do cat /proc/"$pid"/task/*/children 2>/dev/null; done)
+                echo $next
+                frontier=$next
+        done
+}
+
 cleanup() {
         local pid
-        # "ROLE PID" lines; a "port N" line records a port, not a PID; never 0, 1 or a group
-        for pid in $(awk '$1 != "port" && $2 ~ /^[0-9]+$/ && $2 > 1 {print $2}' "$PIDS") $LAUNCHED; do
+        # "ROLE PID" lines; a "port N" line records a port, not a PID; never 0, 1 or a group;
+        # and what a launched supervisor started (a failed check leaves a run's command
+        # running, which the run's SIGKILL would leave behind)
+        for pid in $(awk '$1 != "port" && $2 ~ /^[0-9]+$/ && $2 > 1 {print $2}' "$PIDS") $(descendants $LAUNCHED) $LAUNCHED; do
                 case $pid in '' | 0 | 1 | -* | *[!0-9]*) continue ;; esac
                 kill -KILL "$pid" 2>/dev/null || true
         done
