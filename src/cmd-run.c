@@ -1737,24 +1737,27 @@ struct command_start {
         int out_w, err_w, report_w; /* the pipes' write ends; -1: none */
 };
 
-/* The command's environment: gpureap's, with GPUREAP_RUN_PID (lets 'status' name a killed
- * supervisor's tree) and without NOTIFY_SOCKET (gpureap run tells systemd, not the command).
- * The marker comes first: the scan reads only the first 32 KiB of a process's environ, and an
+/* The command's environment: gpureap's, with GPUREAP_RUN_PID and GPUREAP_RUN_REF (lets
+ * 'status' name a killed supervisor's tree) and without NOTIFY_SOCKET (gpureap run tells systemd, not the command).
+ * The markers come first: the scan reads only the first 32 KiB of a process's environ, and an
  * HPC job's environment (module functions, Slurm's variables) is often longer. NULL when out of
  * memory */
-static char **command_env(char *run_pid_var)
+static char **command_env(char *run_pid_var, char *run_ref_var)
 {
         extern char **environ;
         size_t n = 0;
         while (environ && environ[n])
                 n++;
-        char **envp = malloc((n + 2) * sizeof(*envp));
+        char **envp = malloc((n + 3) * sizeof(*envp));
         if (!envp)
                 return NULL;
         size_t k = 0;
         envp[k++] = run_pid_var;
+        if (run_ref_var)
+                envp[k++] = run_ref_var;
         for (size_t i = 0; i < n; i++)
-                if (strncmp(environ[i], "GPUREAP_RUN_PID=", 16) != 0 && strncmp(environ[i], "NOTIFY_SOCKET=", 14) != 0)
+                if (strncmp(environ[i], "GPUREAP_RUN_PID=", 16) != 0 && strncmp(environ[i], "GPUREAP_RUN_REF=", 16) != 0 &&
+                    strncmp(environ[i], "NOTIFY_SOCKET=", 14) != 0)
                         envp[k++] = environ[i];
         envp[k] = NULL;
         return envp;
@@ -1843,9 +1846,15 @@ static int start_command(struct run *r, bool pipe_out, bool pipe_err, const sigs
                 error_msg("invalid regular expression '%s'", QUOTED(ready_log)); /* it was valid a moment ago */
                 return -EXIT_USAGE;
         }
-        char run_pid_var[48];
+        char run_pid_var[48], run_ref_var[64];
         snprintf(run_pid_var, sizeof(run_pid_var), "GPUREAP_RUN_PID=%d", (int)getpid());
-        struct command_start c = { .r = r, .old = old, .envp = command_env(run_pid_var),
+        /* and which process that number is: its start time (not in a time namespace of its
+         * own, where the host reads another). A number alone, the kernel hands out again */
+        uint64_t self_start = 0;
+        if (gr_proc_self_start_time(&self_start) == 0)
+                snprintf(run_ref_var, sizeof(run_ref_var), "GPUREAP_RUN_REF=%d@%llu", (int)getpid(),
+                         (unsigned long long)self_start);
+        struct command_start c = { .r = r, .old = old, .envp = command_env(run_pid_var, self_start ? run_ref_var : NULL),
                                    .out_w = outp[1], .err_w = errp[1], .report_w = execp[1] };
         if (!c.envp) {
                 error_msg("cannot start '%s': out of memory", QUOTED(r->cmd[0]));

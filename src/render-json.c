@@ -180,6 +180,9 @@ static json_object *env_json(const gr_process *p)
         json_object *e = json_object_new_object();
         const gr_env_marks *m = &p->env;
         add(e, "GPUREAP_RUN_PID", m->run_pid ? json_object_new_int(m->run_pid) : NULL);
+        char ref[48];
+        snprintf(ref, sizeof(ref), "%d@%llu", (int)m->run_pid, (unsigned long long)m->run_start);
+        add(e, "GPUREAP_RUN_REF", m->run_pid && m->run_start ? json_object_new_string(ref) : NULL);
         add(e, "TORCHELASTIC_RUN_ID", j_str(m->torchelastic_run_id));
         add(e, "LOCAL_RANK", m->local_rank >= 0 ? json_object_new_int(m->local_rank) : NULL);
         add(e, "RANK", m->rank >= 0 ? json_object_new_int(m->rank) : NULL);
@@ -259,6 +262,8 @@ static json_object *process_json(const gr_snapshot *s, const gr_diagnosis *d, co
                 json_object_array_add(ns, json_object_new_int(p->nspid[i]));
         add(o, "nspid", ns);
         add(o, "cgroup", j_str(p->cgroup));
+        add(o, "run_leaf_lock", p->run_leaf == GR_LEAF_HELD ? json_object_new_string("held")
+                                : p->run_leaf == GR_LEAF_FREE ? json_object_new_string("free") : NULL);
         if (p->has_details) /* absent where not read: unknown, not unreadable */
                 add(o, "exe", p->exe_state == GR_EXE_READ ? j_text(p->exe) : NULL);
         add(o, "run_pid", p->run_pid ? json_object_new_int(p->run_pid) : NULL);

@@ -281,6 +281,12 @@ static void load_environ(json_object *jp, gr_process *p)
         p->env.local_rank = (int)get_int(env, "LOCAL_RANK", -1);
         p->env.rank = (int)get_int(env, "RANK", -1);
         p->env.group_rank = (int)get_int(env, "GROUP_RANK", -1);
+        char ref[48];
+        get_str(env, "GPUREAP_RUN_REF", ref, sizeof(ref));
+        unsigned long long start = 0;
+        int pid = 0, end = 0;
+        if (sscanf(ref, "%d@%llu%n", &pid, &start, &end) == 2 && ref[end] == '\0' && pid == p->run_pid && pid > 0)
+                p->env.run_start = start;
 }
 
 /* sockets: "net" since schema 3, the holder's "devices.listen_ports" before */
@@ -405,6 +411,9 @@ static int load_process(json_object *jp, gr_process *p, struct too_long *tl)
                 p->nspid[p->n_nspid++] = (pid_t)json_object_get_int(json_object_array_get_idx(ns, i));
         p->cmdline = dup_str(jp, "cmdline");
         p->cgroup = dup_str(jp, "cgroup");
+        char lock[8];
+        get_str(jp, "run_leaf_lock", lock, sizeof(lock));
+        p->run_leaf = strcmp(lock, "held") == 0 ? GR_LEAF_HELD : strcmp(lock, "free") == 0 ? GR_LEAF_FREE : GR_LEAF_UNKNOWN;
         /* absent in recordings made before it was kept: unknown, the name decides there */
         json_object *exe = NULL;
         if (json_object_object_get_ex(jp, "exe", &exe)) {

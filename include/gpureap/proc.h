@@ -120,6 +120,10 @@ pid_t gr_parse_environ_run_pid(const char *buf, size_t len);
  * else of a process's environment is ever kept */
 typedef struct gr_env_marks {
         pid_t run_pid;                 /* GPUREAP_RUN_PID, 0 none */
+        uint64_t run_start;            /* GPUREAP_RUN_REF=N@T where N is run_pid: the start time
+                                          of that run (stat field 22), 0 none. Where the scan
+                                          runs in a time namespace of its own, 0 (its view of
+                                          start times is not the run's) */
         char torchelastic_run_id[64];  /* TORCHELASTIC_RUN_ID, "" none */
         int local_rank, rank, group_rank; /* LOCAL_RANK, RANK, GROUP_RANK; -1 none */
         char slurm_job_id[24];         /* SLURM_JOB_ID, "" none */
@@ -283,6 +287,15 @@ typedef struct gr_pod {
         char gone_why[200];      /* with UNKNOWN: why not */
 } gr_pod;
 
+/* Whether the run that made a process's gpureap-run-N-RANDOM leaf cgroup lives: it holds the
+ * leaf directory's flock for as long as it does (gr_cgroup_create_leaf). Known by the lock, not
+ * by whatever process has the number N now */
+typedef enum gr_leaf_lock {
+        GR_LEAF_UNKNOWN,         /* not such a leaf, an old-style one (no lock), or not read */
+        GR_LEAF_HELD,            /* locked: its run lives */
+        GR_LEAF_FREE,            /* nobody holds it: its run is gone */
+} gr_leaf_lock;
+
 typedef struct gr_process {
         pid_t pid, ppid, pgrp, session;
         char state;              /* R S D T t Z X I ... as in stat */
@@ -299,6 +312,7 @@ typedef struct gr_process {
         unsigned n_nspid;
         char *cmdline;           /* NULL when unreadable (kernel thread, gone) */
         char *cgroup;
+        gr_leaf_lock run_leaf;   /* with a gpureap-run-N-RANDOM cgroup: its lock (snapshot.c) */
         gr_exe_state exe_state;  /* its executable's file name, read with the details */
         char exe[GR_EXE_NAME_MAX];
         pid_t run_pid;           /* the 'gpureap run' that started it (GPUREAP_RUN_PID), 0 none */
@@ -430,6 +444,12 @@ bool gr_proc_in_init_pidns(void);
 /* The PID /proc/self names (0 when it cannot be read): gpureap's own only where /proc is of
  * its PID namespace */
 pid_t gr_proc_self_pid(void);
+/* We run in the kernel's initial time namespace (or one without time namespaces): start
+ * times read from /proc are the kernel's own, the same for every reader that is too */
+bool gr_proc_in_init_timens(void);
+/* Our own start time (stat field 22), for GPUREAP_RUN_REF; -EXDEV in a time namespace of our
+ * own, where it is not what the initial namespace's readers see */
+int gr_proc_self_start_time(uint64_t *ret);
 
 /* ---- one process, pinned (lib/proc/pidref.c) ---- */
 

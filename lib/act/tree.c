@@ -8,6 +8,7 @@
 #include <sys/file.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -854,6 +855,60 @@ int gr_cgroup_remove_stale(unsigned *ret_removed)
         if (ret_removed)
                 *ret_removed = removed;
         return 0;
+}
+
+/* The innermost gpureap-run-N-RANDOM component of a cgroup path: its end, or NULL */
+static const char *run_leaf_end(const char *cgroup)
+{
+        const char *found = NULL;
+        for (const char *p = strstr(cgroup, "/gpureap-run-"); p; p = strstr(p + 1, "/gpureap-run-")) {
+                const char *q = p + 13;
+                size_t digits = strspn(q, "0123456789");
+                if (digits == 0 || q[digits] != '-')
+                        continue;
+                q += digits + 1;
+                if (strspn(q, "0123456789abcdef") != 16 || (q[16] != '\0' && q[16] != '/'))
+                        continue;
+                found = q + 16;
+        }
+        return found;
+}
+
+gr_leaf_lock gr_cgroup_run_leaf_lock(const char *cgroup)
+{
+        const char *end = cgroup && cgroup[0] == '/' ? run_leaf_end(cgroup) : NULL;
+        /* /proc/locks shows a lock only where its taker is in /proc's PID namespace or below:
+         * from a namespace of our own, a live run's lock may not be shown, and free would be a
+         * lie */
+        if (!end || !gr_proc_in_init_pidns())
+                return GR_LEAF_UNKNOWN;
+        char mount[1024], path[4200];
+        if (cgroup2_mount_once(mount, sizeof(mount)) < 0 ||
+            (size_t)snprintf(path, sizeof(path), "%s%.*s", mount, (int)(end - cgroup), cgroup) >= sizeof(path))
+                return GR_LEAF_UNKNOWN;
+        struct stat st;
+        if (lstat(path, &st) < 0 || !S_ISDIR(st.st_mode))
+                return GR_LEAF_UNKNOWN;
+        FILE *f = fopen("/proc/locks", "re");
+        if (!f)
+                return GR_LEAF_UNKNOWN;
+        /* "1: FLOCK  ADVISORY  WRITE 1234 00:1b:5678 0 EOF"; a waiter's line has "->" first */
+        char line[256];
+        gr_leaf_lock r = GR_LEAF_FREE;
+        while (r == GR_LEAF_FREE && fgets(line, sizeof(line), f)) {
+                char kind[16], id[64];
+                unsigned maj, min;
+                unsigned long long ino;
+                if (sscanf(line, "%*s %15s %*s %*s %*s %63s", kind, id) != 2 || strcmp(kind, "FLOCK") != 0)
+                        continue;
+                if (sscanf(id, "%x:%x:%llu", &maj, &min, &ino) == 3 && maj == major(st.st_dev) &&
+                    min == minor(st.st_dev) && ino == (unsigned long long)st.st_ino)
+                        r = GR_LEAF_HELD;
+        }
+        if (ferror(f))
+                r = GR_LEAF_UNKNOWN;
+        fclose(f);
+        return r;
 }
 
 static int write_file(const char *dir, const char *name, const char *value)

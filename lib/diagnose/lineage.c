@@ -268,7 +268,13 @@ static void root_evidence(const struct dx *x, const gr_process *r, gr_evidence_l
         char name[128] = "";
         f->cg = r->cgroup ? gr_cgroup_manager(r->cgroup, name, sizeof(name)) : GR_CG_NONE;
         gr_strlcpy(f->cg_name, name, sizeof(f->cg_name));
-        if (f->cg == GR_CG_RUN) {
+        if (f->cg == GR_CG_RUN && r->run_leaf != GR_LEAF_UNKNOWN) {
+                /* the leaf's lock, which its run holds for as long as it lives: that run, not
+                 * whatever has its number now */
+                f->run_alive = r->run_leaf == GR_LEAF_HELD;
+                ev_add(ev, GR_EV_CGROUP, GR_LEAN_NEUTRAL, "the lock of gpureap run %s's cgroup %s", name,
+                       f->run_alive ? "held: that run lives" : "free: that run is gone");
+        } else if (f->cg == GR_CG_RUN) {
                 uint64_t sup = 0;
                 const gr_process *sp = gr_parse_u64(name, &sup) == 0 && sup <= GR_PROC_PID_MAX ? dx_find(x, (pid_t)sup) : NULL;
                 f->run_alive = sp && dx_alive(sp) && strcmp(sp->comm, "gpureap") == 0 && sp->start_time <= r->start_time;
@@ -440,34 +446,45 @@ static void judge_root(const struct dx *x, const gr_process *r, gr_evidence_list
                       f.launcher_text, x->s && r->seen && r->seen->end == GR_END_EXIT ? "failed" : "is gone");
 }
 
-/* Since when p's line has carried its marker: the start of the oldest of p and its parents,
- * theirs, ..., that each carry the same GPUREAP_RUN_PID (a launcher's children inherit it). The
- * run that passed the marker on is older than that one: a run that has the PID and started
- * after it may be another, handed the number since (the old run killed, its orphaned launcher
- * forking on) */
-static uint64_t marker_since(const struct dx *x, const gr_process *p)
+/* The oldest process of p's line that carries p's marker (the same GPUREAP_RUN_PID): p itself
+ * when its parent does not. A launcher's
+ * children inherit the marker, so the top is where the run's tree began, or where the marker
+ * was carried in from outside it */
+static const gr_process *marked_top(const struct dx *x, const gr_process *p)
 {
-        uint64_t since = p->start_time;
         const gr_process *a = p;
         for (int depth = 0; depth < 64 && a->ppid > 1; depth++) {
                 const gr_process *up = dx_find(x, a->ppid);
                 if (!up || up == a || !up->env_read || up->run_pid != p->run_pid)
                         break;
-                if (up->start_time < since)
-                        since = up->start_time;
                 a = up;
         }
-        return since;
+        return a;
+}
+
+/* The marked line begins below a live process that is no init or subreaper by what it is
+ * (slurmstepd, sshd, a runtime's exec): the marker was carried there (sbatch and srun pass the
+ * environment on, so does docker exec -e), not left by a run killed over it, whose members
+ * are handed to an init. That its run is gone says nothing of whether this job still runs:
+ * a batch job submitted from a supervised shell outlives the shell's run by design */
+static bool marker_carried(const struct dx *x, const gr_process *top)
+{
+        const gr_process *tp = dx_find(x, top->ppid);
+        return dx_alive(tp) && !init_like(x, top, tp);
 }
 
 /* Step 1: started by 'gpureap run' (GPUREAP_RUN_PID, the number the run had in its own PID
  * namespace); the kernel does not keep that PID reserved. The run is alive when a live
  * ancestor of the process has that number (in its own namespace: a run that is a container's
  * PID 1 exports 1), whatever the run's binary is called (a symlink, a renamed copy): members
- * stay below it, as it is their subreaper. Otherwise, in gpureap's own namespace, the process of
- * that PID must be a gpureap that started before it and before every parent of its line that
- * carries the same marker (marker_since; one that started in between: unsure); from a PID
- * namespace of its own, that PID names nothing here: unsure, never a sure leftover. */
+ * stay below it, as it is their subreaper. Otherwise, in gpureap's own namespace, a run that
+ * wrote its start time too (GPUREAP_RUN_REF) is alive exactly when the process of that PID
+ * started then: a number alone names whatever the kernel handed it to since. Without one (an
+ * older gpureap's run, or a run in a time namespace of its own), the process of that PID must
+ * be a gpureap that started before it and before every parent of its line that carries the
+ * same marker (one that started in between: unsure). A run that is gone makes a sure leftover
+ * only where its members were handed to an init (marker_carried); from a PID namespace of its
+ * own, that PID names nothing here: unsure, never a sure leftover. */
 static bool judge_supervisor(const struct dx *x, const gr_process *p, gr_evidence_list *ev, struct judged *j)
 {
         if (p->run_pid <= 0)
@@ -490,32 +507,51 @@ static bool judge_supervisor(const struct dx *x, const gr_process *p, gr_evidenc
         const gr_process *sup = dx_find(x, p->run_pid);
         if (!sup && x->s->procs_partial)
                 return false;
-        uint64_t since = marker_since(x, p);
-        if (dx_alive(sup) && strcmp(sup->comm, "gpureap") != 0 && sup->start_time <= since) {
-                /* alive since before it, not named gpureap: a run through a renamed binary that
-                 * started it through another process (srun, docker exec), or a copied marker */
-                ev_add(ev, GR_EV_RUN_SUPERVISOR, GR_LEAN_NEUTRAL, "gpureap run %d: PID %d is %s, alive since before it",
-                       (int)p->run_pid, (int)p->run_pid, sup->comm);
-                judge(j, GR_JUDGE_UNSURE, GR_UNSURE,
-                      "started by 'gpureap run' (PID %d), and PID %d is alive but named '%s': a renamed gpureap, or another process",
-                      (int)p->run_pid, (int)p->run_pid, sup->comm);
-                return true;
+        const gr_process *top = marked_top(x, p);
+        bool alive;
+        if (p->env.run_start) {
+                /* the run's own PID and start time: that process, whatever it is called now */
+                alive = dx_alive(sup) && sup->start_time == p->env.run_start;
+                if (!alive && dx_alive(sup))
+                        ev_add(ev, GR_EV_RUN_SUPERVISOR, GR_LEAN_NEUTRAL,
+                               "PID %d is another process now (%s, started %s the run)", (int)p->run_pid, sup->comm,
+                               sup->start_time > p->env.run_start ? "after" : "before");
+        } else {
+                uint64_t since = top->start_time;
+                if (dx_alive(sup) && strcmp(sup->comm, "gpureap") != 0 && sup->start_time <= since) {
+                        /* alive since before it, not named gpureap: a run through a renamed
+                         * binary that started it through another process (srun, docker exec),
+                         * or a copied marker */
+                        ev_add(ev, GR_EV_RUN_SUPERVISOR, GR_LEAN_NEUTRAL, "gpureap run %d: PID %d is %s, alive since before it",
+                               (int)p->run_pid, (int)p->run_pid, sup->comm);
+                        judge(j, GR_JUDGE_UNSURE, GR_UNSURE,
+                              "started by 'gpureap run' (PID %d), and PID %d is alive but named '%s': a renamed gpureap, or another process",
+                              (int)p->run_pid, (int)p->run_pid, sup->comm);
+                        return true;
+                }
+                /* a live gpureap of that number that started after the holder's marked line
+                 * but before the holder: a later run that was handed the number (the old one
+                 * killed, its orphaned launcher forking on), or that later run's own job
+                 * started through an older process of that line (a forwarder left from the old
+                 * run): the tree cannot tell, so not sure */
+                if (dx_alive(sup) && strcmp(sup->comm, "gpureap") == 0 && sup->start_time > since &&
+                    sup->start_time <= p->start_time) {
+                        ev_add(ev, GR_EV_RUN_SUPERVISOR, GR_LEAN_NEUTRAL,
+                               "gpureap run %d: a later run with that number (its marked line is older)", (int)p->run_pid);
+                        judge(j, GR_JUDGE_UNSURE, GR_UNSURE,
+                              "started by 'gpureap run' (PID %d), but PID %d is a run that started after the older process that "
+                              "passed the marker on: that run's job, or the leftover of the run killed before it",
+                              (int)p->run_pid, (int)p->run_pid);
+                        return true;
+                }
+                alive = dx_alive(sup) && strcmp(sup->comm, "gpureap") == 0 && sup->start_time <= since;
         }
-        /* a live gpureap of that number that started after the holder's marked line but before
-         * the holder: a later run that was handed the number (the old one killed, its orphaned
-         * launcher forking on), or that later run's own job started through an older process of
-         * that line (a forwarder left from the old run): the tree cannot tell, so not sure */
-        if (dx_alive(sup) && strcmp(sup->comm, "gpureap") == 0 && sup->start_time > since &&
-            sup->start_time <= p->start_time) {
+        if (!alive && marker_carried(x, top)) {
                 ev_add(ev, GR_EV_RUN_SUPERVISOR, GR_LEAN_NEUTRAL,
-                       "gpureap run %d: a later run with that number (its marked line is older)", (int)p->run_pid);
-                judge(j, GR_JUDGE_UNSURE, GR_UNSURE,
-                      "started by 'gpureap run' (PID %d), but PID %d is a run that started after the older process that "
-                      "passed the marker on: that run's job, or the leftover of the run killed before it",
-                      (int)p->run_pid, (int)p->run_pid);
-                return true;
+                       "gpureap run %d gone, but its marker came through PID %d (%s), which is alive: carried, not left",
+                       (int)p->run_pid, (int)top->ppid, comm_of(x, top->ppid));
+                return false; /* the rest of its lineage judges it */
         }
-        bool alive = dx_alive(sup) && strcmp(sup->comm, "gpureap") == 0 && sup->start_time <= since;
         ev_add(ev, GR_EV_RUN_SUPERVISOR, alive ? GR_LEAN_LIVE : GR_LEAN_LEFTOVER, "gpureap run %d %s",
                (int)p->run_pid, alive ? "alive" : "gone");
         if (alive)
@@ -559,6 +595,11 @@ static void set_job(const struct dx *x, gr_holder_verdict *v, const gr_process *
         }
         v->launcher = v->job.kind == GR_JOB_TORCHELASTIC ? 0 : v->job.pid;
         v->launcher_alive = v->launcher > 0 && v->launcher != p->pid && dx_leader_alive(x, v->launcher);
+        if (v->job.kind == GR_JOB_RUN && p->env.run_start && p->n_nspid <= 1) {
+                /* the run that wrote its start time: that process, not what has its number now */
+                const gr_process *l = dx_find(x, v->launcher);
+                v->launcher_alive = dx_alive(l) && l->start_time == p->env.run_start;
+        }
         if (v->job.kind == GR_JOB_LAUNCHER) {
                 const gr_process *l = dx_find(x, v->launcher);
                 v->launcher_alive = p->seen->end == GR_END_ALIVE && dx_alive(l) && l->start_time == p->seen->launcher_start;

@@ -441,6 +441,8 @@ static int env_int(const char *v, size_t n)
 void gr_parse_environ_marks(const char *buf, size_t len, gr_env_marks *ret)
 {
         gr_env_marks m = { .local_rank = -1, .rank = -1, .group_rank = -1 };
+        pid_t ref_pid = 0;
+        uint64_t ref_start = 0;
         const char *p = buf, *end = buf + len;
         while (p < end) {
                 const char *z = memchr(p, '\0', (size_t)(end - p));
@@ -456,6 +458,14 @@ void gr_parse_environ_marks(const char *buf, size_t len, gr_env_marks *ret)
                 if ((v = env_value(p, e, "GPUREAP_RUN_PID", &n))) {
                         if (field_to_i64(v, n, &x) == 0 && x > 0 && x <= GR_PROC_PID_MAX)
                                 m.run_pid = (pid_t)x;
+                } else if ((v = env_value(p, e, "GPUREAP_RUN_REF", &n))) {
+                        const char *at = memchr(v, '@', n);
+                        int64_t t;
+                        if (at && field_to_i64(v, (size_t)(at - v), &x) == 0 && x > 0 && x <= GR_PROC_PID_MAX &&
+                            field_to_i64(at + 1, n - (size_t)(at + 1 - v), &t) == 0 && t > 0) {
+                                ref_pid = (pid_t)x;
+                                ref_start = (uint64_t)t;
+                        }
                 } else if ((v = env_value(p, e, "TORCHELASTIC_RUN_ID", &n))) {
                         env_copy(v, n, m.torchelastic_run_id, sizeof(m.torchelastic_run_id));
                         if (!m.torchelastic_run_id[0]) /* set but empty: still a marker */
@@ -471,6 +481,11 @@ void gr_parse_environ_marks(const char *buf, size_t len, gr_env_marks *ret)
                 }
                 p = e + 1;
         }
+        /* the start time is the run's whose number is in GPUREAP_RUN_PID: a run of an older
+         * gpureap started inside sets GPUREAP_RUN_PID alone, and the outer run's REF it
+         * inherited names another process */
+        if (ref_pid && ref_pid == m.run_pid)
+                m.run_start = ref_start;
         *ret = m;
 }
 

@@ -448,6 +448,18 @@ int gr_proc_read_exe_at(int piddir, char *buf, size_t size)
         return 0;
 }
 
+/* gr_proc_in_init_timens, asked once (threads may race to ask: the same answer) */
+static bool init_timens(void)
+{
+        static int known; /* 0 not asked, 1 yes, 2 no */
+        int k = __atomic_load_n(&known, __ATOMIC_RELAXED);
+        if (!k) {
+                k = gr_proc_in_init_timens() ? 1 : 2;
+                __atomic_store_n(&known, k, __ATOMIC_RELAXED);
+        }
+        return k == 1;
+}
+
 static int load_details_at(int piddir, gr_process *p)
 {
         char buf[8192];
@@ -490,6 +502,8 @@ static int load_details_at(int piddir, gr_process *p)
         if (p->env_read) {
                 gr_parse_environ_marks(env, len, &p->env);
                 p->run_pid = p->env.run_pid;
+                if (p->env.run_start && !init_timens())
+                        p->env.run_start = 0;
         } else {
                 p->env = (gr_env_marks){ .local_rank = -1, .rank = -1, .group_rank = -1 };
         }
@@ -1003,6 +1017,33 @@ bool gr_proc_in_init_pidns(void)
         if (sscanf(link, "pid:[%llu]", &ino) != 1 || ino != 0xEFFFFFFCULL) /* PROC_PID_INIT_INO */
                 return false;
         return gr_proc_self_pid() == getpid();
+}
+
+bool gr_proc_in_init_timens(void)
+{
+        char link[64];
+        ssize_t n = readlink("/proc/self/ns/time", link, sizeof(link) - 1);
+        if (n <= 0)
+                return errno == ENOENT; /* a kernel without time namespaces (before 5.6) */
+        link[n] = '\0';
+        unsigned long long ino;
+        return sscanf(link, "time:[%llu]", &ino) == 1 && ino == 0xEFFFFFFAULL; /* PROC_TIME_INIT_INO */
+}
+
+int gr_proc_self_start_time(uint64_t *ret)
+{
+        if (!gr_proc_in_init_timens())
+                return -EXDEV;
+        char buf[1024];
+        size_t len;
+        int r = gr_read_file_at(AT_FDCWD, "/proc/self/stat", buf, sizeof(buf), &len);
+        if (r < 0)
+                return r;
+        gr_stat st;
+        if (gr_parse_stat(buf, len, &st) < 0 || st.start_time == 0)
+                return -EINVAL;
+        *ret = st.start_time;
+        return 0;
 }
 
 pid_t gr_proc_self_pid(void)

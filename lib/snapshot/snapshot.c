@@ -10,6 +10,7 @@
 
 #include "gpureap/basic.h"
 #include "gpureap/snapshot.h"
+#include "gpureap/tree.h"
 #include "basic/names.h"
 
 /* inode of a "pid:[N]" namespace link, 0 when unreadable */
@@ -104,6 +105,28 @@ static void load_lineage(const gr_proc_options *po, gr_proc_table *t)
                 l = p->run_pid > 0 ? gr_proc_table_find(t, p->run_pid) : NULL;
                 if (l)
                         gr_proc_load_details(po, l);
+        }
+}
+
+/* The lock of the run leaf each process with details is in (lineage.c judges a gpureap-run
+ * cgroup's run by it, not by what has its number now); only where /proc is the kernel's own,
+ * whose cgroups and locks gpureap sees */
+static void load_leaf_locks(const gr_proc_options *po, gr_proc_table *t)
+{
+        const char *root = po->proc_root ? po->proc_root : gr_context_proc_root(NULL);
+        if (!root || strcmp(root, "/proc") != 0)
+                return;
+        const char *last = NULL;
+        gr_leaf_lock last_lock = GR_LEAF_UNKNOWN;
+        for (size_t i = 0; i < t->n; i++) {
+                gr_process *p = &t->procs[i];
+                if (!p->has_details || !p->cgroup || !strstr(p->cgroup, "/gpureap-run-"))
+                        continue;
+                if (!last || strcmp(last, p->cgroup) != 0) { /* a tree's members: often side by side */
+                        last_lock = gr_cgroup_run_leaf_lock(p->cgroup);
+                        last = p->cgroup;
+                }
+                p->run_leaf = last_lock;
         }
 }
 
@@ -413,6 +436,8 @@ int gr_snapshot_take(const gr_snapshot_options *opts, gr_snapshot **ret)
                                 gr_proc_load_details(&po, p);
                 }
         }
+        if (s->procs)
+                load_leaf_locks(&po, s->procs);
         r = gr_snapshot_name_pods(s, asked ? asked : opts ? opts->kubelet_answer : NULL);
         gr_kubelet_answer_free(asked);
         if (r == 0 && opts && (opts->kubelet_ask || opts->kubelet_answer)) {

@@ -48,6 +48,54 @@ ok "(c) a worker of a live run named grun, started outside its tree: unsure"
 ok "(c) and the default plan spares it"
 term_and_wait "$R"
 
+# (d) a batch job submitted from a supervised shell (sbatch and srun pass the environment on):
+# its script carries the run's GPUREAP_RUN_PID and GPUREAP_RUN_REF, the run (the shell's) has
+# long ended, and the job runs below slurmstepd, a live process that is no init. The marker was
+# carried, not left by a run killed over it: not a sure leftover (it was, and reap's default
+# plan killed a live job), the rest of its lineage judges it (here: its parent is alive)
+"$GPUREAP" run --quiet --no-cgroup -- bash -c 'echo "drun $GPUREAP_RUN_PID $GPUREAP_RUN_REF" >>"$1"' x "$PIDS" >/dev/null 2>&1
+read -r _ dpid dref < <(grep '^drun ' "$PIDS")
+[ -n "$dref" ] || fail "(d) the run gave no GPUREAP_RUN_REF"
+sed -i '/^drun /d' "$PIDS"
+bash -c 'GPUREAP_RUN_PID=$1 GPUREAP_RUN_REF=$2 "$3" pidfile "$4" d-job cuda 0 0 100 sleep & wait' stepd "$dpid" "$dref" "$GPUHOLD" "$PIDS" &
+S=$!
+LAUNCHED="$LAUNCHED $S"
+wait_role d-job
+H=$(pid_of d-job)
+gr status --json
+jq -e ".processes[] | select(.pid == $H) | .verdict.evidence[] | select(.value | test(\"marker came through PID $S\"))" "$T/out" >/dev/null ||
+        fail "(d) no evidence that the marker was carried: $(jq -c ".processes[] | select(.pid == $H) | .verdict" "$T/out")"
+[ "$(verdict "$H")" != "leftover sure" ] || fail "(d) a job that carries a gone run's marker below a live launcher: leftover sure"
+ok "(d) a job that carries an ended run's marker below a live launcher: not a sure leftover ($(verdict "$H"))"
+! planned "$H" || fail "(d) the default plan would kill it: $(cat "$T/out")"
+ok "(d) and the default plan spares it"
+kill -KILL "$H" "$S"
+wait "$S" 2>/dev/null || true
+
+# (e) a run's leaf cgroup names its run by the lock the run holds on it for as long as it lives
+# (/proc/locks), not by whatever has its number: held while it runs, free once it is killed
+"$GPUREAP" run --quiet -- env -u GPUREAP_RUN_PID -u GPUREAP_RUN_REF "$GPUHOLD" pidfile "$PIDS" e cuda 0 0 100 sleep >/dev/null 2>&1 &
+R=$!
+LAUNCHED="$LAUNCHED $R"
+wait_role e
+H=$(pid_of e)
+for _ in $(seq 300); do grep -Eq "gpureap-run-$R-[0-9a-f]{16}$" "/proc/$H/cgroup" && break; sleep 0.01; done # at 50 ms
+if grep -Eq "gpureap-run-$R-[0-9a-f]{16}$" "/proc/$H/cgroup"; then
+        gr status --json
+        jqok ".processes[] | select(.pid == $H) | .run_leaf_lock == \"held\" and .verdict.judgement == \"live\"" \
+                "(e) a marker-less member of a live run's leaf: its lock held, a live job ($(verdict "$H"))"
+        kill -KILL "$R"
+        wait "$R" 2>/dev/null || true
+        gr status --json
+        jqok ".processes[] | select(.pid == $H) | .run_leaf_lock == \"free\" and .verdict.judgement == \"leftover\" and .verdict.confidence == \"sure\"" \
+                "(e) the run killed: the lock free, a sure leftover ($(verdict "$H"))"
+else
+        echo "# (e) skipped: the run made no cgroup here ($(cat "/proc/$H/cgroup"))"
+        term_and_wait "$R"
+fi
+kill -KILL "$H" 2>/dev/null || true
+wait_state "$H" gone
+
 # (b) the run is PID 1 of a PID namespace of its own; the holder records its host PID (it sees
 # the host's /proc through a bind mount), as the fake driver lists host PIDs like the real one
 if [ "$(id -u)" -eq 0 ] && unshare -p -f -m --mount-proc true 2>/dev/null; then

@@ -121,11 +121,17 @@ jq -e '.gpu_minors == [0] and .drain.memory_back == null' "$T/lone.json" >/dev/n
 ok "the result names GPU 0 and no verdict on its memory"
 # a run killed, its orphaned launcher forking on after the run's PID was handed out again, to
 # another gpureap-run (wrapping commands thousands of times makes that likely): the new worker
-# carries the old run's number. Not the new run's sure live job (it was, and every reap spared
-# it): unsure, as the tree cannot tell it from the new run's job started through an old process
+# carries the old run's number. Not the new run's live job (it was, 'live, sure', and every
+# reap spared it): the run wrote its start time beside its number (GPUREAP_RUN_REF), which the
+# new run's is not, so the old run is gone: a sure leftover; so is a worker the launcher
+# double-forks (its parent an init, its marked line one process long: before the start time,
+# the new run's sure live job too). Without the start time (an older gpureap's marker):
+# unsure, as the tree cannot tell it from the new run's job started through an old process
 if [ "$(id -u)" -eq 0 ] && [ -w /proc/sys/kernel/ns_last_pid ]; then
         cat >"$T/agent.sh" <<EOF
-trap '"$GPUHOLD" pidfile "$PIDS" worker2 cuda 0 0 64 sleep &' USR1
+trap '"$GPUHOLD" pidfile "$PIDS" worker2 cuda 0 0 64 sleep & ( env -u GPUREAP_RUN_PID -u GPUREAP_RUN_REF "$GPUHOLD" pidfile "$PIDS" worker5 cuda 0 0 64 sleep & )' USR1
+trap 'env -u GPUREAP_RUN_REF "$GPUHOLD" pidfile "$PIDS" worker3 cuda 0 0 64 sleep &' USR2
+trap '( "$GPUHOLD" pidfile "$PIDS" worker4 cuda 0 0 64 sleep & )' HUP
 "$GPUHOLD" pidfile "$PIDS" worker1 cuda 0 0 64 sleep &
 echo "agent \$\$" >>"$PIDS"
 while :; do sleep 0.05; done
@@ -136,6 +142,14 @@ EOF
         wait_role agent worker1
         agent=$(pid_of agent)
         LAUNCHED="$LAUNCHED $agent $(pid_of worker1)"
+        grep -qa "GPUREAP_RUN_REF=$old@$(awk '{print $22}' "/proc/$old/stat")" "/proc/$agent/environ" ||
+                fail "the agent does not carry GPUREAP_RUN_REF=$old@START: $(tr '\0' '\n' <"/proc/$agent/environ" | grep GPUREAP)"
+        ok "the run's command carries its number and start time (GPUREAP_RUN_REF)"
+        leaf=""
+        for _ in $(seq 300); do # the run's leaf cgroup, made at its first sample, where it can
+                leaf=$(grep -Eo "gpureap-run-$old-[0-9a-f]{16}$" "/proc/$agent/cgroup") && break
+                sleep 0.01
+        done
         kill -KILL "$old"
         wait "$old" 2>/dev/null || true
         new=0
@@ -152,13 +166,37 @@ EOF
         [ "$(cat "/proc/$new/comm")" = gpureap ] || sleep 0.1
         kill -USR1 "$agent"
         wait_role worker2
-        w2=$(pid_of worker2)
-        LAUNCHED="$LAUNCHED $w2"
+        kill -USR2 "$agent"
+        wait_role worker3
+        kill -HUP "$agent"
+        wait_role worker4
+        w2=$(pid_of worker2) w3=$(pid_of worker3) w4=$(pid_of worker4)
+        LAUNCHED="$LAUNCHED $w2 $w3 $w4"
         grep -qa "GPUREAP_RUN_PID=$old" "/proc/$w2/environ" || fail "worker2 does not carry GPUREAP_RUN_PID=$old"
+        [ "$(awk '{print $4}' "/proc/$w4/stat")" != "$agent" ] || fail "worker4 was not double-forked"
         gr status --json
-        jqok ".processes[] | select(.pid == $w2) | .verdict.judgement == \"unsure\"" \
-                "the orphaned launcher's new worker is not the new run $new's live job ($(jq -c ".processes[] | select(.pid == $w2) | .verdict | [.judgement, .confidence, .reason]" "$T/out"))"
-        kill -KILL "$agent" "$w2" "$(pid_of worker1)"
+        v() { jq -c ".processes[] | select(.pid == $1) | .verdict | [.judgement, .confidence, .reason]" "$T/out"; }
+        jqok ".processes[] | select(.pid == $w2) | .verdict | .judgement == \"leftover\" and .confidence == \"sure\"" \
+                "the orphaned launcher's new worker is a leftover of the killed run, not the new run $new's live job ($(v "$w2"))"
+        jqok ".processes[] | select(.pid == $w4) | .verdict | .judgement == \"leftover\" and .confidence == \"sure\"" \
+                "and so is the worker it double-forked ($(v "$w4"))"
+        jqok ".processes[] | select(.pid == $w3) | .verdict.judgement == \"unsure\"" \
+                "without the start time (an older gpureap's marker): unsure ($(v "$w3"))"
+        # a worker without the markers (another user's environment is not readable, as not
+        # root) in the killed run's leaf cgroup, double-forked (its own root: no marked parent
+        # judges it) after the new run took the number: the leaf's lock is free, so its run is
+        # gone (before: N a live gpureap that started before it, "live, likely")
+        w5=$(pid_of worker5)
+        LAUNCHED="$LAUNCHED $w5"
+        if [ -n "$leaf" ]; then
+                grep -q "$leaf$" "/proc/$w5/cgroup" || fail "worker5 is not in the old run's leaf $leaf: $(cat "/proc/$w5/cgroup")"
+                jqok ".processes[] | select(.pid == $w5) | .run_leaf_lock == \"free\" and .verdict.judgement == \"leftover\" and .verdict.confidence == \"sure\"" \
+                        "a marker-less worker in the killed run's leaf, younger than the new run: a leftover by the leaf's free lock ($(v "$w5"))"
+                jqok ".processes[] | select(.pid == $(pid_of worker1)) | .run_leaf_lock == \"free\"" "the leaf's lock is free for every member"
+        else
+                echo "# the run made no leaf cgroup here: its lock not checked"
+        fi
+        kill -KILL "$agent" "$w2" "$w3" "$w4" "$w5" "$(pid_of worker1)"
         term_and_wait "$new"
 else
         ok "# SKIP not root: /proc/sys/kernel/ns_last_pid"

@@ -187,6 +187,37 @@ static void environ_marks_skip_a_cut_entry(void **state)
         assert_int_equal(gr_parse_environ_run_pid(cut2, sizeof(cut2) - 1), 0);
 }
 
+/* GPUREAP_RUN_REF=N@T is the start time of the run whose number is in GPUREAP_RUN_PID: in
+ * either order; none when the numbers differ (an older gpureap's run inside set the number
+ * alone), or when it is cut or malformed */
+static void environ_marks_run_ref(void **state)
+{
+        gr_env_marks m;
+        const char both[] = "GPUREAP_RUN_PID=4321\0GPUREAP_RUN_REF=4321@987654\0";
+        gr_parse_environ_marks(both, sizeof(both) - 1, &m);
+        assert_int_equal(m.run_pid, 4321);
+        assert_true(m.run_start == 987654);
+        const char swapped[] = "GPUREAP_RUN_REF=4321@987654\0X=1\0GPUREAP_RUN_PID=4321\0";
+        gr_parse_environ_marks(swapped, sizeof(swapped) - 1, &m);
+        assert_true(m.run_start == 987654);
+        const char other[] = "GPUREAP_RUN_PID=555\0GPUREAP_RUN_REF=4321@987654\0";
+        gr_parse_environ_marks(other, sizeof(other) - 1, &m);
+        assert_int_equal(m.run_pid, 555);
+        assert_true(m.run_start == 0);
+        const char *bad[] = { "GPUREAP_RUN_REF=4321", "GPUREAP_RUN_REF=4321@", "GPUREAP_RUN_REF=4321@x1",
+                              "GPUREAP_RUN_REF=@5", "GPUREAP_RUN_REF=4321@0", "GPUREAP_RUN_REF=4321@-5" };
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+                char buf[96];
+                int n = snprintf(buf, sizeof(buf), "GPUREAP_RUN_PID=4321%c%s%c", 0, bad[i], 0);
+                gr_parse_environ_marks(buf, (size_t)n, &m);
+                assert_int_equal(m.run_pid, 4321);
+                assert_true(m.run_start == 0);
+        }
+        const char cut[] = "GPUREAP_RUN_PID=4321\0GPUREAP_RUN_REF=4321@98"; /* was 987654 */
+        gr_parse_environ_marks(cut, sizeof(cut) - 1, &m);
+        assert_true(m.run_start == 0);
+}
+
 static void cmdline_rendering(void **state)
 {
         char out[32];
@@ -436,6 +467,7 @@ int main(void)
                 cmocka_unit_test(cgroup_v2_and_v1),
                 cmocka_unit_test(cgroup_container_ids),
                 cmocka_unit_test(environ_marks_skip_a_cut_entry),
+                cmocka_unit_test(environ_marks_run_ref),
                 cmocka_unit_test(cmdline_rendering),
                 cmocka_unit_test(text_sanitize),
                 cmocka_unit_test(text_quote),
