@@ -26,6 +26,10 @@ static void wait_holders(const gr_snapshot *s, uint64_t ms)
                 close(fds[i].fd);
 }
 
+/* The time a look that begins as the wait ends still has to read the driver: NVML's start and
+ * a read of eight GPUs take 20-60 ms */
+#define LOOK_AFTER_END_MS 1000
+
 int gr_wait_until(const gr_wait_options *w, gr_wait_cond_fn cond, void *userdata, gr_snapshot **ret_s,
                   gr_diagnosis **ret_d, bool *ret_met)
 {
@@ -34,7 +38,14 @@ int gr_wait_until(const gr_wait_options *w, gr_wait_cond_fn cond, void *userdata
                 uint64_t look = gr_now_ms();
                 gr_snapshot *s = NULL;
                 gr_diagnosis *d = NULL;
-                int r = w->take ? w->take(w->so, &s, w->take_userdata) : gr_snapshot_take(w->so, &s);
+                /* each look's driver read ends with the wait, or LOOK_AFTER_END_MS after it
+                 * began where it began at the end: a helper that never starts held a 1 s wait
+                 * for its 10 s start limit (GR_HELPER_START_MS) */
+                gr_snapshot_options so = *w->so;
+                uint64_t end = start + w->timeout_ms, until = end > look + LOOK_AFTER_END_MS ? end : look + LOOK_AFTER_END_MS;
+                if (w->timeout_ms && (!so.gpu.deadline_ms || so.gpu.deadline_ms > until))
+                        so.gpu.deadline_ms = until;
+                int r = w->take ? w->take(&so, &s, w->take_userdata) : gr_snapshot_take(&so, &s);
                 if (r < 0)
                         return r;
                 r = gr_diagnose(s, getuid(), &d);

@@ -1,7 +1,8 @@
 /* gpuhold: the test helper that builds the process trees gpureap must understand, holding fake
  * NVIDIA device files ($GPUREAP_DEV_DIR) and fake contexts ($GPUREAP_FAKE_CTX_DIR).
  * It runs its verbs left to right:
- *   pidfile PATH ROLE      append "ROLE PID" to PATH (how tests learn who is who)
+ *   pidfile PATH ROLE      append "ROLE PID" to PATH (how tests learn who is who); right before
+ *                          "cuda": after it, once the context exists
  *   cuda MINOR GPU MIB     open the device files as a CUDA process does, map them, and create a
  *                          context of MIB MiB on GPU index GPU (see tests/fake-nvml/fake-ctx.h)
  *   monitor MINOR          open the device files as an NVML-only client does, no context
@@ -297,7 +298,15 @@ int main(int argc, char **argv)
         for (int i = 1; i < argc; i++) {
                 const char *v = argv[i];
                 int left = argc - i - 1;
-                if (strcmp(v, "pidfile") == 0 && left >= 2) {
+                if (strcmp(v, "pidfile") == 0 && left >= 6 && strcmp(argv[i + 3], "cuda") == 0) {
+                        /* "pidfile F ROLE cuda ...": recorded once the context is made. A test
+                         * that waits for the role and then looks at the GPU would otherwise
+                         * look in between, now and then (one CI run in many saw two owners of
+                         * three) */
+                        cuda(argv[i + 4], argv[i + 5], argv[i + 6]);
+                        record(argv[i + 1], argv[i + 2], (pid_t)host_pid());
+                        i += 6;
+                } else if (strcmp(v, "pidfile") == 0 && left >= 2) {
                         record(argv[i + 1], argv[i + 2], (pid_t)host_pid());
                         i += 2;
                 } else if (strcmp(v, "cuda") == 0 && left >= 3) {

@@ -119,6 +119,29 @@ hasnt err "did not come back" "and not that it did not come back"
 jq -e '.gpu_minors == [0] and .drain.memory_back == null' "$T/lone.json" >/dev/null ||
         fail "the result is not 'GPU 0, memory not verified': $(jq -c '{gpu_minors, drain}' "$T/lone.json")"
 ok "the result names GPU 0 and no verdict on its memory"
+# a gpureap beside it that never starts as a helper (a wedged one): the wait for the memory ends
+# with --drain-timeout and a second for the last look, not at the helper's 10 s start limit; the
+# helper is ended, not left
+mkdir "$T/wedged"
+cp "$GPUREAP_RUN" "$T/wedged/gpureap-run"
+printf '#!/bin/sh\necho "helper $$" >>"%s"\nexec sleep 60\n' "$PIDS" >"$T/wedged/gpureap"
+chmod 755 "$T/wedged/gpureap"
+"$T/wedged/gpureap-run" --drain-timeout 1s -- "$GPUHOLD" pidfile "$PIDS" wedged cuda 0 0 128 sleep >"$T/out" 2>"$T/err" &
+wr=$!
+LAUNCHED="$LAUNCHED $wr"
+wait_role wedged
+t0=$(date +%s%N)
+term_and_wait "$wr"
+ms=$((($(date +%s%N) - t0) / 1000000))
+expect_rc 143 "TERMed, its helper wedged: the command's status"
+[ "$ms" -lt 6000 ] || fail "the run took $ms ms to end with --drain-timeout 1s (the helper's start limit is 10 s)"
+ok "the run ended within --drain-timeout and the last look's second ($ms ms), not at the helper's 10 s"
+has err "the GPU memory of the tree could not be verified: the NVML helper '$T/wedged/gpureap' had not started by the deadline" \
+        "it says the helper had not started"
+h=$(pid_of helper)
+[ -n "$h" ] || fail "the wedged helper never ran"
+[ ! -e "/proc/$h" ] || [ "$(awk '{print $3}' "/proc/$h/stat")" = Z ] || fail "the wedged helper $h was left running"
+ok "and the wedged helper was ended"
 # a run killed, its orphaned launcher forking on after the run's PID was handed out again, to
 # another gpureap-run (wrapping commands thousands of times makes that likely): the new worker
 # carries the old run's number. Not the new run's live job (it was, 'live, sure', and every
