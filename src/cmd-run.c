@@ -2185,6 +2185,12 @@ int cmd_run(int argc, char **argv)
         int pdeathsig = 0;
         pid_t parent = getppid();
         int pa = parse_args(&r, argc, argv, &ready_log, &pdeathsig);
+        if (pa > 0 && (fflush(stdout) != 0 || ferror(stdout))) {
+                /* the help not written (a closed or full stdout): gpureap's own failure, as
+                 * for --json - (run's codes are the command's; 4 could be one) */
+                error_msg("cannot write the output: %s", strerror(errno ? errno : EIO));
+                return EXIT_RUN_FAILED;
+        }
         if (pa != 0)
                 return pa > 0 ? EXIT_CLEAN : EXIT_USAGE;
         bool want_ready = r.ready_port || r.ready_log_set;

@@ -23,6 +23,15 @@ set -e
 expect_rc 125 "--json - with stdout closed"
 has err "^gpureap: cannot write the result to stdout: Bad file descriptor$" "the result fails as on a closed stdout"
 has err "^cmd: stdout closed$" "and the command's stdout is closed, as its caller left it"
+# run --help to a closed or full stdout: gpureap's own failure (125, as for --json -), not 0
+for out in closed full; do
+        set +e
+        if [ $out = closed ]; then "$GPUREAP" run --help >&- 2>"$T/err"; else "$GPUREAP" run --help >/dev/full 2>"$T/err"; fi
+        RC=$?
+        set -e
+        expect_rc 125 "run --help to a $out stdout"
+        has err "^gpureap: cannot write the output: " "it says the help was not written ($out)"
+done
 # ... and where its output passes through gpureap (a watchdog), its pipe is closed at its first
 # write, so that it ends as it would have (yes: SIGPIPE), and does not write on forever
 set +e
