@@ -24,9 +24,9 @@ typedef void (*gr_wait_progress_fn)(const gr_snapshot *s, const gr_diagnosis *d,
 typedef struct gr_wait_options {
         const gr_snapshot_options *so;
         uint64_t timeout_ms;          /* 0: one look. Otherwise each look's driver read is
-                                         abandoned at the wait's end, or 1 s after it began
-                                         where it began then (so->gpu.deadline_ms where that
-                                         is sooner) */
+                                         abandoned at the wait's end, or 1 s (twice the last
+                                         look's time, where longer) after it began where it
+                                         began then (so->gpu.deadline_ms where sooner) */
         gr_wait_progress_fn progress; /* each look that does not end the wait; may be NULL */
         /* each look, where the caller has a view of its own (serve's memory joined); NULL:
          * gr_snapshot_take(so). 0 or -errno */

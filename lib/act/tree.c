@@ -857,13 +857,16 @@ int gr_cgroup_remove_stale(unsigned *ret_removed)
         return 0;
 }
 
-/* The innermost gpureap-run-N-RANDOM component of a cgroup path: its end, or NULL */
+/* The end of a cgroup path's innermost gpureap-run-* component (the run the diagnosis names,
+ * gr_cgroup_manager) where it is of the new kind, gpureap-run-N-RANDOM; NULL otherwise (an
+ * old-style gpureap-run-M inside a new run's leaf is M's, which holds no lock) */
 static const char *run_leaf_end(const char *cgroup)
 {
         const char *found = NULL;
         for (const char *p = strstr(cgroup, "/gpureap-run-"); p; p = strstr(p + 1, "/gpureap-run-")) {
                 const char *q = p + 13;
                 size_t digits = strspn(q, "0123456789");
+                found = NULL;
                 if (digits == 0 || q[digits] != '-')
                         continue;
                 q += digits + 1;

@@ -286,8 +286,9 @@ static void root_evidence(const struct dx *x, const gr_process *r, gr_evidence_l
                         f->run_alive = true;
                 /* from a PID namespace of its own that number names nothing here; alive
                  * since before it under another name: a renamed gpureap, or not the run */
-                if (!f->run_alive && (r->n_nspid > 1 || (sp && dx_alive(sp) && sp->start_time <= r->start_time)))
-                        f->run_unknown = true;
+                if (!f->run_alive && (r->n_nspid > 1 || x->s->pidns == GR_PIDNS_OTHER ||
+                                      (sp && dx_alive(sp) && sp->start_time <= r->start_time)))
+                        f->run_unknown = true; /* from a namespace of gpureap's own: maybe another's number */
         }
         f->ns_init = r->n_nspid > 1 && r->nspid[r->n_nspid - 1] == 1;
         f->parent_alive = dx_alive(parent);
@@ -484,7 +485,8 @@ static bool marker_carried(const struct dx *x, const gr_process *top)
  * be a gpureap that started before it and before every parent of its line that carries the
  * same marker (one that started in between: unsure). A run that is gone makes a sure leftover
  * only where its members were handed to an init (marker_carried); from a PID namespace of its
- * own, that PID names nothing here: unsure, never a sure leftover. */
+ * own (the holder's, or gpureap's), that PID may name nothing here: unsure, never a sure
+ * leftover. */
 static bool judge_supervisor(const struct dx *x, const gr_process *p, gr_evidence_list *ev, struct judged *j)
 {
         if (p->run_pid <= 0)
@@ -545,6 +547,20 @@ static bool judge_supervisor(const struct dx *x, const gr_process *p, gr_evidenc
                         return true;
                 }
                 alive = dx_alive(sup) && strcmp(sup->comm, "gpureap") == 0 && sup->start_time <= since;
+        }
+        if (!alive && x->s->pidns == GR_PIDNS_OTHER) {
+                /* seen from a PID namespace of gpureap's own (a job's, a container's), N may be
+                 * the host's number of a live run above it (the adversary's third round: a
+                 * reap inside 'gpureap run -- unshare -pf ...' planned to kill the run's live
+                 * job): not found is not gone */
+                ev_add(ev, GR_EV_RUN_SUPERVISOR, GR_LEAN_NEUTRAL,
+                       "gpureap run %d not found from this PID namespace: its number may be another namespace's",
+                       (int)p->run_pid);
+                judge(j, GR_JUDGE_UNSURE, GR_UNSURE,
+                      "started by 'gpureap run' (PID %d), which is not among its live ancestors; seen from a PID "
+                      "namespace of gpureap's own, where that number may be another namespace's",
+                      (int)p->run_pid);
+                return true;
         }
         if (!alive && marker_carried(x, top)) {
                 ev_add(ev, GR_EV_RUN_SUPERVISOR, GR_LEAN_NEUTRAL,

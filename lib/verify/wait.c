@@ -27,13 +27,14 @@ static void wait_holders(const gr_snapshot *s, uint64_t ms)
 }
 
 /* The time a look that begins as the wait ends still has to read the driver: NVML's start and
- * a read of eight GPUs take 20-60 ms */
+ * a read of eight GPUs take 20-60 ms; twice the last look's where that took longer (a driver
+ * without persistence mode starts slowly at every look) */
 #define LOOK_AFTER_END_MS 1000
 
 int gr_wait_until(const gr_wait_options *w, gr_wait_cond_fn cond, void *userdata, gr_snapshot **ret_s,
                   gr_diagnosis **ret_d, bool *ret_met)
 {
-        uint64_t start = gr_now_ms(), delay = 5;
+        uint64_t start = gr_now_ms(), delay = 5, last_cost = 0;
         for (;;) {
                 uint64_t look = gr_now_ms();
                 gr_snapshot *s = NULL;
@@ -42,7 +43,8 @@ int gr_wait_until(const gr_wait_options *w, gr_wait_cond_fn cond, void *userdata
                  * began where it began at the end: a helper that never starts held a 1 s wait
                  * for its 10 s start limit (GR_HELPER_START_MS) */
                 gr_snapshot_options so = *w->so;
-                uint64_t end = start + w->timeout_ms, until = end > look + LOOK_AFTER_END_MS ? end : look + LOOK_AFTER_END_MS;
+                uint64_t after = 2 * last_cost > LOOK_AFTER_END_MS ? 2 * last_cost : LOOK_AFTER_END_MS;
+                uint64_t end = start + w->timeout_ms, until = end > look + after ? end : look + after;
                 if (w->timeout_ms && (!so.gpu.deadline_ms || so.gpu.deadline_ms > until))
                         so.gpu.deadline_ms = until;
                 int r = w->take ? w->take(&so, &s, w->take_userdata) : gr_snapshot_take(&so, &s);
@@ -71,7 +73,7 @@ int gr_wait_until(const gr_wait_options *w, gr_wait_cond_fn cond, void *userdata
                 wait_holders(s, delay < left ? delay : left);
                 /* back off, and never spend more than a third of the time looking: a look costs
                  * a /proc scan and a start of the driver */
-                uint64_t cost = now - look;
+                uint64_t cost = last_cost = now - look;
                 delay = delay * 3 / 2;
                 if (delay < 2 * cost)
                         delay = 2 * cost;

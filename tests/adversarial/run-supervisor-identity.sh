@@ -96,6 +96,29 @@ fi
 kill -KILL "$H" 2>/dev/null || true
 wait_state "$H" gone
 
+# (f) gpureap inside a PID namespace below a live run (a job's 'unshare -pf', apptainer --pid):
+# the run's number is the host's and names nothing there; not found is not gone: its live job
+# is never a sure leftover, and reap's default plan spares it (the third review: "leftover,
+# sure" through the leaf cgroup's route, and the plan killed it)
+if [ "$(id -u)" -eq 0 ] && unshare -p -f --mount-proc true 2>/dev/null; then
+        "$GPUREAP" run --quiet -- unshare -pf --mount-proc --kill-child bash -c \
+                '"$1" cuda 0 0 100 sleep & sleep 1; "$2" status --json >"$3"; "$2" reap --dry-run >"$4" 2>&1; kill $!' \
+                x "$GPUHOLD" "$GPUREAP" "$T/f.json" "$T/f.plan" >/dev/null 2>&1 &
+        R=$!
+        LAUNCHED="$LAUNCHED $R"
+        set +e
+        wait "$R"
+        set -e
+        v=$(jq -c '[.processes[] | select(.comm == "gpuhold") | .verdict | [.judgement, .confidence]]' "$T/f.json")
+        [ "$v" != "[]" ] && [ -n "$v" ] || fail "(f) no holder seen from inside: $(cat "$T/f.json")"
+        case $v in *'"leftover","sure"'*) fail "(f) a live run's job seen from a PID namespace below it: $v" ;; esac
+        ok "(f) a live run's job, seen from a PID namespace below the run: not a sure leftover ($v)"
+        ! grep -Eq '^  kill +[0-9]+ ' "$T/f.plan" || fail "(f) the default plan would kill it: $(cat "$T/f.plan")"
+        ok "(f) and the default plan spares it"
+else
+        echo "# (f) skipped: needs root and PID namespaces"
+fi
+
 # (b) the run is PID 1 of a PID namespace of its own; the holder records its host PID (it sees
 # the host's /proc through a bind mount), as the fake driver lists host PIDs like the real one
 if [ "$(id -u)" -eq 0 ] && unshare -p -f -m --mount-proc true 2>/dev/null; then
