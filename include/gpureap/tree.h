@@ -69,10 +69,10 @@ int gr_cgroup_create_leaf(char *ret, size_t size, int *ret_lock);
 /* Remove the empty gpureap-run-* leaves beside ours whose owner is provably dead (a new-style
  * one's lock is free; an old-style gpureap-run-N's N is no live gpureap here); never a member */
 int gr_cgroup_remove_stale(unsigned *ret_removed);
-/* A process's cgroup path (as /proc/PID/cgroup gives it) when it is a run's leaf of the new
- * kind: is its lock held (its run lives) or free (gone)? From /proc/locks, never by taking it;
- * UNKNOWN for anything else or where the leaf cannot be found from here */
-gr_leaf_lock gr_cgroup_run_leaf_lock(const char *cgroup);
+/* For each cgroup path (as /proc/PID/cgroup gives it) that is a run's leaf of the new kind: is
+ * its lock held (its run lives) or free (gone)? From one read of /proc/locks, never by taking
+ * a lock; UNKNOWN for anything else or where the leaf cannot be found from here */
+void gr_cgroup_run_leaf_locks(const char *const *cgroups, size_t n, gr_leaf_lock *ret);
 int gr_cgroup_enter(const char *cgroup, pid_t pid);
 int gr_cgroup_kill(const char *cgroup);          /* cgroup.kill (Linux 5.14) */
 int gr_cgroup_remove(const char *cgroup);

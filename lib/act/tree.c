@@ -877,41 +877,62 @@ static const char *run_leaf_end(const char *cgroup)
         return found;
 }
 
-gr_leaf_lock gr_cgroup_run_leaf_lock(const char *cgroup)
+void gr_cgroup_run_leaf_locks(const char *const *cgroups, size_t n, gr_leaf_lock *ret)
 {
-        const char *end = cgroup && cgroup[0] == '/' ? run_leaf_end(cgroup) : NULL;
+        for (size_t i = 0; i < n; i++)
+                ret[i] = GR_LEAF_UNKNOWN;
         /* /proc/locks shows a lock only where its taker is in /proc's PID namespace or below:
          * from a namespace of our own, a live run's lock may not be shown, and free would be a
          * lie */
-        if (!end || !gr_proc_in_init_pidns())
-                return GR_LEAF_UNKNOWN;
-        char mount[1024], path[4200];
-        if (cgroup2_mount_once(mount, sizeof(mount)) < 0 ||
-            (size_t)snprintf(path, sizeof(path), "%s%.*s", mount, (int)(end - cgroup), cgroup) >= sizeof(path))
-                return GR_LEAF_UNKNOWN;
-        struct stat st;
-        if (lstat(path, &st) < 0 || !S_ISDIR(st.st_mode))
-                return GR_LEAF_UNKNOWN;
-        FILE *f = fopen("/proc/locks", "re");
-        if (!f)
-                return GR_LEAF_UNKNOWN;
-        /* "1: FLOCK  ADVISORY  WRITE 1234 00:1b:5678 0 EOF"; a waiter's line has "->" first */
+        char mount[1024];
+        if (n == 0 || !gr_proc_in_init_pidns() || cgroup2_mount_once(mount, sizeof(mount)) < 0)
+                return;
+        struct leaf {
+                dev_t dev;
+                ino_t ino;
+        } *leaves = calloc(n, sizeof(*leaves));
+        if (!leaves)
+                return;
+        size_t known = 0;
+        for (size_t i = 0; i < n; i++) {
+                const char *end = cgroups[i] && cgroups[i][0] == '/' ? run_leaf_end(cgroups[i]) : NULL;
+                char path[4200];
+                struct stat st;
+                if (!end || (size_t)snprintf(path, sizeof(path), "%s%.*s", mount, (int)(end - cgroups[i]), cgroups[i]) >= sizeof(path) ||
+                    lstat(path, &st) < 0 || !S_ISDIR(st.st_mode))
+                        continue;
+                leaves[i] = (struct leaf){ st.st_dev, st.st_ino };
+                ret[i] = GR_LEAF_FREE; /* until its lock is found */
+                known++;
+        }
+        FILE *f = known ? fopen("/proc/locks", "re") : NULL;
+        if (known && !f) {
+                for (size_t i = 0; i < n; i++)
+                        ret[i] = GR_LEAF_UNKNOWN;
+                free(leaves);
+                return;
+        }
+        /* one read for all: "1: FLOCK  ADVISORY  WRITE 1234 00:1b:5678 0 EOF"; a waiter's line
+         * has "->" first */
         char line[256];
-        gr_leaf_lock r = GR_LEAF_FREE;
-        while (r == GR_LEAF_FREE && fgets(line, sizeof(line), f)) {
+        while (f && fgets(line, sizeof(line), f)) {
                 char kind[16], id[64];
                 unsigned maj, min;
                 unsigned long long ino;
-                if (sscanf(line, "%*s %15s %*s %*s %*s %63s", kind, id) != 2 || strcmp(kind, "FLOCK") != 0)
+                if (sscanf(line, "%*s %15s %*s %*s %*s %63s", kind, id) != 2 || strcmp(kind, "FLOCK") != 0 ||
+                    sscanf(id, "%x:%x:%llu", &maj, &min, &ino) != 3)
                         continue;
-                if (sscanf(id, "%x:%x:%llu", &maj, &min, &ino) == 3 && maj == major(st.st_dev) &&
-                    min == minor(st.st_dev) && ino == (unsigned long long)st.st_ino)
-                        r = GR_LEAF_HELD;
+                for (size_t i = 0; i < n; i++)
+                        if (ret[i] == GR_LEAF_FREE && maj == major(leaves[i].dev) && min == minor(leaves[i].dev) &&
+                            ino == (unsigned long long)leaves[i].ino)
+                                ret[i] = GR_LEAF_HELD;
         }
-        if (ferror(f))
-                r = GR_LEAF_UNKNOWN;
-        fclose(f);
-        return r;
+        if (f && ferror(f))
+                for (size_t i = 0; i < n; i++)
+                        ret[i] = GR_LEAF_UNKNOWN;
+        if (f)
+                fclose(f);
+        free(leaves);
 }
 
 static int write_file(const char *dir, const char *name, const char *value)

@@ -116,18 +116,26 @@ static void load_leaf_locks(const gr_proc_options *po, gr_proc_table *t)
         const char *root = po->proc_root ? po->proc_root : gr_context_proc_root(NULL);
         if (!root || strcmp(root, "/proc") != 0)
                 return;
-        const char *last = NULL;
-        gr_leaf_lock last_lock = GR_LEAF_UNKNOWN;
-        for (size_t i = 0; i < t->n; i++) {
-                gr_process *p = &t->procs[i];
-                if (!p->has_details || !p->cgroup || !strstr(p->cgroup, "/gpureap-run-"))
-                        continue;
-                if (!last || strcmp(last, p->cgroup) != 0) { /* a tree's members: often side by side */
-                        last_lock = gr_cgroup_run_leaf_lock(p->cgroup);
-                        last = p->cgroup;
-                }
-                p->run_leaf = last_lock;
+        size_t n = 0;
+        for (size_t i = 0; i < t->n; i++)
+                if (t->procs[i].has_details && t->procs[i].cgroup && strstr(t->procs[i].cgroup, "/gpureap-run-"))
+                        n++;
+        if (n == 0)
+                return;
+        const char **cg = calloc(n, sizeof(*cg));
+        gr_leaf_lock *lock = calloc(n, sizeof(*lock));
+        if (cg && lock) {
+                size_t k = 0;
+                for (size_t i = 0; i < t->n; i++)
+                        if (t->procs[i].has_details && t->procs[i].cgroup && strstr(t->procs[i].cgroup, "/gpureap-run-"))
+                                cg[k++] = t->procs[i].cgroup;
+                gr_cgroup_run_leaf_locks(cg, n, lock);
+                for (size_t i = 0, j = 0; i < t->n; i++)
+                        if (t->procs[i].has_details && t->procs[i].cgroup && strstr(t->procs[i].cgroup, "/gpureap-run-"))
+                                t->procs[i].run_leaf = lock[j++];
         }
+        free(cg);
+        free(lock);
 }
 
 /* The kubelet's options for a call now: the snapshot's context, and its own timeout (1 s) cut
