@@ -562,6 +562,19 @@ static bool judge_supervisor(const struct dx *x, const gr_process *p, gr_evidenc
                       (int)p->run_pid);
                 return true;
         }
+        char unit[128] = "";
+        if (!alive && p->cgroup && gr_cgroup_manager(p->cgroup, unit, sizeof(unit)) == GR_CG_SERVICE) {
+                /* in a systemd service's cgroup (not the run's own leaf, which would be the
+                 * innermost): a service that systemd started with the run's environment
+                 * imported into its manager ('systemctl --user import-environment', which a
+                 * desktop session's startup runs), or the remains of a service whose ExecStart
+                 * was the run, which systemd empties as it stops. Neither is the run's left
+                 * work: the marker decides nothing, the service's cgroup does (step 4) */
+                ev_add(ev, GR_EV_RUN_SUPERVISOR, GR_LEAN_NEUTRAL,
+                       "gpureap run %d gone, but it runs in systemd service %s: the marker was imported there, not left",
+                       (int)p->run_pid, unit);
+                return false;
+        }
         if (!alive && marker_carried(x, top)) {
                 ev_add(ev, GR_EV_RUN_SUPERVISOR, GR_LEAN_NEUTRAL,
                        "gpureap run %d gone, but its marker came through PID %d (%s), which is alive: carried, not left",

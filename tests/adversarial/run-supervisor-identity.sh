@@ -119,6 +119,40 @@ else
         echo "# (f) skipped: needs root and PID namespaces"
 fi
 
+# (g) a systemd service that got an ended run's markers from its manager's environment
+# ('systemctl --user import-environment', which a desktop session's startup runs, in a shell
+# under 'gpureap run'): it runs in the service's cgroup, where a killed run's member would not
+# stay (systemd empties a stopped service's cgroup). Not a sure leftover (it was, and reap's
+# default plan killed it); the same process outside a service is one (the control)
+mnt=$(awk '$9 == "cgroup2" { print $5; exit }' /proc/self/mountinfo)
+svc=$mnt/gpureap-test-$$.service
+if [ "$(id -u)" -eq 0 ] && [ -n "$mnt" ] && mkdir "$svc" 2>/dev/null; then
+        CGROUPS_MADE="$CGROUPS_MADE $svc"
+        "$GPUREAP" run --quiet --no-cgroup -- bash -c 'echo "grun $GPUREAP_RUN_PID $GPUREAP_RUN_REF" >>"$1"' x "$PIDS" >/dev/null 2>&1
+        read -r _ gpid gref < <(grep '^grun ' "$PIDS")
+        sed -i '/^grun /d' "$PIDS"
+        for role in g-svc g-left; do
+                GPUREAP_RUN_PID=$gpid GPUREAP_RUN_REF=$gref setsid -f "$GPUHOLD" pidfile "$PIDS" $role cuda 0 0 100 sleep </dev/null >/dev/null 2>&1
+        done
+        wait_role g-svc g-left
+        S=$(pid_of g-svc) L=$(pid_of g-left)
+        LAUNCHED="$LAUNCHED $S $L"
+        echo "$S" >"$svc/cgroup.procs"
+        gr status --json
+        [ "$(verdict "$S")" != "leftover sure" ] || fail "(g) a service with an ended run's imported markers: leftover sure"
+        ok "(g) a systemd service with an ended run's imported markers: not a sure leftover ($(verdict "$S"))"
+        ! planned "$S" || fail "(g) the default plan would kill it: $(cat "$T/out")"
+        ok "(g) and the default plan spares it"
+        gr status --json
+        [ "$(verdict "$L")" = "leftover sure" ] || fail "(g) the control, outside a service: $(verdict "$L")"
+        ok "(g) the control: the same process outside a service is a sure leftover"
+        kill -KILL "$S" "$L"
+        wait_state "$S" gone
+        wait_state "$L" gone
+else
+        echo "# (g) skipped: needs root and a writable cgroup v2"
+fi
+
 # (b) the run is PID 1 of a PID namespace of its own; the holder records its host PID (it sees
 # the host's /proc through a bind mount), as the fake driver lists host PIDs like the real one
 if [ "$(id -u)" -eq 0 ] && unshare -p -f -m --mount-proc true 2>/dev/null; then

@@ -25,6 +25,7 @@ export GPUREAP_SERVE_SOCKET=$T/serve.sock # a test's own serve, if it starts one
 unset GPUREAP_PROC_ROOT GPUREAP_NVML_TIMEOUT COLUMNS # a width only where a test sets one
 CHECKS=0
 LAUNCHED=""
+CGROUPS_MADE="" # cgroup directories a test made: removed at its end (once their members are killed)
 
 # PID...: the descendants of each PID that is this shell's own child, not yet waited for (so
 # its number is still its own), from the kernel's children lists
@@ -61,6 +62,9 @@ cleanup() {
                 for d in $(find "$mnt" -maxdepth 6 -type d \( -name "gpureap-run-$pid" -o -name "gpureap-run-$pid-*" \) 2>/dev/null); do
                         rmdir "$d" 2>/dev/null || true
                 done
+        done
+        for d in $CGROUPS_MADE; do
+                for _ in 1 2 3 4 5 6 7 8 9 10; do rmdir "$d" 2>/dev/null && break; sleep 0.05; done
         done
         rm -rf "$T"
 }
