@@ -507,8 +507,8 @@ static bool judge_supervisor(const struct dx *x, const gr_process *p, gr_evidenc
                 return true;
         }
         const gr_process *sup = dx_find(x, p->run_pid);
-        if (!sup && x->s->procs_partial)
-                return false;
+        if (!sup && (x->s->procs_partial || x->hidden))
+                return false; /* not seen is not dead (a /proc with hidepid hides others' runs) */
         const gr_process *top = marked_top(x, p);
         bool alive;
         if (p->env.run_start) {

@@ -693,6 +693,43 @@ static void run_supervisor_marker(void **state)
                 gr_diagnosis_free(d);
                 gr_snapshot_free(s);
         }
+        /* with the run's start time (GPUREAP_RUN_REF): PID 500 is the run exactly when it
+         * started then, whatever its name; another start is another process, the run gone */
+        for (int same = 0; same <= 1; same++) {
+                gr_snapshot *s = snap_new(1);
+                base_tree(s);
+                proc(s, 500, 10, 500, 10, 'S', same ? "renamed" : "gpureap")->start_time = same ? 40 : 60;
+                gr_process *p = proc(s, 501, 1, 501, 501, 'S', "python3");
+                p->run_pid = 500;
+                p->env.run_start = 40;
+                p->start_time = 100;
+                hold_cuda(p, 0);
+                gr_diagnosis *d = diagnose(s);
+                assert_int_equal(gr_diagnosis_holder(d, 501)->judgement, same ? GR_JUDGE_LIVE : GR_JUDGE_LEFTOVER);
+                assert_int_equal(gr_diagnosis_holder(d, 501)->confidence, GR_SURE);
+                gr_diagnosis_free(d);
+                gr_snapshot_free(s);
+        }
+        /* the run not seen: hidden by hidepid (another user's), or from a PID namespace of
+         * gpureap's own (its number may be the host's): never a sure leftover */
+        for (int view = 0; view <= 1; view++) {
+                gr_snapshot *s = snap_new(1);
+                base_tree(s);
+                if (view == 0)
+                        s->hidepid = true;
+                else
+                        s->pidns = GR_PIDNS_OTHER;
+                gr_process *p = proc(s, 501, 1, 501, 501, 'S', "python3");
+                p->run_pid = 500;
+                p->env.run_start = 40;
+                p->start_time = 100;
+                hold_cuda(p, 0);
+                gr_diagnosis *d = diagnose(s);
+                const gr_holder_verdict *v = gr_diagnosis_holder(d, 501);
+                assert_false(v->judgement == GR_JUDGE_LEFTOVER && v->confidence == GR_SURE);
+                gr_diagnosis_free(d);
+                gr_snapshot_free(s);
+        }
 }
 
 static void service_daemon_is_not_an_orphan(void **state)
