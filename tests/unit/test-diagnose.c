@@ -656,6 +656,16 @@ static void launcher_seen_by_serve(void **state)
         }
 }
 
+/* PID 501, holding GPU 0, started by run 500 that wrote its start time (40) */
+static void marked_holder(gr_snapshot *s)
+{
+        gr_process *p = proc(s, 501, 1, 501, 501, 'S', "python3");
+        p->run_pid = 500;
+        p->env.run_start = 40;
+        p->start_time = 100;
+        hold_cuda(p, 0);
+}
+
 static void run_supervisor_marker(void **state)
 {
         for (int alive = 1; alive >= 0; alive--) {
@@ -699,11 +709,7 @@ static void run_supervisor_marker(void **state)
                 gr_snapshot *s = snap_new(1);
                 base_tree(s);
                 proc(s, 500, 10, 500, 10, 'S', same ? "renamed" : "gpureap")->start_time = same ? 40 : 60;
-                gr_process *p = proc(s, 501, 1, 501, 501, 'S', "python3");
-                p->run_pid = 500;
-                p->env.run_start = 40;
-                p->start_time = 100;
-                hold_cuda(p, 0);
+                marked_holder(s);
                 gr_diagnosis *d = diagnose(s);
                 assert_int_equal(gr_diagnosis_holder(d, 501)->judgement, same ? GR_JUDGE_LIVE : GR_JUDGE_LEFTOVER);
                 assert_int_equal(gr_diagnosis_holder(d, 501)->confidence, GR_SURE);
@@ -719,11 +725,7 @@ static void run_supervisor_marker(void **state)
                         s->hidepid = true;
                 else
                         s->pidns = GR_PIDNS_OTHER;
-                gr_process *p = proc(s, 501, 1, 501, 501, 'S', "python3");
-                p->run_pid = 500;
-                p->env.run_start = 40;
-                p->start_time = 100;
-                hold_cuda(p, 0);
+                marked_holder(s);
                 gr_diagnosis *d = diagnose(s);
                 const gr_holder_verdict *v = gr_diagnosis_holder(d, 501);
                 assert_false(v->judgement == GR_JUDGE_LEFTOVER && v->confidence == GR_SURE);
