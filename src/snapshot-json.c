@@ -283,9 +283,9 @@ static void load_environ(json_object *jp, gr_process *p)
         p->env.group_rank = (int)get_int(env, "GROUP_RANK", -1);
         char ref[48];
         get_str(env, "GPUREAP_RUN_REF", ref, sizeof(ref));
-        unsigned long long start = 0;
-        int pid = 0, end = 0;
-        if (sscanf(ref, "%d@%llu%n", &pid, &start, &end) == 2 && ref[end] == '\0' && pid == p->run_pid && pid > 0)
+        pid_t pid;
+        uint64_t start;
+        if (gr_parse_run_ref(ref, strlen(ref), &pid, &start) == 0 && pid == p->run_pid)
                 p->env.run_start = start;
 }
 

@@ -130,6 +130,8 @@ typedef struct gr_env_marks {
 } gr_env_marks;
 
 void gr_parse_environ_marks(const char *buf, size_t len, gr_env_marks *ret);
+/* GPUREAP_RUN_REF's value, "PID@START" (n bytes, no NUL needed): 0, or -EINVAL */
+int gr_parse_run_ref(const char *s, size_t n, pid_t *ret_pid, uint64_t *ret_start);
 
 /* One line of /proc/PID/net/tcp or tcp6: true for a listening socket, with its port and inode */
 bool gr_parse_tcp_listen(const char *line, size_t len, unsigned *ret_port, uint64_t *ret_inode);

@@ -906,12 +906,6 @@ void gr_cgroup_run_leaf_locks(const char *const *cgroups, size_t n, gr_leaf_lock
                 known++;
         }
         FILE *f = known ? fopen("/proc/locks", "re") : NULL;
-        if (known && !f) {
-                for (size_t i = 0; i < n; i++)
-                        ret[i] = GR_LEAF_UNKNOWN;
-                free(leaves);
-                return;
-        }
         /* one read for all: "1: FLOCK  ADVISORY  WRITE 1234 00:1b:5678 0 EOF"; a waiter's line
          * has "->" first */
         char line[256];
@@ -927,11 +921,11 @@ void gr_cgroup_run_leaf_locks(const char *const *cgroups, size_t n, gr_leaf_lock
                             ino == (unsigned long long)leaves[i].ino)
                                 ret[i] = GR_LEAF_HELD;
         }
-        if (f && ferror(f))
-                for (size_t i = 0; i < n; i++)
-                        ret[i] = GR_LEAF_UNKNOWN;
+        bool failed = known && (!f || ferror(f)); /* not read whole: nothing is known free */
         if (f)
                 fclose(f);
+        for (size_t i = 0; failed && i < n; i++)
+                ret[i] = GR_LEAF_UNKNOWN;
         free(leaves);
 }
 

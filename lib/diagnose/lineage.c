@@ -447,6 +447,13 @@ static void judge_root(const struct dx *x, const gr_process *r, gr_evidence_list
                       f.launcher_text, x->s && r->seen && r->seen->end == GR_END_EXIT ? "failed" : "is gone");
 }
 
+/* p's run, as it wrote its number and start time (GPUREAP_RUN_REF): is that process alive? */
+static bool ref_run_alive(const struct dx *x, const gr_process *p)
+{
+        const gr_process *r = dx_find(x, p->run_pid);
+        return dx_alive(r) && r->start_time == p->env.run_start;
+}
+
 /* The oldest process of p's line that carries p's marker (the same GPUREAP_RUN_PID): p itself
  * when its parent does not. A launcher's
  * children inherit the marker, so the top is where the run's tree began, or where the marker
@@ -513,7 +520,7 @@ static bool judge_supervisor(const struct dx *x, const gr_process *p, gr_evidenc
         bool alive;
         if (p->env.run_start) {
                 /* the run's own PID and start time: that process, whatever it is called now */
-                alive = dx_alive(sup) && sup->start_time == p->env.run_start;
+                alive = ref_run_alive(x, p);
                 if (!alive && dx_alive(sup))
                         ev_add(ev, GR_EV_RUN_SUPERVISOR, GR_LEAN_NEUTRAL,
                                "PID %d is another process now (%s, started %s the run)", (int)p->run_pid, sup->comm,
@@ -624,11 +631,8 @@ static void set_job(const struct dx *x, gr_holder_verdict *v, const gr_process *
         }
         v->launcher = v->job.kind == GR_JOB_TORCHELASTIC ? 0 : v->job.pid;
         v->launcher_alive = v->launcher > 0 && v->launcher != p->pid && dx_leader_alive(x, v->launcher);
-        if (v->job.kind == GR_JOB_RUN && p->env.run_start && p->n_nspid <= 1) {
-                /* the run that wrote its start time: that process, not what has its number now */
-                const gr_process *l = dx_find(x, v->launcher);
-                v->launcher_alive = dx_alive(l) && l->start_time == p->env.run_start;
-        }
+        if (v->job.kind == GR_JOB_RUN && p->env.run_start && p->n_nspid <= 1)
+                v->launcher_alive = ref_run_alive(x, p); /* that process, not what has its number now */
         if (v->job.kind == GR_JOB_LAUNCHER) {
                 const gr_process *l = dx_find(x, v->launcher);
                 v->launcher_alive = p->seen->end == GR_END_ALIVE && dx_alive(l) && l->start_time == p->seen->launcher_start;

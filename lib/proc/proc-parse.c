@@ -438,6 +438,18 @@ static int env_int(const char *v, size_t n)
         return field_to_i64(v, n, &x) == 0 && x >= 0 && x < INT32_MAX ? (int)x : -1;
 }
 
+int gr_parse_run_ref(const char *s, size_t n, pid_t *ret_pid, uint64_t *ret_start)
+{
+        const char *at = memchr(s, '@', n);
+        int64_t pid, start;
+        if (!at || field_to_i64(s, (size_t)(at - s), &pid) < 0 || pid <= 0 || pid > GR_PROC_PID_MAX ||
+            field_to_i64(at + 1, n - (size_t)(at + 1 - s), &start) < 0 || start <= 0)
+                return -EINVAL;
+        *ret_pid = (pid_t)pid;
+        *ret_start = (uint64_t)start;
+        return 0;
+}
+
 void gr_parse_environ_marks(const char *buf, size_t len, gr_env_marks *ret)
 {
         gr_env_marks m = { .local_rank = -1, .rank = -1, .group_rank = -1 };
@@ -459,13 +471,7 @@ void gr_parse_environ_marks(const char *buf, size_t len, gr_env_marks *ret)
                         if (field_to_i64(v, n, &x) == 0 && x > 0 && x <= GR_PROC_PID_MAX)
                                 m.run_pid = (pid_t)x;
                 } else if ((v = env_value(p, e, "GPUREAP_RUN_REF", &n))) {
-                        const char *at = memchr(v, '@', n);
-                        int64_t t;
-                        if (at && field_to_i64(v, (size_t)(at - v), &x) == 0 && x > 0 && x <= GR_PROC_PID_MAX &&
-                            field_to_i64(at + 1, n - (size_t)(at + 1 - v), &t) == 0 && t > 0) {
-                                ref_pid = (pid_t)x;
-                                ref_start = (uint64_t)t;
-                        }
+                        (void)gr_parse_run_ref(v, n, &ref_pid, &ref_start); /* untouched when malformed */
                 } else if ((v = env_value(p, e, "TORCHELASTIC_RUN_ID", &n))) {
                         env_copy(v, n, m.torchelastic_run_id, sizeof(m.torchelastic_run_id));
                         if (!m.torchelastic_run_id[0]) /* set but empty: still a marker */

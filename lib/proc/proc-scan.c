@@ -1006,28 +1006,30 @@ static bool may_load_bpf(void)
 
 /* Does /proc show the running kernel's initial PID namespace, whose numbers the iterator
  * reports? Our own namespace is the initial one and /proc names us by our own PID. */
+/* Is our namespace of this kind (/proc/self/ns/KIND, "KIND:[INO]") the kernel's initial one,
+ * whose inode number is fixed? 1 yes, 0 no, -errno when the link cannot be read */
+static int own_ns_initial(const char *kind, unsigned long long init_ino)
+{
+        char path[32], link[64], want[48];
+        snprintf(path, sizeof(path), "/proc/self/ns/%s", kind);
+        ssize_t n = readlink(path, link, sizeof(link) - 1);
+        if (n <= 0)
+                return n < 0 ? -errno : -EINVAL;
+        link[n] = '\0';
+        snprintf(want, sizeof(want), "%s:[%llu]", kind, init_ino);
+        return strcmp(link, want) == 0;
+}
+
 bool gr_proc_in_init_pidns(void)
 {
-        char link[64];
-        ssize_t n = readlink("/proc/self/ns/pid", link, sizeof(link) - 1);
-        if (n <= 0)
-                return false;
-        link[n] = '\0';
-        unsigned long long ino;
-        if (sscanf(link, "pid:[%llu]", &ino) != 1 || ino != 0xEFFFFFFCULL) /* PROC_PID_INIT_INO */
-                return false;
-        return gr_proc_self_pid() == getpid();
+        return own_ns_initial("pid", 0xEFFFFFFCULL) == 1 && /* PROC_PID_INIT_INO */
+               gr_proc_self_pid() == getpid();
 }
 
 bool gr_proc_in_init_timens(void)
 {
-        char link[64];
-        ssize_t n = readlink("/proc/self/ns/time", link, sizeof(link) - 1);
-        if (n <= 0)
-                return errno == ENOENT; /* a kernel without time namespaces (before 5.6) */
-        link[n] = '\0';
-        unsigned long long ino;
-        return sscanf(link, "time:[%llu]", &ino) == 1 && ino == 0xEFFFFFFAULL; /* PROC_TIME_INIT_INO */
+        int r = own_ns_initial("time", 0xEFFFFFFAULL); /* PROC_TIME_INIT_INO */
+        return r == 1 || r == -ENOENT; /* -ENOENT: a kernel without time namespaces (before 5.6) */
 }
 
 int gr_proc_self_start_time(uint64_t *ret)

@@ -111,6 +111,11 @@ static void load_lineage(const gr_proc_options *po, gr_proc_table *t)
 /* The lock of the run leaf each process with details is in (lineage.c judges a gpureap-run
  * cgroup's run by it, not by what has its number now); only where /proc is the kernel's own,
  * whose cgroups and locks gpureap sees */
+static bool in_run_leaf(const gr_process *p)
+{
+        return p->has_details && p->cgroup && strstr(p->cgroup, "/gpureap-run-");
+}
+
 static void load_leaf_locks(const gr_proc_options *po, gr_proc_table *t)
 {
         const char *root = po->proc_root ? po->proc_root : gr_context_proc_root(NULL);
@@ -118,7 +123,7 @@ static void load_leaf_locks(const gr_proc_options *po, gr_proc_table *t)
                 return;
         size_t n = 0;
         for (size_t i = 0; i < t->n; i++)
-                if (t->procs[i].has_details && t->procs[i].cgroup && strstr(t->procs[i].cgroup, "/gpureap-run-"))
+                if (in_run_leaf(&t->procs[i]))
                         n++;
         if (n == 0)
                 return;
@@ -127,11 +132,11 @@ static void load_leaf_locks(const gr_proc_options *po, gr_proc_table *t)
         if (cg && lock) {
                 size_t k = 0;
                 for (size_t i = 0; i < t->n; i++)
-                        if (t->procs[i].has_details && t->procs[i].cgroup && strstr(t->procs[i].cgroup, "/gpureap-run-"))
+                        if (in_run_leaf(&t->procs[i]))
                                 cg[k++] = t->procs[i].cgroup;
                 gr_cgroup_run_leaf_locks(cg, n, lock);
                 for (size_t i = 0, j = 0; i < t->n; i++)
-                        if (t->procs[i].has_details && t->procs[i].cgroup && strstr(t->procs[i].cgroup, "/gpureap-run-"))
+                        if (in_run_leaf(&t->procs[i]))
                                 t->procs[i].run_leaf = lock[j++];
         }
         free(cg);
